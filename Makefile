@@ -1,0 +1,41 @@
+# The README's two commands: `make run` (the service on the embedded SQLite default) and
+# `make test` (the whole suite, SQLite and PostgreSQL). Both do all set-up on a fresh Debian machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+CHROMIUM ?= /usr/bin/chromium
+HOST ?= 127.0.0.1
+PORT ?= 8080
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test setup chromium lint bench clean
+
+run: setup
+	$(VENV)/bin/scrapespy serve --host $(HOST) --port $(PORT)
+
+test: setup chromium
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -U pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+# The js engine runs Debian's Chromium; nothing downloads a browser at run time.
+chromium:
+	@[ -x $(CHROMIUM) ] || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@$(CHROMIUM) --version 2>/dev/null | head -n 1
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy service middlewares pipelines spiders
+
+bench: setup chromium
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) var build *.egg-info

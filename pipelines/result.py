@@ -1,0 +1,126 @@
+"""Builds the result JSON of the interface specification from what the download gave.
+
+The item comes from the feed spider: ``{"job", "response", "failure"}``. Every field is filled
+from what was received, even for an error status (a 404 page still has its title and text).
+Adds ``item["result"]`` and leaves the rest for the billing pipeline.
+
+    ITEM_PIPELINES = {"pipelines.result.ResultPipeline": 100}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
+from scrapy.http import TextResponse
+from twisted.internet import error as net_error
+from twisted.internet.defer import TimeoutError as DeferredTimeoutError
+from twisted.python.failure import Failure
+
+from middlewares.deadline import DeadlineExceeded
+from service.extraction import extract
+from service.jobs import ScrapeJob
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+log = logging.getLogger(__name__)
+
+EMPTY_FIELDS: dict[str, Any] = {
+    "title": None,
+    "meta": {},
+    "headings": {},
+    "links": [],
+    "images": [],
+    "text": None,
+}
+
+
+def timed_out(job: ScrapeJob) -> str:
+    return f"timed out after {job.timeout:g} s"
+
+
+def describe_failure(failure: Failure, job: ScrapeJob) -> str:
+    exc = failure.value
+    if isinstance(exc, DeadlineExceeded):
+        return timed_out(job)
+    if isinstance(exc, IgnoreRequest):
+        message = str(exc) or "request refused"
+        if "robots.txt" in message.lower():
+            return "forbidden by the target's robots.txt"
+        return message
+    timeouts = (DownloadTimeoutError, net_error.TimeoutError, DeferredTimeoutError, TimeoutError)
+    if isinstance(exc, timeouts) or exc.__class__.__name__ == "TimeoutError":  # playwright's too
+        return timed_out(job)
+    if isinstance(exc, (CannotResolveHostError, net_error.DNSLookupError)):
+        return "could not resolve the target's host name"
+    if isinstance(exc, (DownloadConnectionRefusedError, net_error.ConnectionRefusedError)):
+        return "the target refused the connection"
+    if isinstance(exc, (net_error.ConnectError, net_error.ConnectionLost)):
+        return "could not connect to the target"
+    if isinstance(exc, (DownloadFailedError, ResponseDataLossError)):
+        return "the target closed the connection without a complete response"
+    name = exc.__class__.__name__
+    log.info("scrape of %s failed: %s", job.url, name)
+    return f"fetch failed ({name})"
+
+
+class ResultPipeline:
+    def __init__(self, crawler: Crawler):
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ResultPipeline:
+        return cls(crawler)
+
+    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        job: ScrapeJob = item["job"]
+        response: Response | None = item.get("response")
+        failure: Failure | None = item.get("failure")
+        meta = response.meta if response is not None else item["request"].meta
+        block_reason = meta.get("scrapespy_block_reason")
+        tier_used = meta.get("scrapespy_tier_used", "none")
+        result: dict[str, Any] = {
+            "url": job.url,
+            "final_url": response.url if response is not None else job.url,
+            "status_code": response.status if response is not None else 0,
+            "success": False,
+            "engine": job.engine,
+            "elapsed_ms": 0,
+            "error": None,
+            "blocked": block_reason is not None,
+            "proxy_used": tier_used != "none",
+        }
+        if response is not None:
+            if isinstance(response, TextResponse):
+                fields = extract(response.text, response.url, job.selectors)
+            else:
+                fields = {**EMPTY_FIELDS, "extracted": {}}
+            result.update(fields)
+            if response.status >= 400:
+                result["error"] = f"the target answered HTTP {response.status}"
+            else:
+                result["success"] = True
+        else:
+            assert failure is not None
+            result.update(EMPTY_FIELDS)
+            result["extracted"] = {}
+            result["error"] = describe_failure(failure, job)
+        if block_reason is not None:
+            result["block_reason"] = block_reason
+        result["elapsed_ms"] = job.elapsed_ms()
+        item["result"] = result
+        item["tier_used"] = tier_used
+        if self.stats is not None:
+            outcome = "blocked" if result["blocked"] else ("success" if result["success"] else "failed")
+            self.stats.inc_value(f"scrapespy/result/{job.engine}/{outcome}")
+        return item

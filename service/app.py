@@ -1,0 +1,144 @@
+"""The HTTP front: Klein routes that parse, call one business function, and render JSON.
+
+Errors are mapped in one place; a caller never sees a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from klein import Klein
+from twisted.web.iweb import IRequest
+from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
+from werkzeug.exceptions import NotFound as WerkzeugNotFound
+
+from service.config import Config
+from service.db import Database
+from service.errors import (
+    ApiError,
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    ServiceUnavailable,
+)
+from service.openapi import document
+from service.payments import NOT_CONFIGURED, PaymentProvider
+from service.pricing import price_list
+from service.schemas import BuyRequest, parse_json_object, validate
+from service.scraping import Scraper
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 256 * 1024
+
+
+def render_json(request: IRequest, body: Any, status: int = 200) -> bytes:
+    request.setResponseCode(status)
+    request.setHeader(b"Content-Type", b"application/json")
+    request.setHeader(b"Cache-Control", b"no-store")
+    return orjson.dumps(body)
+
+
+def read_json_body(request: IRequest) -> bytes:
+    content_type = (request.getHeader(b"Content-Type") or b"").split(b";")[0].strip().lower()
+    if content_type != b"application/json":
+        raise BadRequest("Content-Type must be application/json")
+    content = request.content  # type: ignore[attr-defined]
+    body: bytes = content.read(MAX_BODY_BYTES + 1) if content is not None else b""
+    if len(body) > MAX_BODY_BYTES:
+        raise BadRequest(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    return body
+
+
+def api_key_of(request: IRequest) -> str | None:
+    raw = request.getHeader(b"X-API-Key")
+    return raw.decode("utf-8", "replace").strip() if raw else None
+
+
+class ScrapespyApp:
+    app = Klein()
+
+    def __init__(
+        self,
+        config: Config,
+        database: Database,
+        scraper: Scraper,
+        payments: PaymentProvider | None = None,
+    ):
+        self.config = config
+        self.database = database
+        self.scraper = scraper
+        self.payments = payments
+        self._prices = orjson.dumps(price_list(config))
+        self._openapi = orjson.dumps(document(config.public_url))
+
+    def resource(self) -> Any:
+        return self.app.resource()
+
+    # errors -----------------------------------------------------------------------------------
+
+    @app.handle_errors(ApiError)
+    def _api_error(self, request: IRequest, failure: Any) -> bytes:
+        error: ApiError = failure.value
+        for name, value in error.headers.items():
+            request.setHeader(name.encode(), value.encode())
+        return render_json(request, {"error": error.message}, error.status)
+
+    @app.handle_errors(WerkzeugNotFound)
+    def _not_found(self, request: IRequest, failure: Any) -> bytes:
+        return render_json(request, {"error": NotFound.message}, 404)
+
+    @app.handle_errors(WerkzeugMethodNotAllowed)
+    def _bad_method(self, request: IRequest, failure: Any) -> bytes:
+        return render_json(request, {"error": MethodNotAllowed.message}, 405)
+
+    @app.handle_errors(Exception)
+    def _unexpected(self, request: IRequest, failure: Any) -> bytes:
+        log.error(
+            "unexpected error on %s %s",
+            request.method.decode(errors="replace"),
+            request.uri.decode(errors="replace")[:200],
+            exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+        )
+        return render_json(request, {"error": "internal error"}, 500)
+
+    # the API ----------------------------------------------------------------------------------
+
+    @app.route("/scrape", methods=["POST"])
+    async def scrape(self, request: IRequest) -> bytes:
+        result = await self.scraper.scrape(api_key_of(request), read_json_body(request))
+        return render_json(request, result)
+
+    @app.route("/credits/buy", methods=["POST"])
+    async def buy_credits(self, request: IRequest) -> bytes:
+        order = validate(BuyRequest, parse_json_object(read_json_body(request)))
+        caller = await self.scraper.authenticate(api_key_of(request))
+        if self.payments is None:
+            raise ServiceUnavailable(NOT_CONFIGURED)
+        url = await self.payments.start_checkout(caller.account_id, order)
+        return render_json(request, {"url": url})
+
+    @app.route("/pricing", methods=["GET"])
+    def pricing(self, request: IRequest) -> bytes:
+        request.setHeader(b"Content-Type", b"application/json")
+        return self._prices
+
+    @app.route("/openapi.json", methods=["GET"])
+    def openapi(self, request: IRequest) -> bytes:
+        request.setHeader(b"Content-Type", b"application/json")
+        return self._openapi
+
+    @app.route("/healthz", methods=["GET"])
+    async def healthz(self, request: IRequest) -> bytes:
+        await self.database.run(_ping)
+        return render_json(request, {"status": "ok"})
+
+
+def _ping(conn: Any) -> None:
+    from sqlalchemy import text
+
+    conn.execute(text("SELECT 1"))
+
+

@@ -1,0 +1,192 @@
+"""The ``scrapespy`` command: run the service and administer accounts, keys and credits.
+
+Admin commands work while the server runs, against the same database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from service import accounts, keys, ledger
+from service.config import Config, ConfigError
+from service.db import Database
+
+log = logging.getLogger("scrapespy")
+
+
+def _database(config: Config, *, migrate: bool = True) -> Database:
+    database = Database(config.database_url, threads=1)
+    if migrate:
+        database.upgrade()
+    return database
+
+
+def configure_logging(level: str) -> None:
+    from scrapy.utils.log import configure_logging as scrapy_logging
+
+    scrapy_logging(
+        {"LOG_LEVEL": level, "LOG_FORMAT": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
+    )
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    # An unreachable target's robots.txt is the caller's business, not an operator's error.
+    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
+
+
+def serve(config: Config, host: str, port: int) -> int:
+    from service.reactor import install
+
+    install()
+    configure_logging(config.log_level)
+
+    from twisted.internet import defer, reactor
+
+    from service.server import build
+
+    state: dict[str, Any] = {}
+
+    async def start() -> None:
+        service = await build(config)
+        state["service"] = service
+        state["port"] = reactor.listenTCP(port, service.site(), interface=host)  # type: ignore[attr-defined]
+        bound = state["port"].getHost()
+        log.info("scrapespy listening on http://%s:%d", bound.host, bound.port)
+
+    def failed(failure: Any) -> None:
+        log.error("scrapespy could not start: %s", failure.getErrorMessage())
+        state["exit"] = 1
+        reactor.stop()  # type: ignore[attr-defined]
+
+    async def shutdown() -> None:
+        port_ = state.get("port")
+        if port_ is not None:
+            await port_.stopListening()
+        service = state.get("service")
+        if service is not None:
+            await service.stop()
+
+    reactor.callWhenRunning(  # type: ignore[attr-defined]
+        lambda: defer.ensureDeferred(start()).addErrback(failed)
+    )
+    reactor.addSystemEventTrigger(  # type: ignore[attr-defined]
+        "before", "shutdown", lambda: defer.ensureDeferred(shutdown())
+    )
+    reactor.run(installSignalHandlers=True)  # type: ignore[attr-defined]
+    return int(state.get("exit", 0))
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, sort_keys=True))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scrapespy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_serve = sub.add_parser("serve", help="run the HTTP service")
+    p_serve.add_argument("--host", default="127.0.0.1")
+    p_serve.add_argument("--port", type=int, default=8080)
+
+    p_db = sub.add_parser("db", help="database schema")
+    p_db.add_argument("action", choices=["upgrade"])
+
+    p_acc = sub.add_parser("accounts", help="manage accounts")
+    acc = p_acc.add_subparsers(dest="action", required=True)
+    p_create = acc.add_parser("create")
+    p_create.add_argument("email")
+    p_create.add_argument("--password-stdin", action="store_true")
+    p_show = acc.add_parser("show")
+    p_show.add_argument("email")
+    p_show.add_argument("--json", action="store_true")
+    p_unlock = acc.add_parser("unlock-residential")
+    p_unlock.add_argument("email")
+
+    p_keys = sub.add_parser("keys", help="API keys")
+    k = p_keys.add_subparsers(dest="action", required=True)
+    p_regen = k.add_parser("regenerate", help="issue a new key; the old one stops working")
+    p_regen.add_argument("email")
+
+    p_credits = sub.add_parser("credits", help="credits")
+    c = p_credits.add_subparsers(dest="action", required=True)
+    p_grant = c.add_parser("grant")
+    p_grant.add_argument("email")
+    p_grant.add_argument("credits", type=int)
+
+    args = parser.parse_args(argv)
+    try:
+        config = Config.from_env()
+    except ConfigError as exc:
+        print(f"scrapespy: {exc}", file=sys.stderr)
+        return 2
+
+    if args.command == "serve":
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL) if hasattr(signal, "SIGPIPE") else None
+        return serve(config, args.host, args.port)
+
+    database = _database(config)
+    try:
+        return _admin(args, config, database)
+    except accounts.NoSuchAccount as exc:
+        print(f"scrapespy: no account with email {exc.args[0]!r}", file=sys.stderr)
+        return 1
+    except accounts.AccountExists as exc:
+        print(f"scrapespy: an account with email {exc.args[0]!r} already exists", file=sys.stderr)
+        return 1
+    finally:
+        database.stop()
+
+
+def _admin(args: argparse.Namespace, config: Config, database: Database) -> int:
+    run = database.run_sync
+    if args.command == "db":
+        print("database is up to date")
+        return 0
+    if args.command == "accounts" and args.action == "create":
+        password_hash = None
+        if args.password_stdin:
+            from service.passwords import hash_password
+
+            password_hash = hash_password(sys.stdin.readline().rstrip("\n"))
+        account_id = run(
+            accounts.create,
+            args.email,
+            trials=config.residential_trials,
+            password_hash=password_hash,
+        )
+        print(f"created account {accounts.normalise_email(args.email)} (id {account_id})")
+        return 0
+    account_id = run(accounts.find_id, args.email)
+    if args.command == "accounts" and args.action == "show":
+        summary = run(accounts.summary, account_id)
+        if args.json:
+            _print_json(summary)
+        else:
+            for name, value in summary.items():
+                print(f"{name}: {value}")
+        return 0
+    if args.command == "accounts" and args.action == "unlock-residential":
+        run(accounts.unlock_residential, account_id)
+        print(f"residential proxies unlocked for {args.email}")
+        return 0
+    if args.command == "keys":
+        key = run(keys.regenerate, account_id)
+        print("New API key (shown once; the previous key no longer works):")
+        print(key)
+        return 0
+    if args.command == "credits":
+        if args.credits <= 0:
+            print("scrapespy: credits must be a positive integer", file=sys.stderr)
+            return 2
+        run(ledger.credit, account_id, args.credits, kind="grant", reference="cli")
+        print(f"granted {args.credits} credits to {args.email}")
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

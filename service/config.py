@@ -1,0 +1,143 @@
+"""Operator configuration, read once from the environment.
+
+Every variable has a default that works on a laptop; see DESIGN.md's operator interface.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+ENGINES = ("static", "js")
+TIERS = ("none", "datacenter", "residential")
+
+DEFAULT_COSTS: dict[str, dict[str, int]] = {
+    "static": {"none": 1, "datacenter": 2, "residential": 10},
+    "js": {"none": 5, "datacenter": 6, "residential": 25},
+}
+
+
+class ConfigError(ValueError):
+    """A configuration variable holds a value the service cannot use."""
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be 0 or 1, not {raw!r}")
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, not {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, not {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be greater than 0")
+    return value
+
+
+def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in env.get(name, "").split(",") if item.strip())
+
+
+def _proxies(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Comma-separated proxy URLs, plus the lines of the file named by ``<name>_FILE``."""
+    urls = list(_list(env, name))
+    path = env.get(f"{name}_FILE", "").strip()
+    if path:
+        with open(path, encoding="utf-8") as fh:
+            urls.extend(line.strip() for line in fh if line.strip() and not line.startswith("#"))
+    return tuple(urls)
+
+
+def _costs(env: Mapping[str, str]) -> dict[str, dict[str, int]]:
+    costs = {engine: dict(tiers) for engine, tiers in DEFAULT_COSTS.items()}
+    for engine in ENGINES:
+        for tier in TIERS:
+            name = f"SCRAPESPY_COST_{engine.upper()}_{tier.upper()}"
+            costs[engine][tier] = _int(env, name, costs[engine][tier])
+    for engine in ENGINES:
+        if not costs[engine]["none"] <= costs[engine]["datacenter"] <= costs[engine]["residential"]:
+            raise ConfigError(f"{engine} costs must not decrease from none to residential")
+    return costs
+
+
+@dataclass(frozen=True)
+class Config:
+    database_url: str = "sqlite:///var/scrapespy.db"
+    allow_private_targets: bool = False
+    proxies_datacenter: tuple[str, ...] = ()
+    proxies_residential: tuple[str, ...] = ()
+    residential_trials: int = 10
+    rate_limit_per_second: float = 10.0
+    rate_limit_burst: int = 20
+    redis_url: str = ""
+    chromium_path: str = "/usr/bin/chromium"
+    browser_url: str = ""
+    max_pages: int = 4
+    block_heavy_resources: bool = True
+    public_url: str = "http://127.0.0.1:8080"
+    payments: str = ""
+    stripe_secret_key: str = ""
+    stripe_webhook_secret: str = ""
+    stripe_api_base: str = ""
+    costs: dict[str, dict[str, int]] = field(default_factory=lambda: _costs({}))
+    max_concurrent_scrapes: int = 256
+    hold_ttl_seconds: int = 300
+    db_threads: int = 8
+    robots_ttl_seconds: int = 3600
+    session_secret: str = ""
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
+        env = os.environ if env is None else env
+        return cls(
+            database_url=env.get("SCRAPESPY_DATABASE_URL", "").strip() or cls.database_url,
+            allow_private_targets=_bool(env, "SCRAPESPY_ALLOW_PRIVATE_TARGETS", False),
+            proxies_datacenter=_proxies(env, "SCRAPESPY_PROXIES_DATACENTER"),
+            proxies_residential=_proxies(env, "SCRAPESPY_PROXIES_RESIDENTIAL"),
+            residential_trials=_int(env, "SCRAPESPY_RESIDENTIAL_TRIALS", 10),
+            rate_limit_per_second=_float(env, "SCRAPESPY_RATE_LIMIT_PER_SECOND", 10.0),
+            rate_limit_burst=_int(env, "SCRAPESPY_RATE_LIMIT_BURST", 20, minimum=1),
+            redis_url=env.get("SCRAPESPY_REDIS_URL", "").strip(),
+            chromium_path=env.get("SCRAPESPY_CHROMIUM_PATH", "").strip() or cls.chromium_path,
+            browser_url=env.get("SCRAPESPY_BROWSER_URL", "").strip(),
+            max_pages=_int(env, "SCRAPESPY_MAX_PAGES", 4, minimum=1),
+            block_heavy_resources=_bool(env, "SCRAPESPY_BLOCK_HEAVY_RESOURCES", True),
+            public_url=(env.get("SCRAPESPY_PUBLIC_URL", "").strip() or cls.public_url).rstrip("/"),
+            payments=env.get("SCRAPESPY_PAYMENTS", "").strip().lower(),
+            stripe_secret_key=env.get("STRIPE_SECRET_KEY", "").strip(),
+            stripe_webhook_secret=env.get("STRIPE_WEBHOOK_SECRET", "").strip(),
+            stripe_api_base=env.get("SCRAPESPY_STRIPE_API_BASE", "").strip(),
+            costs=_costs(env),
+            max_concurrent_scrapes=_int(env, "SCRAPESPY_MAX_CONCURRENT_SCRAPES", 256, minimum=1),
+            hold_ttl_seconds=_int(env, "SCRAPESPY_HOLD_TTL_SECONDS", 300, minimum=1),
+            db_threads=_int(env, "SCRAPESPY_DB_THREADS", 8, minimum=1),
+            robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
+            session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),
+            log_level=env.get("SCRAPESPY_LOG_LEVEL", "").strip().upper() or "INFO",
+        )

@@ -1,0 +1,152 @@
+"""Database access: one engine, blocking calls kept off the reactor thread.
+
+Every call that touches the database goes through :meth:`Database.run`, which runs a function
+inside one transaction on a thread pool of our own and returns a Deferred. The CLI, which has
+no reactor, uses :meth:`Database.run_sync`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+from service.errors import ServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+# Held for the whole migration so that two instances starting at once migrate one after the other.
+ADVISORY_LOCK_ID = 0x5C2A9E59
+
+DATABASE_DOWN = "the database is unavailable, retry later"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def make_engine(url: str, pool_size: int = 8) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            pool_size=pool_size,
+            max_overflow=0,
+            connect_args={"check_same_thread": False, "timeout": 10},
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+
+        # SQLite's default deferred transactions upgrade to a write lock mid-transaction and then
+        # fail with "database is locked"; BEGIN IMMEDIATE takes the write lock up front instead.
+        @event.listens_for(engine, "begin")
+        def _begin_immediate(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+        @event.listens_for(engine, "connect")
+        def _no_pysqlite_begin(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None
+
+        return engine
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=2,
+        pool_pre_ping=True,
+        pool_recycle=1800,
+    )
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest migration; safe when several instances start at once."""
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": ADVISORY_LOCK_ID})
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def is_outage(exc: BaseException) -> bool:
+    """True for errors that mean the database cannot be reached, not that a query is wrong."""
+    if isinstance(exc, OperationalError):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+class Database:
+    def __init__(self, url: str, threads: int = 8):
+        self.url = url
+        self.engine = make_engine(url, pool_size=threads)
+        self.pool = ThreadPool(minthreads=1, maxthreads=threads, name="scrapespy-db")
+        self._started = False
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def start(self) -> None:
+        if not self._started:
+            self.pool.start()
+            self._started = True
+
+    def stop(self) -> None:
+        if self._started:
+            self.pool.stop()
+            self._started = False
+        self.engine.dispose()
+
+    def upgrade(self) -> None:
+        upgrade(self.engine)
+
+    def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(connection, *args, **kwargs)`` in one transaction, on the calling thread."""
+        try:
+            with self.engine.begin() as conn:
+                return fn(conn, *args, **kwargs)
+        except DBAPIError as exc:
+            if is_outage(exc):
+                log.error("database unavailable: %s", exc.__class__.__name__)
+                raise ServiceUnavailable(DATABASE_DOWN) from exc
+            raise
+
+    def run_in_pool(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
+        """Run a blocking ``fn(*args, **kwargs)`` (no connection handed) on the database pool."""
+        from twisted.internet import reactor
+
+        return deferToThreadPool(reactor, self.pool, fn, *args, **kwargs)
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
+        """Run ``fn(connection, ...)`` in one transaction on the database thread pool."""
+        from twisted.internet import reactor
+
+        return deferToThreadPool(reactor, self.pool, self.run_sync, fn, *args, **kwargs)
+
+
+def default_url() -> str:
+    return os.environ.get("SCRAPESPY_DATABASE_URL", "").strip() or "sqlite:///var/scrapespy.db"

@@ -1,0 +1,149 @@
+"""The schema, in SQLAlchemy Core. Alembic's migrations create exactly this.
+
+Money is integers (credits, cents). The ledger's invariants are database constraints too:
+balance and held never go below zero and held never exceeds balance.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("email", String(320), nullable=False, unique=True),
+    Column("password_hash", String(255), nullable=True),
+    Column("balance", BigInteger, nullable=False, default=0),
+    Column("held", BigInteger, nullable=False, default=0),
+    Column("residential_trials_left", Integer, nullable=False),
+    Column("residential_unlocked", Boolean, nullable=False, default=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("balance >= 0", name="balance_not_negative"),
+    CheckConstraint("held >= 0", name="held_not_negative"),
+    CheckConstraint("held <= balance", name="held_within_balance"),
+    CheckConstraint("residential_trials_left >= 0", name="trials_not_negative"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False, unique=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+ledger_entries = Table(
+    "ledger_entries",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("balance_after", BigInteger, nullable=False),
+    Column("reference", String(255), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("kind IN ('grant', 'purchase', 'scrape')", name="kind_known"),
+    CheckConstraint("balance_after >= 0", name="balance_after_not_negative"),
+    Index("ix_ledger_entries_account_created", "account_id", "created_at"),
+)
+
+holds = Table(
+    "holds",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("trial", Boolean, nullable=False, default=False),
+    Column("status", String(10), nullable=False, default="held"),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("settled_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("amount >= 0", name="amount_not_negative"),
+    CheckConstraint(
+        "status IN ('held', 'captured', 'released', 'expired')", name="status_known"
+    ),
+    Index("ix_holds_status_expires", "status", "expires_at"),
+)
+
+usage = Table(
+    "usage",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("hold_id", Integer, ForeignKey("holds.id"), nullable=True, unique=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("engine", String(8), nullable=False),
+    Column("tier_requested", String(12), nullable=False),
+    Column("tier_used", String(12), nullable=False),
+    Column("status_code", Integer, nullable=True),
+    Column("success", Boolean, nullable=False),
+    Column("blocked", Boolean, nullable=False),
+    Column("error", Text, nullable=True),
+    Column("elapsed_ms", Integer, nullable=False),
+    Column("credits", BigInteger, nullable=False),
+    Column("trial", Boolean, nullable=False, default=False),
+    Index("ix_usage_account_created", "account_id", "created_at"),
+)
+
+payments = Table(
+    "payments",
+    metadata,
+    Column("session_id", String(255), primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("provider", String(16), nullable=False),
+    Column("amount_cents", BigInteger, nullable=False),
+    Column("credits", BigInteger, nullable=False),
+    Column("status", String(12), nullable=False, default="pending"),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("amount_cents > 0", name="amount_positive"),
+    CheckConstraint("status IN ('pending', 'paid', 'failed', 'mismatch')", name="status_known"),
+    Index("ix_payments_account", "account_id"),
+)
+
+# A purchase ledger entry names its payment session; one session credits at most once.
+purchase_credits = Table(
+    "purchase_credits",
+    metadata,
+    Column("session_id", String(255), ForeignKey("payments.session_id"), primary_key=True),
+    Column("ledger_entry_id", Integer, ForeignKey("ledger_entries.id"), nullable=False),
+    UniqueConstraint("ledger_entry_id"),
+)
+
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("csrf_token", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)

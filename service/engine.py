@@ -1,0 +1,160 @@
+"""The engine bridge: one long-lived Scrapy crawler, fed one request per API call.
+
+The HTTP front talks to Scrapy only through this module. :meth:`EngineBridge.start` builds the
+crawler once; :meth:`EngineBridge.submit` turns a :class:`ScrapeJob` into one request for the
+running engine and returns the job's Deferred, which fires with the result once the pipelines
+(result building, billing) are through. A watchdog answers a job that overran its timeout by a
+margin, and releases its hold, whatever Scrapy is doing with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler, CrawlerRunner
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+from scrapy.settings import Settings
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IDelayedCall
+
+from pipelines.billing import usage_row
+from pipelines.result import EMPTY_FIELDS, timed_out
+from service import ledger
+from service.config import Config
+from service.db import Database
+from service.jobs import ScrapeJob
+from spiders.feed import FeedSpider, request_for
+
+log = logging.getLogger(__name__)
+
+WATCHDOG_MARGIN = 5.0
+
+
+def proxy_hosts(config: Config) -> list[str]:
+    """The operator's own proxies may sit on a private network; the guard lets them through."""
+    hosts = {urlsplit(url).hostname for url in config.proxies_datacenter + config.proxies_residential}
+    return sorted(host for host in hosts if host)
+
+
+def crawler_settings(config: Config, database: Database | None) -> Settings:
+    settings = Settings()
+    settings.setmodule("service.scrapy_settings", priority="project")
+    settings.set("SCRAPESPY_ALLOW_PRIVATE_TARGETS", config.allow_private_targets)
+    settings.set("SCRAPESPY_ROBOTS_TTL", float(config.robots_ttl_seconds))
+    settings.set("SCRAPESPY_PROXIES_DATACENTER", list(config.proxies_datacenter))
+    settings.set("SCRAPESPY_PROXIES_RESIDENTIAL", list(config.proxies_residential))
+    settings.set("SCRAPESPY_EGRESS_ALLOW_HOSTS", proxy_hosts(config))
+    settings.set("SCRAPESPY_CHROMIUM_PATH", config.chromium_path)
+    settings.set("SCRAPESPY_BROWSER_URL", config.browser_url)
+    settings.set("SCRAPESPY_MAX_PAGES", config.max_pages)
+    settings.set("SCRAPESPY_BLOCK_HEAVY_RESOURCES", config.block_heavy_resources)
+    settings.set("LOG_LEVEL", config.log_level)
+    return settings
+
+
+class EngineBridge:
+    def __init__(self, config: Config, database: Database | None):
+        self.config = config
+        self.database = database
+        self.runner: CrawlerRunner | None = None
+        self.crawler: Crawler | None = None
+        self.spider: FeedSpider | None = None
+        self._finished: Deferred[None] | None = None
+        self._watchdogs: dict[int, IDelayedCall] = {}
+        self._cookie_jars: Any = None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._watchdogs)
+
+    async def start(self) -> None:
+        settings = crawler_settings(self.config, self.database)
+        self.runner = CrawlerRunner(settings)
+        self.crawler = self.runner.create_crawler(FeedSpider)
+        # Settings are deep-copied, so the database (a live pool) travels on the crawler.
+        self.crawler.scrapespy_database = self.database  # type: ignore[attr-defined]
+        opened: Deferred[None] = Deferred()
+
+        def on_opened(spider: FeedSpider) -> None:
+            if not opened.called:
+                opened.callback(None)
+
+        self._on_opened = on_opened  # signals hold weak references
+        self.crawler.signals.connect(self._on_opened, signal=signals.spider_opened)
+        self.crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
+        self.crawler.signals.connect(self._item_failed, signal=signals.item_error)
+        self._finished = self.runner.crawl(self.crawler)
+        self._finished.addErrback(self._crawl_failed, opened)
+        await opened
+        assert self.crawler.spider is not None and self.crawler.engine is not None
+        self.spider = self.crawler.spider  # type: ignore[assignment]
+        for mw in self.crawler.engine.downloader.middleware.middlewares:
+            if isinstance(mw, CookiesMiddleware):
+                self._cookie_jars = mw.jars
+
+    def _crawl_failed(self, failure: Any, opened: Deferred[None]) -> None:
+        log.error("the crawler stopped: %s", failure.getErrorMessage())
+        if not opened.called:
+            opened.errback(failure)
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.stop()
+            self.runner = None
+
+    def submit(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
+        assert self.crawler is not None and self.crawler.engine is not None
+        assert self.spider is not None
+        self._watchdogs[job.id] = reactor.callLater(  # type: ignore[attr-defined]
+            job.timeout + WATCHDOG_MARGIN, self._overran, job
+        )
+        job.done.addBoth(self._forget, job)
+        self.crawler.engine.crawl(request_for(job, self.spider))
+        return job.done
+
+    def _forget(self, result: Any, job: ScrapeJob) -> Any:
+        watchdog = self._watchdogs.pop(job.id, None)
+        if watchdog is not None and watchdog.active():
+            watchdog.cancel()
+        if self._cookie_jars is not None:
+            self._cookie_jars.pop(job.id, None)
+        return result
+
+    def _item_scraped(self, item: dict[str, Any], **_: Any) -> None:
+        job = item.get("job")
+        if isinstance(job, ScrapeJob):
+            result = item["result"]
+            job.finish(result)
+
+    def _item_failed(self, item: dict[str, Any], failure: Any, **_: Any) -> None:
+        job = item.get("job")
+        if isinstance(job, ScrapeJob) and not job.done.called:
+            job.done.errback(failure)
+
+    def _overran(self, job: ScrapeJob) -> None:
+        self._watchdogs.pop(job.id, None)
+        if job.done.called:
+            return
+        log.warning("scrape %s overran its timeout of %s s; answering without it", job.id, job.timeout)
+        result: dict[str, Any] = {
+            "url": job.url,
+            "final_url": job.url,
+            "status_code": 0,
+            "success": False,
+            "engine": job.engine,
+            "elapsed_ms": job.elapsed_ms(),
+            "error": timed_out(job),
+            "blocked": False,
+            "proxy_used": False,
+            **EMPTY_FIELDS,
+            "extracted": {},
+        }
+        if job.hold_id is None or self.database is None:
+            job.finish(result)
+            return
+        d = self.database.run(ledger.release, job.hold_id, usage_row(job, result, "none"))
+        d.addCallbacks(lambda _: job.finish(result), job.done.errback)

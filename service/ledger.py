@@ -1,0 +1,201 @@
+"""The prepaid ledger: holds, captures, releases, grants and purchases.
+
+Every function takes a SQLAlchemy ``Connection`` inside a transaction and does its work with
+conditional UPDATEs, so concurrent requests (threads here, processes or machines in production)
+can never take the balance below zero, settle a hold twice or credit a payment twice. The
+database's CHECK constraints are the backstop. Every change of balance is an append-only ledger
+entry whose ``balance_after`` is the new balance, so the balance always equals the sum of its entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, case, func, insert, select, update
+
+from service.db.tables import accounts, holds, ledger_entries, usage
+
+
+class InsufficientCredits(Exception):
+    def __init__(self, cost: int, available: int):
+        super().__init__(f"insufficient credits: cost {cost}, available {available}")
+        self.cost = cost
+        self.available = available
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    charged: int
+    trial_consumed: bool
+    settled_here: bool
+
+
+def available(conn: Connection, account_id: int) -> int:
+    row = conn.execute(
+        select(accounts.c.balance, accounts.c.held).where(accounts.c.id == account_id)
+    ).one()
+    return int(row.balance - row.held)
+
+
+def hold(conn: Connection, account_id: int, amount: int, *, trial: bool, ttl_seconds: int) -> int:
+    """Reserve ``amount`` credits for one scrape, or raise InsufficientCredits."""
+    if amount < 0:
+        raise ValueError("a hold cannot be negative")
+    reserved = conn.execute(
+        update(accounts)
+        .where(accounts.c.id == account_id, accounts.c.balance - accounts.c.held >= amount)
+        .values(held=accounts.c.held + amount)
+    )
+    if reserved.rowcount != 1:
+        raise InsufficientCredits(amount, available(conn, account_id))
+    created = now()
+    return int(
+        conn.execute(
+            insert(holds)
+            .values(
+                account_id=account_id,
+                amount=amount,
+                trial=trial,
+                status="held",
+                created_at=created,
+                expires_at=created + timedelta(seconds=ttl_seconds),
+            )
+            .returning(holds.c.id)
+        ).scalar_one()
+    )
+
+
+def _append_entry(
+    conn: Connection, account_id: int, kind: str, amount: int, balance_after: int, reference: str
+) -> int:
+    return int(
+        conn.execute(
+            insert(ledger_entries)
+            .values(
+                account_id=account_id,
+                kind=kind,
+                amount=amount,
+                balance_after=balance_after,
+                reference=reference,
+                created_at=now(),
+            )
+            .returning(ledger_entries.c.id)
+        ).scalar_one()
+    )
+
+
+def settle(
+    conn: Connection,
+    hold_id: int,
+    *,
+    cost: int,
+    consume_trial: bool = False,
+    usage_row: dict[str, Any] | None = None,
+) -> Settlement:
+    """Capture ``cost`` (0 releases) from the hold and free the rest, at most once per hold.
+
+    A hold that was already settled or expired is left alone: nothing is charged again. The
+    usage row is written either way, with the credits actually charged.
+    """
+    claimed = conn.execute(
+        update(holds)
+        .where(holds.c.id == hold_id, holds.c.status == "held")
+        .values(status="captured" if cost or consume_trial else "released", settled_at=now())
+        .returning(holds.c.account_id, holds.c.amount)
+    ).one_or_none()
+    charged = 0
+    trial_consumed = False
+    if claimed is not None:
+        account_id, amount = int(claimed.account_id), int(claimed.amount)
+        if cost > amount:
+            raise ValueError(f"cost {cost} exceeds hold {amount}")
+        values: dict[str, Any] = {
+            "held": accounts.c.held - amount,
+            "balance": accounts.c.balance - cost,
+        }
+        if consume_trial:
+            values["residential_trials_left"] = case(
+                (accounts.c.residential_trials_left > 0, accounts.c.residential_trials_left - 1),
+                else_=0,
+            )
+        balance_after = conn.execute(
+            update(accounts)
+            .where(accounts.c.id == account_id)
+            .values(**values)
+            .returning(accounts.c.balance)
+        ).scalar_one()
+        if cost:
+            _append_entry(conn, account_id, "scrape", -cost, int(balance_after), f"hold:{hold_id}")
+        charged, trial_consumed = cost, consume_trial
+    if usage_row is not None:
+        conn.execute(
+            insert(usage).values(
+                **usage_row,
+                hold_id=hold_id if claimed is not None else None,
+                credits=charged,
+                trial=trial_consumed,
+                created_at=now(),
+            )
+        )
+    return Settlement(charged, trial_consumed, claimed is not None)
+
+
+def release(conn: Connection, hold_id: int, usage_row: dict[str, Any] | None = None) -> Settlement:
+    return settle(conn, hold_id, cost=0, usage_row=usage_row)
+
+
+def expire_holds(conn: Connection, *, limit: int = 500) -> int:
+    """Release holds past their expiry (their process died); returns how many were freed."""
+    query = (
+        select(holds.c.id)
+        .where(holds.c.status == "held", holds.c.expires_at < now())
+        .order_by(holds.c.expires_at)
+        .limit(limit)
+    )
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True)
+    freed = 0
+    for hold_id in conn.execute(query).scalars().all():
+        claimed = conn.execute(
+            update(holds)
+            .where(holds.c.id == hold_id, holds.c.status == "held")
+            .values(status="expired", settled_at=now())
+            .returning(holds.c.account_id, holds.c.amount)
+        ).one_or_none()
+        if claimed is not None:
+            conn.execute(
+                update(accounts)
+                .where(accounts.c.id == claimed.account_id)
+                .values(held=accounts.c.held - claimed.amount)
+            )
+            freed += 1
+    return freed
+
+
+def credit(conn: Connection, account_id: int, credits: int, *, kind: str, reference: str) -> int:
+    """Add credits (a grant or a purchase) with its ledger entry; returns the entry's id."""
+    if credits <= 0:
+        raise ValueError("credits must be positive")
+    balance_after = conn.execute(
+        update(accounts)
+        .where(accounts.c.id == account_id)
+        .values(balance=accounts.c.balance + credits)
+        .returning(accounts.c.balance)
+    ).scalar_one()
+    return _append_entry(conn, account_id, kind, credits, int(balance_after), reference)
+
+
+def entries_sum(conn: Connection, account_id: int) -> int:
+    return int(
+        conn.execute(
+            select(func.coalesce(func.sum(ledger_entries.c.amount), 0)).where(
+                ledger_entries.c.account_id == account_id
+            )
+        ).scalar_one()
+    )

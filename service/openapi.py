@@ -1,0 +1,184 @@
+"""``GET /openapi.json``: built from the same pydantic models that validate the requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.schemas import BuyRequest, ScrapeRequest
+
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"type": "string"}},
+    "additionalProperties": False,
+}
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+
+SCRAPE_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "url", "final_url", "status_code", "success", "engine", "elapsed_ms", "error",
+        "blocked", "proxy_used", "title", "meta", "headings", "links", "images", "text",
+        "extracted",
+    ],
+    "properties": {
+        "url": {"type": "string"},
+        "final_url": {"type": "string"},
+        "status_code": {
+            "type": "integer",
+            "description": "HTTP status of the target; 0 when no response was received",
+        },
+        "success": {"type": "boolean"},
+        "engine": {"type": "string", "enum": ["static", "js"]},
+        "elapsed_ms": {"type": "integer", "minimum": 0},
+        "error": {"type": ["string", "null"]},
+        "blocked": {"type": "boolean"},
+        "block_reason": {
+            "type": "string",
+            "description": "vendor of the anti-bot page when blocked is true (an addition to the "
+            "interface specification)",
+        },
+        "proxy_used": {"type": "boolean"},
+        "title": {"type": ["string", "null"]},
+        "meta": {"type": "object", "additionalProperties": {"type": "string"}},
+        "headings": {"type": "object", "additionalProperties": _STR_LIST},
+        "links": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["text", "href"],
+                "properties": {"text": {"type": "string"}, "href": {"type": "string"}},
+            },
+        },
+        "images": _STR_LIST,
+        "text": {"type": ["string", "null"]},
+        "extracted": {"type": "object", "additionalProperties": _STR_LIST},
+    },
+}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    meanings = {
+        400: "invalid input",
+        401: "missing or invalid X-API-Key",
+        402: "insufficient credits; nothing scraped, nothing billed",
+        403: "free residential trials used up and residential not unlocked",
+        429: "per-key rate limit exceeded; see Retry-After",
+        500: "unexpected error",
+        502: "the payment provider failed",
+        503: "temporarily unavailable (database down, at capacity, payments not configured)",
+    }
+    out: dict[str, Any] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {
+            "description": meanings[status],
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        }
+        if status in (429,):
+            entry["headers"] = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
+        out[str(status)] = entry
+    return out
+
+
+def _schema(model: type) -> dict[str, Any]:
+    schema: dict[str, Any] = model.model_json_schema(ref_template="#/components/schemas/{model}")  # type: ignore[attr-defined]
+    schema.pop("$defs", None)
+    return schema
+
+
+def document(public_url: str) -> dict[str, Any]:
+    secured = [{"ApiKey": []}]
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "scrapespy", "version": "0.1.0"},
+        "servers": [{"url": public_url}],
+        "components": {
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+            "schemas": {
+                "ScrapeRequest": _schema(ScrapeRequest),
+                "BuyRequest": _schema(BuyRequest),
+                "ScrapeResult": SCRAPE_RESULT,
+                "Error": _ERROR,
+            },
+        },
+        "paths": {
+            "/scrape": {
+                "post": {
+                    "summary": "Fetch one URL and return structured JSON",
+                    "security": secured,
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/ScrapeRequest"}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "the scrape result (success may be false)",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/ScrapeResult"}
+                                }
+                            },
+                        },
+                        **_errors(400, 401, 402, 403, 429, 500, 503),
+                    },
+                }
+            },
+            "/credits/buy": {
+                "post": {
+                    "summary": "Start a credit purchase; returns the hosted checkout URL",
+                    "security": secured,
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/BuyRequest"}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "checkout created",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["url"],
+                                        "properties": {"url": {"type": "string"}},
+                                    }
+                                }
+                            },
+                        },
+                        **_errors(400, 401, 500, 502, 503),
+                    },
+                }
+            },
+            "/pricing": {
+                "get": {
+                    "summary": "Public price list",
+                    "responses": {
+                        "200": {
+                            "description": "prices",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        }
+                    },
+                }
+            },
+            "/healthz": {
+                "get": {
+                    "summary": "Liveness and database check",
+                    "responses": {
+                        "200": {
+                            "description": "healthy",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        },
+                        **_errors(503),
+                    },
+                }
+            },
+        },
+    }

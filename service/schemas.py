@@ -1,0 +1,133 @@
+"""Request bodies: one definition gives validation, error messages and the OpenAPI schemas."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from service.errors import BadRequest
+
+M = TypeVar("M", bound=BaseModel)
+
+MAX_URL_LENGTH = 8192
+MAX_SELECTORS = 50
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class ScrapeRequest(_Strict):
+    url: Annotated[str, Field(description="http or https URL to fetch", max_length=MAX_URL_LENGTH)]
+    engine: Literal["static", "js"] = "static"
+    selectors: Annotated[
+        dict[str, str] | None,
+        Field(description="name -> CSS selector; ::text and ::attr(name) work as in parsel"),
+    ] = None
+    respect_robots: bool = True
+    timeout: Annotated[float, Field(gt=0, le=120, description="seconds")] = 20
+    proxy_type: Literal["none", "datacenter", "residential"] = "none"
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            raise ValueError("must be a valid http or https URL") from None
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be a valid http or https URL")
+        if any(ch.isspace() for ch in value.strip()):
+            raise ValueError("must be a valid http or https URL")
+        return value.strip()
+
+    @field_validator("timeout")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number of seconds")
+        return value
+
+    @field_validator("selectors")
+    @classmethod
+    def _few_selectors(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None and len(value) > MAX_SELECTORS:
+            raise ValueError(f"at most {MAX_SELECTORS} selectors")
+        return value
+
+
+PACKS = ("10", "50", "100")
+MIN_AMOUNT_EUR = 5
+MAX_AMOUNT_EUR = 10_000
+
+
+class BuyRequest(_Strict):
+    pack: Literal["10", "50", "100"] | None = None
+    amount_eur: Annotated[
+        float | None, Field(ge=MIN_AMOUNT_EUR, le=MAX_AMOUNT_EUR, description="euros, min 5")
+    ] = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> BuyRequest:
+        if (self.pack is None) == (self.amount_eur is None):
+            raise ValueError("exactly one of 'pack' and 'amount_eur' must be given")
+        return self
+
+    @field_validator("amount_eur")
+    @classmethod
+    def _whole_cents(cls, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        cents = Decimal(repr(value)) * 100
+        if cents != cents.to_integral_value():
+            raise ValueError("must not have fractions of a cent")
+        return value
+
+    def amount_cents(self) -> int:
+        if self.pack is not None:
+            return int(self.pack) * 100
+        assert self.amount_eur is not None
+        return int(Decimal(repr(self.amount_eur)) * 100)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(part) for part in error.get("loc", ()) if part != "__root__")
+    kind = error.get("type", "")
+    if kind == "extra_forbidden":
+        return f"unknown field '{loc}'"
+    if kind == "missing":
+        return f"'{loc}' is required"
+    msg = str(error.get("msg", "is invalid"))
+    msg = msg.removeprefix("Value error, ")
+    return f"'{loc}': {msg}" if loc else msg
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise BadRequest("the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequest("the body must be a JSON object")
+    return data
+
+
+def validate(model: type[M], data: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+        first = unknown[0] if unknown else errors[0]
+        if len(unknown) > 1:
+            names = ", ".join(f"'{e['loc'][0]}'" for e in unknown)
+            raise BadRequest(f"unknown fields {names}") from None
+        raise BadRequest(f"invalid request: {_describe(dict(first))}") from None

@@ -1,0 +1,91 @@
+"""``POST /scrape`` as a business operation: check, hold, scrape, answer.
+
+Order of checks (DESIGN.md): strict parse and validation, API key, per-key rate limit, price and
+residential trial, then the hold (402 when the balance is too low). Nothing is fetched or held
+before every check has passed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from service import keys, ledger
+from service.config import Config
+from service.db import Database
+from service.engine import EngineBridge
+from service.errors import ServiceUnavailable, TooManyRequests, Unauthorized, insufficient_credits
+from service.extraction import InvalidSelector, compile_selectors
+from service.errors import BadRequest
+from service.jobs import ScrapeJob
+from service.pricing import quote
+from service.ratelimit import RateLimiter, retry_after_seconds
+from service.schemas import ScrapeRequest, parse_json_object, validate
+
+log = logging.getLogger(__name__)
+
+AT_CAPACITY = "the service is at capacity, retry later"
+
+
+class Scraper:
+    def __init__(
+        self, config: Config, database: Database, bridge: EngineBridge, limiter: RateLimiter
+    ):
+        self.config = config
+        self.database = database
+        self.bridge = bridge
+        self.limiter = limiter
+        self.active = 0
+
+    def parse(self, body: bytes) -> tuple[ScrapeRequest, Any]:
+        request = validate(ScrapeRequest, parse_json_object(body))
+        try:
+            compiled = compile_selectors(request.selectors)
+        except InvalidSelector as exc:
+            raise BadRequest(f"invalid request: {exc}") from None
+        return request, compiled
+
+    async def authenticate(self, api_key: str | None) -> keys.Caller:
+        if not api_key or not keys.well_formed(api_key):
+            raise Unauthorized()
+        caller = await self.database.run(keys.authenticate, api_key)
+        if caller is None:
+            raise Unauthorized()
+        return caller
+
+    async def scrape(self, api_key: str | None, body: bytes) -> dict[str, Any]:
+        request, compiled = self.parse(body)
+        caller = await self.authenticate(api_key)
+        wait = self.limiter.check(caller.key_hash)
+        if wait > 0:
+            raise TooManyRequests(retry_after_seconds(wait))
+        price = quote(self.config, request.engine, request.proxy_type, caller)
+        if self.active >= self.config.max_concurrent_scrapes:
+            raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
+        self.active += 1
+        try:
+            try:
+                hold_id = await self.database.run(
+                    ledger.hold,
+                    caller.account_id,
+                    price.hold,
+                    trial=price.trial,
+                    ttl_seconds=self.config.hold_ttl_seconds,
+                )
+            except ledger.InsufficientCredits as exc:
+                raise insufficient_credits(exc.cost, exc.available) from None
+            job = ScrapeJob(
+                url=request.url,
+                engine=request.engine,
+                selectors=compiled,
+                respect_robots=request.respect_robots,
+                timeout=request.timeout,
+                proxy_type=request.proxy_type,
+                account_id=caller.account_id,
+                hold_id=hold_id,
+                trial=price.trial,
+                costs=price.costs,
+            )
+            return await self.bridge.submit(job)
+        finally:
+            self.active -= 1

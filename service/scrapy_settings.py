@@ -1,0 +1,63 @@
+"""Scrapy settings of the service's crawler; ``scrapy.cfg`` points ``scrapy shell`` here too.
+
+The component order lives here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+
+BOT_NAME = "scrapespy"
+SPIDER_MODULES = ["spiders"]
+NEWSPIDER_MODULE = "spiders"
+
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+USER_AGENT = "Mozilla/5.0 (compatible; scrapespy/0.1; +https://github.com/scrapespy)"
+
+ROBOTSTXT_OBEY = True
+SCRAPESPY_ROBOTS_TTL = float(os.environ.get("SCRAPESPY_ROBOTS_TTL_SECONDS", "3600") or 3600)
+SCRAPESPY_ALLOW_PRIVATE_TARGETS = os.environ.get("SCRAPESPY_ALLOW_PRIVATE_TARGETS", "0") in (
+    "1",
+    "true",
+    "yes",
+    "on",
+)
+
+# One API call is one request: the service bounds concurrency itself, so Scrapy must not
+# throttle a single busy target behind a per-domain queue.
+CONCURRENT_REQUESTS = 512
+CONCURRENT_REQUESTS_PER_DOMAIN = 512
+DOWNLOAD_DELAY = 0
+DOWNLOAD_TIMEOUT = 20
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 0
+RETRY_ENABLED = False
+REDIRECT_MAX_TIMES = 10
+HTTPERROR_ALLOW_ALL = True
+HTTPCACHE_ENABLED = False
+COOKIES_ENABLED = True
+# Both open a control channel into the process (telnet, and an HTTP code-execution server in
+# Scrapy 2.19); a service must not expose either.
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+LOG_LEVEL = os.environ.get("SCRAPESPY_LOG_LEVEL", "INFO")
+LOGSTATS_INTERVAL = 300.0
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
+
+# The egress guard runs after HttpProxyMiddleware (750) so that it sees the proxy chosen for a
+# request and can check the target's own addresses there; direct downloads are guarded by the
+# resolver it installs, on the address actually connected to.
+DOWNLOADER_MIDDLEWARES = {
+    "middlewares.egress_guard.EgressGuardMiddleware": 760,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.robots.ExpiringRobotsTxtMiddleware": 100,
+    "middlewares.deadline.DeadlineMiddleware": 120,
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "middlewares.antibot.AntiBotMiddleware": 580,
+}
+
+ITEM_PIPELINES = {
+    "pipelines.result.ResultPipeline": 100,
+    "pipelines.billing.BillingPipeline": 200,
+}

@@ -1,0 +1,84 @@
+"""Assembles the running service: database, crawler, limits, payments and the HTTP front.
+
+Import this only after the asyncio reactor is installed (``service.reactor.install``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import reactor
+from twisted.internet.task import LoopingCall
+from twisted.web.server import Site
+
+from service import ledger
+from service.app import ScrapespyApp
+from service.config import Config
+from service.db import Database
+from service.engine import EngineBridge
+from service.ratelimit import MemoryRateLimiter, RateLimiter
+from service.scraping import Scraper
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL = 30.0
+
+
+def make_limiter(config: Config) -> RateLimiter:
+    return MemoryRateLimiter(config.rate_limit_per_second, config.rate_limit_burst)
+
+
+@dataclass
+class Service:
+    config: Config
+    database: Database
+    bridge: EngineBridge
+    scraper: Scraper
+    http: ScrapespyApp
+    sweeper: LoopingCall
+
+    def site(self) -> Site:
+        site = Site(self.http.resource())
+        site.displayTracebacks = False
+        site.noisy = False
+        return site
+
+    async def stop(self) -> None:
+        if self.sweeper.running:
+            self.sweeper.stop()
+        await self.bridge.stop()
+        self.database.stop()
+
+
+async def build(config: Config, *, migrate: bool = True) -> Service:
+    database = Database(config.database_url, threads=config.db_threads)
+    database.start()
+    if migrate:
+        await database.run_in_pool(database.upgrade)
+    bridge = EngineBridge(config, database)
+    await bridge.start()
+    scraper = Scraper(config, database, bridge, make_limiter(config))
+    http = ScrapespyApp(config, database, scraper)
+    sweeper = LoopingCall(_sweep, database)
+    sweeper.clock = reactor  # type: ignore[assignment]
+    sweeper.start(SWEEP_INTERVAL, now=True).addErrback(_sweeper_stopped)
+    return Service(config, database, bridge, scraper, http, sweeper)
+
+
+def _sweep(database: Database) -> Any:
+    d = database.run(ledger.expire_holds)
+
+    def report(freed: int) -> None:
+        if freed:
+            log.warning("released %d expired holds", freed)
+
+    def failed(failure: Any) -> None:
+        log.error("hold sweeper failed: %s", failure.getErrorMessage())
+
+    return d.addCallbacks(report, failed)
+
+
+def _sweeper_stopped(failure: Any) -> None:
+    log.error("hold sweeper stopped: %s", failure.getErrorMessage())

@@ -1,0 +1,73 @@
+"""The feed spider: stays open for the life of the service and is fed one request per API call.
+
+It never schedules anything by itself. The engine bridge calls :meth:`FeedSpider.request_for`
+and hands the request to the running engine. The callback and the errback each yield exactly one
+item, so success and failure take the same road through the pipelines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from service.jobs import ScrapeJob
+
+JOB = "scrapespy_job"
+
+
+def request_for(job: ScrapeJob, spider: Spider) -> Request:
+    meta: dict[str, Any] = {
+        JOB: job,
+        "scrapespy_deadline": job.deadline,
+        "download_timeout": job.timeout,
+        "dont_obey_robotstxt": not job.respect_robots,
+        "cookiejar": job.id,
+        "scrapespy_proxy_tier": job.proxy_type,
+    }
+    if job.engine == "js":
+        meta["playwright"] = True
+    return Request(
+        job.url,
+        callback=spider.parse,
+        errback=spider.failed,  # type: ignore[attr-defined]
+        meta=meta,
+        dont_filter=True,
+    )
+
+
+def item_for_response(response: Response) -> dict[str, Any]:
+    return {"job": response.meta[JOB], "response": response, "failure": None}
+
+
+def item_for_failure(failure: Failure) -> dict[str, Any]:
+    request = failure.request  # type: ignore[attr-defined]
+    return {"job": request.meta[JOB], "response": None, "failure": failure, "request": request}
+
+
+class FeedSpider(Spider):
+    name = "feed"
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.keep_open, signal=signals.spider_idle)
+        return spider
+
+    async def start(self) -> AsyncIterator[Any]:
+        return
+        yield
+
+    def keep_open(self) -> None:
+        raise DontCloseSpider
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        yield item_for_response(response)
+
+    def failed(self, failure: Failure) -> Iterator[dict[str, Any]]:
+        yield item_for_failure(failure)

@@ -1,0 +1,152 @@
+"""Start the real ``scrapespy serve`` on a real port, and talk to it as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from service import accounts, keys, ledger
+from service.db import Database
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRAPESPY = str(Path(sys.executable).with_name("scrapespy"))
+LISTENING = re.compile(r"scrapespy listening on (http://[\d.]+:\d+)")
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def call(
+    method: str,
+    url: str,
+    body: Any = None,
+    *,
+    key: str | None = None,
+    headers: dict[str, str] | None = None,
+    raw: bytes | None = None,
+    timeout: float = 60,
+) -> Reply:
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    all_headers = {"Content-Type": "application/json"} if data is not None else {}
+    if key is not None:
+        all_headers["X-API-Key"] = key
+    all_headers.update(headers or {})
+    request = urllib.request.Request(url, data=data, method=method, headers=all_headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return Reply(response.status, dict(response.headers.items()), response.read())
+    except urllib.error.HTTPError as error:
+        return Reply(error.code, dict(error.headers.items()), error.read())
+
+
+@dataclass
+class ServiceProcess:
+    database_url: str
+    workdir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    base: str = ""
+    process: subprocess.Popen[bytes] | None = None
+    output: list[str] = field(default_factory=list)
+
+    def start(self, timeout: float = 90) -> ServiceProcess:
+        env = {
+            **os.environ,
+            "SCRAPESPY_DATABASE_URL": self.database_url,
+            "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "1",
+            "SCRAPESPY_RATE_LIMIT_PER_SECOND": "1000",
+            "SCRAPESPY_RATE_LIMIT_BURST": "1000",
+            "SCRAPESPY_LOG_LEVEL": "INFO",
+            **self.env,
+        }
+        self.process = subprocess.Popen(
+            [SCRAPESPY, "serve", "--host", "127.0.0.1", "--port", "0"],
+            cwd=self.workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        found = threading.Event()
+
+        def pump() -> None:
+            assert self.process is not None and self.process.stdout is not None
+            for raw in self.process.stdout:
+                line = raw.decode("utf-8", "replace").rstrip()
+                self.output.append(line)
+                match = LISTENING.search(line)
+                if match and not found.is_set():
+                    self.base = match.group(1)
+                    found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not found.wait(0.1):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("scrapespy did not start:\n" + "\n".join(self.output[-40:]))
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait(10)
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def scrape(self, key: str | None, body: Any, **kwargs: Any) -> Reply:
+        return call("POST", self.url("/scrape"), body, key=key, **kwargs)
+
+    def log_text(self) -> str:
+        return "\n".join(self.output)
+
+
+class Accounts:
+    """Accounts made directly in the service's database, as the admin CLI would."""
+
+    def __init__(self, database_url: str, trials: int = 10):
+        self.database = Database(database_url, threads=1)
+        self.database.upgrade()
+        self.trials = trials
+        self._n = 0
+
+    def create(self, credits: int = 0, email: str | None = None) -> tuple[int, str]:
+        self._n += 1
+        email = email or f"user{self._n}-{time.monotonic_ns()}@example.com"
+        run = self.database.run_sync
+        account_id = run(accounts.create, email, trials=self.trials)
+        if credits:
+            run(ledger.credit, account_id, credits, kind="grant", reference="test")
+        return account_id, run(keys.regenerate, account_id)
+
+    def summary(self, account_id: int) -> dict[str, Any]:
+        return self.database.run_sync(accounts.summary, account_id)
+
+    def entries_sum(self, account_id: int) -> int:
+        return self.database.run_sync(ledger.entries_sum, account_id)
+
+    def close(self) -> None:
+        self.database.stop()

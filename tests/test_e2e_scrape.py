@@ -1,0 +1,257 @@
+"""End to end: the real service on a real port, scraping a real local site."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from service import ledger
+from tests.services import Accounts, ServiceProcess, call
+from tests.sites import TargetSite
+
+UNAUTHORIZED = {"error": "API key (X-API-Key header) is missing or invalid"}
+
+
+@pytest.fixture
+def paying(accounts: Accounts) -> tuple[int, str]:
+    return accounts.create(credits=100)
+
+
+def test_static_scrape_fills_every_field(service, site, accounts, paying):
+    account_id, key = paying
+    reply = service.scrape(
+        key,
+        {
+            "url": site.url("/article"),
+            "selectors": {
+                "items": "#items li",
+                "ids": "#items li::attr(data-id)",
+                "lead": "p.lead::text",
+            },
+        },
+    )
+    assert reply.status == 200, reply.body
+    result = reply.json
+    assert result["url"] == site.url("/article")
+    assert result["final_url"] == site.url("/article")
+    assert result["status_code"] == 200
+    assert result["success"] is True and result["error"] is None
+    assert result["blocked"] is False and result["proxy_used"] is False
+    assert result["engine"] == "static"
+    assert isinstance(result["elapsed_ms"], int) and result["elapsed_ms"] >= 0
+    assert result["title"] == "The Article"
+    assert result["meta"]["description"] == "An article for tests"
+    assert result["meta"]["og:title"] == "OG Article"
+    assert result["headings"] == {
+        "h1": ["Main heading"],
+        "h2": ["First section", "Second section"],
+        "h3": ["Detail"],
+    }
+    hrefs = [link["href"] for link in result["links"]]
+    assert hrefs == [
+        site.url("/docs/page2.html"),
+        site.url("/root"),
+        "https://example.org/x",
+    ]
+    assert result["links"][0]["text"] == "Relative link"
+    assert result["images"] == [site.url("/docs/img/a.png"), site.url("/lazy.png")]
+    assert "Lead paragraph with bold text." in result["text"]
+    assert "script text must not appear" not in result["text"]
+    assert ".hidden" not in result["text"]
+    assert result["extracted"] == {
+        "items": ["One", "Two"],
+        "ids": ["1", "2"],
+        "lead": ["Lead paragraph with text."],
+    }
+    assert accounts.summary(account_id)["balance"] == 99
+    assert accounts.summary(account_id)["held"] == 0
+    assert accounts.entries_sum(account_id) == 99
+
+
+def test_redirect_gives_final_url(service, site, accounts, paying):
+    _, key = paying
+    result = service.scrape(key, {"url": site.url("/redirect")}).json
+    assert result["success"] is True
+    assert result["final_url"] == site.url("/article")
+    assert result["title"] == "The Article"
+
+
+def test_error_status_is_filled_and_not_billed(service, site, accounts, paying):
+    account_id, key = paying
+    result = service.scrape(key, {"url": site.url("/status/404")}).json
+    assert result["success"] is False
+    assert result["status_code"] == 404
+    assert result["title"] == "Gone"
+    assert result["headings"] == {"h1": ["Missing"]}
+    assert "404" in result["error"]
+    result = service.scrape(key, {"url": site.url("/status/500")}).json
+    assert result["success"] is False and result["status_code"] == 500
+    summary = accounts.summary(account_id)
+    assert (summary["balance"], summary["held"]) == (100, 0)
+
+
+def test_unreachable_target_is_200_failure_not_billed(service, accounts, paying):
+    account_id, key = paying
+    reply = service.scrape(key, {"url": "http://127.0.0.1:9/"})
+    assert reply.status == 200
+    result = reply.json
+    assert result["success"] is False
+    assert result["status_code"] == 0
+    assert "refused" in result["error"]
+    assert accounts.summary(account_id)["balance"] == 100
+
+
+def test_robots_txt_refusal_fetches_nothing_and_bills_nothing(service, site, accounts, paying):
+    account_id, key = paying
+    before = site.count("/private/secret")
+    result = service.scrape(key, {"url": site.url("/private/secret")}).json
+    assert result["success"] is False
+    assert "robots.txt" in result["error"]
+    assert site.count("/private/secret") == before
+    assert accounts.summary(account_id)["balance"] == 100
+    result = service.scrape(key, {"url": site.url("/private/secret"), "respect_robots": False}).json
+    assert result["success"] is True and result["title"] == "secret"
+    assert site.count("/private/secret") == before + 1
+    assert accounts.summary(account_id)["balance"] == 99
+
+
+def test_timeout_bounds_the_scrape(service, site, accounts, paying):
+    account_id, key = paying
+    started = time.monotonic()
+    result = service.scrape(key, {"url": site.url("/slow"), "timeout": 1}).json
+    took = time.monotonic() - started
+    assert result["success"] is False
+    assert "timed out" in result["error"]
+    assert took < 3, took
+    assert accounts.summary(account_id)["balance"] == 100
+    assert accounts.summary(account_id)["held"] == 0
+
+
+@pytest.mark.parametrize(
+    "body, names",
+    [
+        ({}, "url"),
+        ({"url": "ftp://example.com/"}, "url"),
+        ({"url": "not a url"}, "url"),
+        ({"url": 5}, "url"),
+        ({"url": "http://x.test/", "engine": "chrome"}, "engine"),
+        ({"url": "http://x.test/", "timeout": "20"}, "timeout"),
+        ({"url": "http://x.test/", "timeout": True}, "timeout"),
+        ({"url": "http://x.test/", "timeout": 0}, "timeout"),
+        ({"url": "http://x.test/", "timeout": 121}, "timeout"),
+        ({"url": "http://x.test/", "respect_robots": 0}, "respect_robots"),
+        ({"url": "http://x.test/", "proxy_type": "mobile"}, "proxy_type"),
+        ({"url": "http://x.test/", "proxy": "http://p:1"}, "proxy"),
+        ({"url": "http://x.test/", "selectors": {"a": 1}}, "selectors"),
+        ({"url": "http://x.test/", "selectors": {"bad": "p[["}}, "bad"),
+    ],
+)
+def test_invalid_input_is_400_naming_the_field(service, site, accounts, paying, body, names):
+    account_id, key = paying
+    reply = service.scrape(key, body)
+    assert reply.status == 400
+    assert list(reply.json) == ["error"]
+    assert names in reply.json["error"]
+    assert accounts.summary(account_id)["held"] == 0
+
+
+def test_malformed_bodies_are_400(service, paying):
+    _, key = paying
+    assert service.scrape(key, None, raw=b"{not json").status == 400
+    assert "JSON" in service.scrape(key, None, raw=b"{not json").json["error"]
+    assert "object" in service.scrape(key, None, raw=b"[1, 2]").json["error"]
+    reply = service.scrape(
+        key, None, raw=b'{"url": "http://x.test/"}', headers={"Content-Type": "text/plain"}
+    )
+    assert reply.status == 400 and "Content-Type" in reply.json["error"]
+
+
+def test_missing_or_invalid_key_is_401_and_fetches_nothing(service, site, accounts):
+    before = site.count("/article")
+    for key in (None, "", "spy_nope", "spy_" + "a" * 38, "sk_live_123"):
+        reply = service.scrape(key, {"url": site.url("/article")})
+        assert reply.status == 401
+        assert reply.json == UNAUTHORIZED
+    assert site.count("/article") == before
+
+
+def test_insufficient_credits_is_402_before_anything_is_fetched(service, site, accounts):
+    account_id, key = accounts.create(credits=0)
+    before = site.count("/article")
+    reply = service.scrape(key, {"url": site.url("/article")})
+    assert reply.status == 402
+    assert "insufficient credits" in reply.json["error"]
+    assert site.count("/article") == before
+    assert accounts.summary(account_id)["balance"] == 0
+    accounts.database.run_sync(ledger.credit, account_id, 1, kind="grant", reference="test")
+    assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
+    assert accounts.summary(account_id)["balance"] == 0
+
+
+def test_regenerated_key_invalidates_the_old_one(service, site, accounts):
+    from service import keys
+
+    account_id, old = accounts.create(credits=10)
+    assert service.scrape(old, {"url": site.url("/article")}).status == 200
+    new = accounts.database.run_sync(keys.regenerate, account_id)
+    assert service.scrape(old, {"url": site.url("/article")}).status == 401
+    assert service.scrape(new, {"url": site.url("/article")}).status == 200
+
+
+def test_concurrent_scrapes_never_overdraw(service, site, accounts):
+    account_id, key = accounts.create(credits=7)
+    before = site.count("/article")
+    with ThreadPoolExecutor(max_workers=25) as pool:
+        replies = list(
+            pool.map(lambda _: service.scrape(key, {"url": site.url("/article")}), range(25))
+        )
+    statuses = sorted(r.status for r in replies)
+    assert statuses.count(200) == 7, statuses
+    assert statuses.count(402) == 18
+    assert all(r.json["success"] for r in replies if r.status == 200)
+    summary = accounts.summary(account_id)
+    assert summary["balance"] == 0 and summary["held"] == 0
+    assert accounts.entries_sum(account_id) == 0
+    assert site.count("/article") == before + 7
+
+
+def test_public_endpoints(service):
+    pricing = call("GET", service.url("/pricing")).json
+    assert pricing == {
+        "currency": "EUR",
+        "credits_per_euro": 1000,
+        "packs": ["10", "50", "100"],
+        "min_amount_eur": 5,
+        "costs": {
+            "static": {"none": 1, "datacenter": 2, "residential": 10},
+            "js": {"none": 5, "datacenter": 6, "residential": 25},
+        },
+    }
+    spec = call("GET", service.url("/openapi.json")).json
+    assert {"/scrape", "/credits/buy", "/pricing", "/healthz"} <= set(spec["paths"])
+    assert call("GET", service.url("/healthz")).json == {"status": "ok"}
+    missing = call("GET", service.url("/nowhere"))
+    assert missing.status == 404 and missing.json == {"error": "not found"}
+
+
+def test_buy_credits_validates_then_says_payments_not_configured(service, accounts):
+    _, key = accounts.create()
+    url = service.url("/credits/buy")
+    assert call("POST", url, {"pack": "10"}).status == 401
+    bad_bodies = (
+        {"pack": 10},
+        {"pack": "20"},
+        {"amount_eur": 4},
+        {"amount_eur": "5"},
+        {},
+        {"pack": "10", "amount_eur": 5},
+        {"pack": "10", "x": 1},
+    )
+    for body in bad_bodies:
+        reply = call("POST", url, body, key=key)
+        assert reply.status == 400, body
+    reply = call("POST", url, {"pack": "10"}, key=key)
+    assert reply.status == 503
+    assert reply.json == {"error": "payments are not configured"}
