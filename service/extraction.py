@@ -171,7 +171,8 @@ def compile_selectors(selectors: Mapping[str, str] | None) -> CompiledSelectors 
         try:
             query, mode, attr = _split_pseudo_element(selector)
             probe.css(query)
-        except (_Unusable, SelectorSyntaxError, SelectolaxError):
+        # UnicodeError: lone surrogates (valid in JSON text) cannot be handed to lexbor.
+        except (_Unusable, SelectorSyntaxError, SelectolaxError, UnicodeError):
             raise InvalidSelector(name, selector) from None
         entries.append(_Selector(name, query, mode, attr))
     return CompiledSelectors(tuple(entries))

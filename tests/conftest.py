@@ -1,12 +1,46 @@
+"""Shared fixtures.
+
+The suite runs against SQLite by default. With ``SCRAPESPY_TEST_DB=postgresql`` the tests that
+touch the database run against a throwaway database created on the PostgreSQL server of
+``SCRAPESPY_TEST_POSTGRES_URL`` (default: the local server on 127.0.0.1:5432) and dropped at the
+end; the others are deselected. Under CI an unreachable server fails the run instead of skipping.
+"""
+
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from tests.services import Accounts, ServiceProcess
 from tests.sites import TargetSite
+
+BACKEND = os.environ.get("SCRAPESPY_TEST_DB", "sqlite").strip().lower()
+POSTGRES_URL = os.environ.get(
+    "SCRAPESPY_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+)
+DATABASE_FIXTURES = {"database_url", "service", "accounts"}
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"scrapespy test database: {BACKEND}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if BACKEND != "postgresql":
+        return
+    keep, drop = [], []
+    for item in items:
+        uses_db = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        (keep if uses_db or item.get_closest_marker("postgres") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")
@@ -16,10 +50,33 @@ def site() -> Iterator[TargetSite]:
     target.stop()
 
 
+def _postgres_database() -> Iterator[str]:
+    admin_url = make_url(POSTGRES_URL)
+    name = f"scrapespy_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        admin.dispose()
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is not reachable at {admin_url.host}: {exc}")
+        pytest.skip(f"PostgreSQL is not reachable at {admin_url.host}")
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if BACKEND == "postgresql":
+        yield from _postgres_database()
+        return
     path = tmp_path_factory.mktemp("db") / "scrapespy.db"
-    return f"sqlite:///{path}"
+    yield f"sqlite:///{path}"
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,194 @@
+"""The ledger's rules against a real database (SQLite here, PostgreSQL in the second CI pass)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+
+from service import accounts, ledger
+from service.db import Database
+from service.db.tables import accounts as accounts_table
+from service.db.tables import holds
+
+
+@pytest.fixture(scope="module")
+def db(database_url: str):
+    database = Database(database_url, threads=4)
+    database.upgrade()
+    yield database
+    database.stop()
+
+
+_n = iter(range(1, 10**9))
+
+
+def new_account(db: Database, credits: int = 0) -> int:
+    account_id = db.run_sync(accounts.create, f"ledger{next(_n)}-{id(db)}@example.com", trials=2)
+    if credits:
+        db.run_sync(ledger.credit, account_id, credits, kind="grant", reference="test")
+    return account_id
+
+
+def state(db: Database, account_id: int) -> tuple[int, int]:
+    summary = db.run_sync(accounts.summary, account_id)
+    return summary["balance"], summary["held"]
+
+
+def test_hold_then_capture_bills_the_cost_once(db):
+    account_id = new_account(db, 10)
+    hold_id = db.run_sync(ledger.hold, account_id, 5, trial=False, ttl_seconds=60)
+    assert state(db, account_id) == (10, 5)
+    first = db.run_sync(ledger.settle, hold_id, cost=2)
+    again = db.run_sync(ledger.settle, hold_id, cost=2)
+    assert (first.charged, first.settled_here) == (2, True)
+    assert (again.charged, again.settled_here) == (0, False)
+    assert state(db, account_id) == (8, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 8
+
+
+def test_hold_beyond_available_is_refused_with_the_figures(db):
+    account_id = new_account(db, 3)
+    db.run_sync(ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    with pytest.raises(ledger.InsufficientCredits) as refused:
+        db.run_sync(ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    assert (refused.value.cost, refused.value.available) == (2, 1)
+
+
+def test_release_frees_the_hold_and_bills_nothing(db):
+    account_id = new_account(db, 4)
+    hold_id = db.run_sync(ledger.hold, account_id, 4, trial=False, ttl_seconds=60)
+    db.run_sync(ledger.release, hold_id)
+    assert state(db, account_id) == (4, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 4
+
+
+def test_an_expired_hold_is_swept_and_a_late_settlement_charges_nothing(db):
+    account_id = new_account(db, 5)
+    hold_id = db.run_sync(ledger.hold, account_id, 5, trial=False, ttl_seconds=0)
+
+    def backdate(conn):
+        conn.execute(
+            update(holds)
+            .where(holds.c.id == hold_id)
+            .values(expires_at=ledger.now() - timedelta(seconds=1))
+        )
+
+    db.run_sync(backdate)
+    assert db.run_sync(ledger.expire_holds) >= 1
+    assert state(db, account_id) == (5, 0)
+    late = db.run_sync(ledger.settle, hold_id, cost=5)
+    assert late.charged == 0 and not late.settled_here
+    assert state(db, account_id) == (5, 0)
+
+
+def test_trial_consumption_costs_nothing_and_counts_down(db):
+    account_id = new_account(db, 1)
+    hold_id = db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
+    settled = db.run_sync(ledger.settle, hold_id, cost=0, consume_trial=True)
+    assert settled.trial_consumed
+    summary = db.run_sync(accounts.summary, account_id)
+    assert (summary["balance"], summary["held"], summary["residential_trials_left"]) == (1, 0, 1)
+
+
+def test_check_constraints_are_the_backstop(db):
+    account_id = new_account(db, 1)
+
+    def overdraw(conn):
+        conn.execute(
+            update(accounts_table).where(accounts_table.c.id == account_id).values(balance=-1)
+        )
+
+    with pytest.raises(IntegrityError):
+        db.run_sync(overdraw)
+
+
+def test_fifty_concurrent_holds_never_overdraw(db):
+    account_id = new_account(db, 20)
+
+    def attempt(_: int) -> bool:
+        try:
+            hold_id = db.run_sync(ledger.hold, account_id, 1, trial=False, ttl_seconds=60)
+        except ledger.InsufficientCredits:
+            return False
+        db.run_sync(ledger.settle, hold_id, cost=1)
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(attempt, range(50)))
+    assert outcomes.count(True) == 20
+    assert state(db, account_id) == (0, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 0
+
+
+class LedgerMachine(RuleBasedStateMachine):
+    """Any order of hold, capture, release, expire, grant and purchase keeps the invariants."""
+
+    database: Database
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.account_id = new_account(self.database)
+        self.open: list[tuple[int, int]] = []
+
+    @rule(amount=st.integers(0, 30))
+    def hold(self, amount: int) -> None:
+        try:
+            hold_id = self.database.run_sync(
+                ledger.hold, self.account_id, amount, trial=False, ttl_seconds=60
+            )
+        except ledger.InsufficientCredits:
+            return
+        self.open.append((hold_id, amount))
+
+    @precondition(lambda self: self.open)
+    @rule(data=st.data())
+    def capture(self, data: st.DataObject) -> None:
+        hold_id, amount = self.open.pop(data.draw(st.integers(0, len(self.open) - 1)))
+        cost = data.draw(st.integers(0, amount))
+        self.database.run_sync(ledger.settle, hold_id, cost=cost)
+
+    @precondition(lambda self: self.open)
+    @rule()
+    def release(self) -> None:
+        hold_id, _ = self.open.pop()
+        self.database.run_sync(ledger.release, hold_id)
+
+    @precondition(lambda self: self.open)
+    @rule()
+    def expire(self) -> None:
+        hold_id, _ = self.open.pop(0)
+
+        def backdate(conn):
+            conn.execute(
+                update(holds)
+                .where(holds.c.id == hold_id)
+                .values(expires_at=ledger.now() - timedelta(seconds=1))
+            )
+
+        self.database.run_sync(backdate)
+        self.database.run_sync(ledger.expire_holds)
+
+    @rule(credits=st.integers(1, 40), kind=st.sampled_from(["grant", "purchase"]))
+    def credit(self, credits: int, kind: str) -> None:
+        self.database.run_sync(ledger.credit, self.account_id, credits, kind=kind, reference="h")
+
+    @invariant()
+    def balance_is_the_sum_of_entries_and_never_negative(self) -> None:
+        balance, held = state(self.database, self.account_id)
+        assert balance >= 0 and 0 <= held <= balance
+        assert balance == self.database.run_sync(ledger.entries_sum, self.account_id)
+        assert held == sum(amount for _, amount in self.open)
+
+
+def test_ledger_state_machine(db):
+    LedgerMachine.database = db
+    machine = LedgerMachine.TestCase
+    machine.settings = settings(max_examples=25, stateful_step_count=20, deadline=None)
+    machine().runTest()
