@@ -107,6 +107,7 @@ class Config:
     costs: dict[str, dict[str, int]] = field(default_factory=lambda: _costs({}))
     max_concurrent_scrapes: int = 256
     hold_ttl_seconds: int = 300
+    sweep_interval_seconds: float = 30.0
     db_threads: int = 8
     robots_ttl_seconds: int = 3600
     session_secret: str = ""
@@ -136,6 +137,7 @@ class Config:
             costs=_costs(env),
             max_concurrent_scrapes=_int(env, "SCRAPESPY_MAX_CONCURRENT_SCRAPES", 256, minimum=1),
             hold_ttl_seconds=_int(env, "SCRAPESPY_HOLD_TTL_SECONDS", 300, minimum=1),
+            sweep_interval_seconds=_float(env, "SCRAPESPY_SWEEP_INTERVAL_SECONDS", 30.0),
             db_threads=_int(env, "SCRAPESPY_DB_THREADS", 8, minimum=1),
             robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
             session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),

@@ -14,9 +14,14 @@ from service import keys, ledger
 from service.config import Config
 from service.db import Database
 from service.engine import EngineBridge
-from service.errors import ServiceUnavailable, TooManyRequests, Unauthorized, insufficient_credits
+from service.errors import (
+    BadRequest,
+    ServiceUnavailable,
+    TooManyRequests,
+    Unauthorized,
+    insufficient_credits,
+)
 from service.extraction import InvalidSelector, compile_selectors
-from service.errors import BadRequest
 from service.jobs import ScrapeJob
 from service.pricing import quote
 from service.ratelimit import RateLimiter, retry_after_seconds
@@ -56,7 +61,7 @@ class Scraper:
     async def scrape(self, api_key: str | None, body: bytes) -> dict[str, Any]:
         request, compiled = self.parse(body)
         caller = await self.authenticate(api_key)
-        wait = self.limiter.check(caller.key_hash)
+        wait = await self.limiter.check(caller.key_hash)
         if wait > 0:
             raise TooManyRequests(retry_after_seconds(wait))
         price = quote(self.config, request.engine, request.proxy_type, caller)

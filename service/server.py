@@ -18,15 +18,18 @@ from service.app import ScrapespyApp
 from service.config import Config
 from service.db import Database
 from service.engine import EngineBridge
-from service.ratelimit import MemoryRateLimiter, RateLimiter
+from service.payments import make_provider
+from service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from service.scraping import Scraper
 
 log = logging.getLogger(__name__)
 
-SWEEP_INTERVAL = 30.0
-
 
 def make_limiter(config: Config) -> RateLimiter:
+    if config.redis_url:
+        return RedisRateLimiter(
+            config.redis_url, config.rate_limit_per_second, config.rate_limit_burst
+        )
     return MemoryRateLimiter(config.rate_limit_per_second, config.rate_limit_burst)
 
 
@@ -49,6 +52,8 @@ class Service:
         if self.sweeper.running:
             self.sweeper.stop()
         await self.bridge.stop()
+        if self.http.payments is not None:
+            self.http.payments.stop()
         self.database.stop()
 
 
@@ -57,13 +62,14 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     database.start()
     if migrate:
         await database.run_in_pool(database.upgrade)
+    payments = make_provider(config, database)
     bridge = EngineBridge(config, database)
     await bridge.start()
     scraper = Scraper(config, database, bridge, make_limiter(config))
-    http = ScrapespyApp(config, database, scraper)
+    http = ScrapespyApp(config, database, scraper, payments)
     sweeper = LoopingCall(_sweep, database)
     sweeper.clock = reactor  # type: ignore[assignment]
-    sweeper.start(SWEEP_INTERVAL, now=True).addErrback(_sweeper_stopped)
+    sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)
     return Service(config, database, bridge, scraper, http, sweeper)
 
 

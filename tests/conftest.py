@@ -32,9 +32,15 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if BACKEND != "postgresql":
-        return
     keep, drop = [], []
+    if BACKEND != "postgresql":
+        # multi-instance and outage tests are about the production database
+        for item in items:
+            (drop if item.get_closest_marker("postgres") else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+        return
     for item in items:
         uses_db = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
         (keep if uses_db or item.get_closest_marker("postgres") else drop).append(item)
