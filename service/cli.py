@@ -27,12 +27,23 @@ def _database(config: Config, *, migrate: bool = True) -> Database:
     return database
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, fmt: str = "json") -> None:
     from scrapy.utils.log import configure_logging as scrapy_logging
 
     scrapy_logging(
         {"LOG_LEVEL": level, "LOG_FORMAT": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
     )
+    apply_log_format(fmt)
+
+
+def apply_log_format(fmt: str) -> None:
+    """JSON lines unless asked for text; called again once the crawler has replaced the root
+    handler with one of its own."""
+    if fmt == "json":
+        from service.observability import JsonFormatter
+
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
     logging.getLogger("alembic").setLevel(logging.WARNING)
     # An unreachable target's robots.txt is the caller's business, not an operator's error.
     logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
@@ -42,7 +53,7 @@ def serve(config: Config, host: str, port: int) -> int:
     from service.reactor import install
 
     install()
-    configure_logging(config.log_level)
+    configure_logging(config.log_level, config.log_format)
 
     from twisted.internet import defer, reactor
 
@@ -52,6 +63,7 @@ def serve(config: Config, host: str, port: int) -> int:
 
     async def start() -> None:
         service = await build(config)
+        apply_log_format(config.log_format)
         state["service"] = service
         state["port"] = reactor.listenTCP(port, service.site(), interface=host)  # type: ignore[attr-defined]
         bound = state["port"].getHost()

@@ -112,6 +112,7 @@ class Config:
     robots_ttl_seconds: int = 3600
     session_secret: str = ""
     log_level: str = "INFO"
+    log_format: str = "json"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -142,4 +143,5 @@ class Config:
             robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
             session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),
             log_level=env.get("SCRAPESPY_LOG_LEVEL", "").strip().upper() or "INFO",
+            log_format=env.get("SCRAPESPY_LOG_FORMAT", "").strip().lower() or "json",
         )

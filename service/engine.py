@@ -27,6 +27,7 @@ from service import ledger
 from service.config import Config
 from service.db import Database
 from service.jobs import ScrapeJob
+from service.observability import HOLDS_OPEN, record_scrape
 from spiders.feed import FeedSpider, request_for
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,8 @@ class EngineBridge:
     def submit(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
         assert self.crawler is not None and self.crawler.engine is not None
         assert self.spider is not None
+        if job.hold_id is not None:
+            HOLDS_OPEN.inc()
         self._watchdogs[job.id] = reactor.callLater(  # type: ignore[attr-defined]
             job.timeout + WATCHDOG_MARGIN, self._overran, job
         )
@@ -117,6 +120,8 @@ class EngineBridge:
         return job.done
 
     def _forget(self, result: Any, job: ScrapeJob) -> Any:
+        if job.hold_id is not None:
+            HOLDS_OPEN.dec()
         watchdog = self._watchdogs.pop(job.id, None)
         if watchdog is not None and watchdog.active():
             watchdog.cancel()
@@ -128,7 +133,8 @@ class EngineBridge:
         job = item.get("job")
         if isinstance(job, ScrapeJob):
             result = item["result"]
-            job.finish(result)
+            if job.finish(result):
+                record_scrape(result, job.proxy_type, item["tier_used"], item.get("charged", 0))
 
     def _item_failed(self, item: dict[str, Any], failure: Any, **_: Any) -> None:
         job = item.get("job")
@@ -139,7 +145,12 @@ class EngineBridge:
         self._watchdogs.pop(job.id, None)
         if job.done.called:
             return
-        log.warning("scrape %s overran its timeout of %s s; answering without it", job.id, job.timeout)
+        log.warning(
+            "scrape %s overran its timeout of %s s; answering without it",
+            job.id,
+            job.timeout,
+            extra={"event": "scrape_overran", "request_id": job.request_id},
+        )
         result: dict[str, Any] = {
             "url": job.url,
             "final_url": job.url,

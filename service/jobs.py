@@ -25,6 +25,7 @@ class ScrapeJob:
     hold_id: int | None = None
     trial: bool = False
     costs: dict[str, int] = field(default_factory=dict)  # tier -> credits for this engine
+    request_id: str | None = None
     id: int = field(default_factory=lambda: next(_ids))
     started: float = field(default_factory=time.monotonic)
     done: Deferred[dict[str, Any]] = field(default_factory=Deferred)

@@ -58,7 +58,9 @@ class Scraper:
             raise Unauthorized()
         return caller
 
-    async def scrape(self, api_key: str | None, body: bytes) -> dict[str, Any]:
+    async def scrape(
+        self, api_key: str | None, body: bytes, *, request_id: str | None = None
+    ) -> dict[str, Any]:
         request, compiled = self.parse(body)
         caller = await self.authenticate(api_key)
         wait = await self.limiter.check(caller.key_hash)
@@ -90,6 +92,7 @@ class Scraper:
                 hold_id=hold_id,
                 trial=price.trial,
                 costs=price.costs,
+                request_id=request_id,
             )
             return await self.bridge.submit(job)
         finally:

@@ -1,0 +1,151 @@
+"""What an operator sees: Prometheus metrics, request ids, JSON access and event logs.
+
+``ObservedSite`` gives every HTTP request an id (a sane incoming ``X-Request-Id`` is kept),
+returns it in the ``X-Request-Id`` header, counts the request by endpoint and status, and writes
+one JSON access-log line when it ends. Event logs go through the standard ``logging`` module;
+:class:`JsonFormatter` renders them one JSON object a line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from typing import Any
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from twisted.web.server import Request, Site
+
+access_log = logging.getLogger("scrapespy.access")
+
+HTTP_REQUESTS = Counter(
+    "scrapespy_http_requests_total", "HTTP requests by endpoint and status", ["endpoint", "status"]
+)
+HTTP_LATENCY = Histogram(
+    "scrapespy_http_request_seconds",
+    "HTTP request latency by endpoint",
+    ["endpoint"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+SCRAPES = Counter(
+    "scrapespy_scrapes_total",
+    "Scrapes by engine, tier asked, tier used and outcome",
+    ["engine", "tier_requested", "tier_used", "success", "blocked"],
+)
+SCRAPE_LATENCY = Histogram(
+    "scrapespy_scrape_seconds",
+    "Scrape time (elapsed_ms) by engine",
+    ["engine"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 60, 120),
+)
+CREDITS_CAPTURED = Counter("scrapespy_credits_captured_total", "Credits billed for scrapes")
+HOLDS_OPEN = Gauge("scrapespy_holds_open", "Credit holds of this process not yet settled")
+BROWSER_PAGES = Gauge("scrapespy_browser_pages_open", "Browser pages open")
+BROWSER_CONTEXTS = Gauge("scrapespy_browser_contexts_open", "Browser contexts open")
+
+KNOWN_ENDPOINTS = (
+    "/scrape",
+    "/credits/buy",
+    "/webhooks/stripe",
+    "/pricing",
+    "/openapi.json",
+    "/healthz",
+    "/metrics",
+)
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def endpoint_of(path: bytes) -> str:
+    """A bounded label: known API endpoints by name, the dashboard as one, the rest as other."""
+    text = path.split(b"?", 1)[0].decode("utf-8", "replace")
+    if text in KNOWN_ENDPOINTS:
+        return text
+    if text == "/dashboard" or text.startswith("/dashboard/"):
+        return "/dashboard"
+    if text.startswith("/payments/demo/"):
+        return "/payments/demo"
+    return "other"
+
+
+def record_scrape(result: dict[str, Any], tier_requested: str, tier_used: str, charged: int) -> None:
+    SCRAPES.labels(
+        result["engine"],
+        tier_requested,
+        tier_used,
+        str(result["success"]).lower(),
+        str(result["blocked"]).lower(),
+    ).inc()
+    SCRAPE_LATENCY.labels(result["engine"]).observe(result["elapsed_ms"] / 1000)
+    if charged:
+        CREDITS_CAPTURED.inc(charged)
+
+
+def metrics_page() -> tuple[bytes, str]:
+    return generate_latest(), CONTENT_TYPE_LATEST
+
+
+def request_id_of(request: Any) -> str | None:
+    return getattr(request, "scrapespy_request_id", None)
+
+
+class ObservedSite(Site):
+    """A Site whose requests carry an id, are counted, and are logged as JSON lines."""
+
+    def getResourceFor(self, request: Request) -> Any:  # noqa: N802 - Twisted's name
+        incoming = request.getHeader(b"X-Request-Id")
+        text = incoming.decode("ascii", "replace") if incoming else ""
+        request_id = text if _REQUEST_ID.match(text) else secrets.token_hex(8)
+        request.scrapespy_request_id = request_id  # type: ignore[attr-defined]
+        request.scrapespy_started = time.monotonic()  # type: ignore[attr-defined]
+        request.setHeader(b"X-Request-Id", request_id.encode())
+        return super().getResourceFor(request)
+
+    def log(self, request: Request) -> None:
+        started = getattr(request, "scrapespy_started", None)
+        took = time.monotonic() - started if started is not None else 0.0
+        endpoint = endpoint_of(request.uri)
+        status = request.code
+        HTTP_REQUESTS.labels(endpoint, str(status)).inc()
+        HTTP_LATENCY.labels(endpoint).observe(took)
+        if access_log.isEnabledFor(logging.INFO):
+            access_log.info(
+                "%s %s %d",
+                request.method.decode("ascii", "replace"),
+                endpoint,
+                status,
+                extra={
+                    "event": "access",
+                    "request_id": request_id_of(request),
+                    "method": request.method.decode("ascii", "replace"),
+                    "path": request.path.decode("utf-8", "replace")[:300],
+                    "status": status,
+                    "duration_ms": round(took * 1000, 2),
+                    "bytes": request.sentLength,
+                    "client": request.getClientAddress().host
+                    if hasattr(request.getClientAddress(), "host")
+                    else None,
+                },
+            )
+
+
+_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message, and any ``extra`` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        body: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_") and key not in body:
+                body[key] = value
+        if record.exc_info:
+            body["exc"] = self.formatException(record.exc_info)
+        return orjson.dumps(body, default=str).decode()

@@ -1,0 +1,78 @@
+"""What an operator sees: /metrics, request ids, JSON logs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.services import call
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(data, name: str, **labels: str) -> float:
+    return data.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_count_requests_scrapes_and_credits(service, site, accounts):
+    account_id, key = accounts.create(credits=10)
+    before = samples(call("GET", service.url("/metrics")).body.decode())
+    assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
+    assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
+    assert service.scrape(key, {"url": site.url("/status/404")}).json["success"] is False
+    assert service.scrape("spy_bad", {"url": site.url("/article")}).status == 401
+    reply = call("GET", service.url("/metrics"))
+    assert reply.status == 200
+    assert reply.headers["Content-Type"].startswith("text/plain")
+    after = samples(reply.body.decode())
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    ok = dict(engine="static", tier_requested="none", tier_used="none", blocked="false")
+    assert delta("scrapespy_scrapes_total", success="true", **ok) == 2
+    assert delta("scrapespy_scrapes_total", success="false", **ok) == 1
+    assert delta("scrapespy_credits_captured_total") == 2
+    assert delta("scrapespy_http_requests_total", endpoint="/scrape", status="200") == 3
+    assert delta("scrapespy_http_requests_total", endpoint="/scrape", status="401") == 1
+    assert delta("scrapespy_scrape_seconds_count", engine="static") == 3
+    assert value(after, "scrapespy_holds_open") == 0
+
+
+def test_every_response_carries_a_request_id_that_the_access_log_names(service, site):
+    reply = call("GET", service.url("/pricing"))
+    request_id = reply.headers["X-Request-Id"]
+    assert len(request_id) >= 8
+    kept = call("GET", service.url("/healthz"), headers={"X-Request-Id": "trace-abc.123"})
+    assert kept.headers["X-Request-Id"] == "trace-abc.123"
+    junk = call("GET", service.url("/healthz"), headers={"X-Request-Id": "<script>"})
+    assert junk.headers["X-Request-Id"] != "<script>"
+
+    def access_entries() -> list[dict]:
+        entries = []
+        for line in list(service.output):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("event") == "access":
+                entries.append(entry)
+        return entries
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        access = access_entries()
+        mine = [entry for entry in access if entry.get("request_id") == "trace-abc.123"]
+        if mine:
+            break
+        time.sleep(0.05)
+    assert mine and mine[0]["status"] == 200 and mine[0]["path"] == "/healthz"
+    assert all("spy_" not in json.dumps(entry) for entry in access)
