@@ -24,7 +24,8 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -U pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	# compat mode puts the checkout itself on sys.path, so twistd finds twisted/plugins here
+	$(VENV)/bin/pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	touch $@
 
 # The js engine runs Debian's Chromium; nothing downloads a browser at run time.

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -49,47 +48,23 @@ def apply_log_format(fmt: str) -> None:
     logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
 
 
-def serve(config: Config, host: str, port: int) -> int:
+def serve(config: Config, host: str, port: int, inherited_fd: int | None = None) -> int:
     from service.reactor import install
 
     install()
     configure_logging(config.log_level, config.log_format)
 
-    from twisted.internet import defer, reactor
+    from twisted.internet import reactor
 
-    from service.server import build
+    from service.daemon import ScrapespyService
 
-    state: dict[str, Any] = {}
-
-    async def start() -> None:
-        service = await build(config)
-        apply_log_format(config.log_format)
-        state["service"] = service
-        state["port"] = reactor.listenTCP(port, service.site(), interface=host)  # type: ignore[attr-defined]
-        bound = state["port"].getHost()
-        log.info("scrapespy listening on http://%s:%d", bound.host, bound.port)
-
-    def failed(failure: Any) -> None:
-        log.error("scrapespy could not start: %s", failure.getErrorMessage())
-        state["exit"] = 1
-        reactor.stop()  # type: ignore[attr-defined]
-
-    async def shutdown() -> None:
-        port_ = state.get("port")
-        if port_ is not None:
-            await port_.stopListening()
-        service = state.get("service")
-        if service is not None:
-            await service.stop()
-
-    reactor.callWhenRunning(  # type: ignore[attr-defined]
-        lambda: defer.ensureDeferred(start()).addErrback(failed)
-    )
+    service = ScrapespyService(config, host, port, inherited_fd=inherited_fd)
+    reactor.callWhenRunning(service.startService)  # type: ignore[attr-defined]
     reactor.addSystemEventTrigger(  # type: ignore[attr-defined]
-        "before", "shutdown", lambda: defer.ensureDeferred(shutdown())
+        "before", "shutdown", service.stopService
     )
     reactor.run(installSignalHandlers=True)  # type: ignore[attr-defined]
-    return int(state.get("exit", 0))
+    return service.exit_code
 
 
 def _print_json(data: Any) -> None:
@@ -137,7 +112,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     if args.command == "serve":
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL) if hasattr(signal, "SIGPIPE") else None
         return serve(config, args.host, args.port)
 
     database = _database(config)

@@ -5,6 +5,7 @@ Every variable has a default that works on a laptop; see DESIGN.md's operator in
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,6 +74,20 @@ def _proxies(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(urls)
 
 
+def _test_public_hosts(env: Mapping[str, str]) -> tuple[str, ...]:
+    name = "SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS"
+    entries = _list(env, name)
+    for entry in entries:
+        host, sep, address = entry.partition("=")
+        try:
+            ipaddress.ip_address(address.strip())
+        except ValueError:
+            sep = ""
+        if not sep or not host.strip():
+            raise ConfigError(f"{name} takes name=address pairs, not {entry!r}")
+    return entries
+
+
 def _costs(env: Mapping[str, str]) -> dict[str, dict[str, int]]:
     costs = {engine: dict(tiers) for engine, tiers in DEFAULT_COSTS.items()}
     for engine in ENGINES:
@@ -92,6 +107,7 @@ class Config:
     proxies_datacenter: tuple[str, ...] = ()
     proxies_residential: tuple[str, ...] = ()
     residential_trials: int = 10
+    proxy_bench_seconds: float = 60.0
     rate_limit_per_second: float = 10.0
     rate_limit_burst: int = 20
     redis_url: str = ""
@@ -99,6 +115,8 @@ class Config:
     browser_url: str = ""
     max_pages: int = 4
     block_heavy_resources: bool = True
+    # TEST ONLY, empty by default: "name=address" pairs the browser egress guard treats as public.
+    egress_test_public_hosts: tuple[str, ...] = ()
     public_url: str = "http://127.0.0.1:8080"
     payments: str = ""
     stripe_secret_key: str = ""
@@ -108,6 +126,7 @@ class Config:
     max_concurrent_scrapes: int = 256
     hold_ttl_seconds: int = 300
     sweep_interval_seconds: float = 30.0
+    shutdown_grace_seconds: float = 30.0
     db_threads: int = 8
     robots_ttl_seconds: int = 3600
     session_secret: str = ""
@@ -123,6 +142,7 @@ class Config:
             proxies_datacenter=_proxies(env, "SCRAPESPY_PROXIES_DATACENTER"),
             proxies_residential=_proxies(env, "SCRAPESPY_PROXIES_RESIDENTIAL"),
             residential_trials=_int(env, "SCRAPESPY_RESIDENTIAL_TRIALS", 10),
+            proxy_bench_seconds=_float(env, "SCRAPESPY_PROXY_BENCH_SECONDS", 60.0),
             rate_limit_per_second=_float(env, "SCRAPESPY_RATE_LIMIT_PER_SECOND", 10.0),
             rate_limit_burst=_int(env, "SCRAPESPY_RATE_LIMIT_BURST", 20, minimum=1),
             redis_url=env.get("SCRAPESPY_REDIS_URL", "").strip(),
@@ -130,6 +150,7 @@ class Config:
             browser_url=env.get("SCRAPESPY_BROWSER_URL", "").strip(),
             max_pages=_int(env, "SCRAPESPY_MAX_PAGES", 4, minimum=1),
             block_heavy_resources=_bool(env, "SCRAPESPY_BLOCK_HEAVY_RESOURCES", True),
+            egress_test_public_hosts=_test_public_hosts(env),
             public_url=(env.get("SCRAPESPY_PUBLIC_URL", "").strip() or cls.public_url).rstrip("/"),
             payments=env.get("SCRAPESPY_PAYMENTS", "").strip().lower(),
             stripe_secret_key=env.get("STRIPE_SECRET_KEY", "").strip(),
@@ -139,6 +160,7 @@ class Config:
             max_concurrent_scrapes=_int(env, "SCRAPESPY_MAX_CONCURRENT_SCRAPES", 256, minimum=1),
             hold_ttl_seconds=_int(env, "SCRAPESPY_HOLD_TTL_SECONDS", 300, minimum=1),
             sweep_interval_seconds=_float(env, "SCRAPESPY_SWEEP_INTERVAL_SECONDS", 30.0),
+            shutdown_grace_seconds=_float(env, "SCRAPESPY_SHUTDOWN_GRACE_SECONDS", 30.0),
             db_threads=_int(env, "SCRAPESPY_DB_THREADS", 8, minimum=1),
             robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
             session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),

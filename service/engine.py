@@ -10,6 +10,8 @@ margin, and releases its hold, whatever Scrapy is doing with it.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from urllib.parse import urlsplit
 from typing import Any
 
@@ -18,12 +20,14 @@ from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.settings import Settings
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.task import deferLater
 from twisted.internet.interfaces import IDelayedCall
 
 from pipelines.billing import usage_row
 from pipelines.result import EMPTY_FIELDS, timed_out
 from service import ledger
+from service.browser import chromium_launch_options, remote_browser_settings
 from service.config import Config
 from service.db import Database
 from service.jobs import ScrapeJob
@@ -33,11 +37,14 @@ from spiders.feed import FeedSpider, request_for
 log = logging.getLogger(__name__)
 
 WATCHDOG_MARGIN = 5.0
+SHUTTING_DOWN = "the service is shutting down; the scrape was not completed and not billed"
 
 
 def proxy_hosts(config: Config) -> list[str]:
     """The operator's own proxies may sit on a private network; the guard lets them through."""
-    hosts = {urlsplit(url).hostname for url in config.proxies_datacenter + config.proxies_residential}
+    urls = config.proxies_datacenter + config.proxies_residential
+    # "host:port" without a scheme is a valid pool entry (middlewares.proxy_pool reads it so).
+    hosts = {urlsplit(url if "://" in url else f"http://{url}").hostname for url in urls}
     return sorted(host for host in hosts if host)
 
 
@@ -49,10 +56,18 @@ def crawler_settings(config: Config, database: Database | None) -> Settings:
     settings.set("SCRAPESPY_PROXIES_DATACENTER", list(config.proxies_datacenter))
     settings.set("SCRAPESPY_PROXIES_RESIDENTIAL", list(config.proxies_residential))
     settings.set("SCRAPESPY_EGRESS_ALLOW_HOSTS", proxy_hosts(config))
+    settings.set("SCRAPESPY_PROXY_BENCH_SECONDS", config.proxy_bench_seconds)
     settings.set("SCRAPESPY_CHROMIUM_PATH", config.chromium_path)
     settings.set("SCRAPESPY_BROWSER_URL", config.browser_url)
     settings.set("SCRAPESPY_MAX_PAGES", config.max_pages)
     settings.set("SCRAPESPY_BLOCK_HEAVY_RESOURCES", config.block_heavy_resources)
+    settings.set("SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS", list(config.egress_test_public_hosts))
+    remote = remote_browser_settings(config.browser_url)
+    for name, value in remote.items():
+        settings.set(name, value)
+    if not remote:
+        options = chromium_launch_options(config.chromium_path, as_root=os.geteuid() == 0)
+        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", options)
     settings.set("LOG_LEVEL", config.log_level)
     return settings
 
@@ -66,11 +81,12 @@ class EngineBridge:
         self.spider: FeedSpider | None = None
         self._finished: Deferred[None] | None = None
         self._watchdogs: dict[int, IDelayedCall] = {}
+        self._jobs: dict[int, ScrapeJob] = {}
         self._cookie_jars: Any = None
 
     @property
     def in_flight(self) -> int:
-        return len(self._watchdogs)
+        return len(self._jobs)
 
     async def start(self) -> None:
         settings = crawler_settings(self.config, self.database)
@@ -112,6 +128,7 @@ class EngineBridge:
         assert self.spider is not None
         if job.hold_id is not None:
             HOLDS_OPEN.inc()
+        self._jobs[job.id] = job
         self._watchdogs[job.id] = reactor.callLater(  # type: ignore[attr-defined]
             job.timeout + WATCHDOG_MARGIN, self._overran, job
         )
@@ -122,6 +139,7 @@ class EngineBridge:
     def _forget(self, result: Any, job: ScrapeJob) -> Any:
         if job.hold_id is not None:
             HOLDS_OPEN.dec()
+        self._jobs.pop(job.id, None)
         watchdog = self._watchdogs.pop(job.id, None)
         if watchdog is not None and watchdog.active():
             watchdog.cancel()
@@ -151,6 +169,10 @@ class EngineBridge:
             job.timeout,
             extra={"event": "scrape_overran", "request_id": job.request_id},
         )
+        self._abandon(job, timed_out(job))
+
+    def _abandon(self, job: ScrapeJob, error: str) -> Deferred[Any]:
+        """Answer a job that Scrapy has not finished, and release its hold (at most once)."""
         result: dict[str, Any] = {
             "url": job.url,
             "final_url": job.url,
@@ -158,7 +180,7 @@ class EngineBridge:
             "success": False,
             "engine": job.engine,
             "elapsed_ms": job.elapsed_ms(),
-            "error": timed_out(job),
+            "error": error,
             "blocked": False,
             "proxy_used": False,
             **EMPTY_FIELDS,
@@ -166,6 +188,19 @@ class EngineBridge:
         }
         if job.hold_id is None or self.database is None:
             job.finish(result)
-            return
+            return succeed(None)
         d = self.database.run(ledger.release, job.hold_id, usage_row(job, result, "none"))
-        d.addCallbacks(lambda _: job.finish(result), job.done.errback)
+        return d.addCallbacks(lambda _: job.finish(result), job.done.errback)
+
+    async def drain(self, grace: float) -> int:
+        """Wait up to ``grace`` seconds for the scrapes in flight; answer and release the rest.
+
+        Returns how many had to be abandoned.
+        """
+        deadline = time.monotonic() + grace
+        while self._jobs and time.monotonic() < deadline:
+            await deferLater(reactor, 0.05)
+        left = [job for job in self._jobs.values() if not job.done.called]
+        for job in left:
+            await self._abandon(job, SHUTTING_DOWN)
+        return len(left)

@@ -149,3 +149,31 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             body["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(body, default=str).decode()
+
+
+class TwistedLogHandler(logging.Handler):
+    """Python logging into Twisted's log (``twistd``'s log file), without a loop back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from twisted.logger import Logger
+
+        self._log = Logger(namespace="scrapespy")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._log.info("{line}", line=self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+def log_to_twisted(level: str, fmt: str) -> None:
+    handler = TwistedLogHandler()
+    handler.setFormatter(
+        JsonFormatter() if fmt == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
