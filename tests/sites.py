@@ -47,7 +47,7 @@ document.getElementById("app").innerHTML =
 
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
 
-Handler = Callable[[BaseHTTPRequestHandler], tuple[int, dict[str, str], bytes]]
+Handler = Callable[[BaseHTTPRequestHandler], tuple[int, dict[str, Any], bytes]]
 
 
 class TargetSite:
@@ -78,9 +78,12 @@ class TargetSite:
                 else:
                     status, headers, body = route(self)
                 try:
-                    self.send_response(status)
+                    # no default Server header: a route may need to pose as a vendor's server
+                    self.send_response_only(status)
+                    self.send_header("Date", self.date_time_string())
                     for name, value in headers.items():
-                        self.send_header(name, value)
+                        for one in value if isinstance(value, list) else [value]:
+                            self.send_header(name, one)
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
@@ -100,9 +103,11 @@ class TargetSite:
     def url(self, path: str) -> str:
         return self.base + path
 
-    def page(self, path: str, body: str | bytes, status: int = 200, **headers: str) -> None:
+    def page(self, path: str, body: str | bytes, status: int = 200, **headers: Any) -> None:
         data = body.encode() if isinstance(body, str) else body
-        all_headers = {"Content-Type": "text/html; charset=utf-8", **headers}
+        lowered = {name.lower() for name in headers}
+        default = {} if "content-type" in lowered else {"Content-Type": "text/html; charset=utf-8"}
+        all_headers = {**default, **headers}
         self.routes[path] = lambda _h: (status, all_headers, data)
 
     def add_defaults(self) -> None:
