@@ -1,0 +1,80 @@
+"""``scrapy crawl page -a url=URL``: one scrape with the service's engine, printed as the API's JSON.
+
+Run from the repository root, so ``scrapy.cfg`` brings the project's settings: the egress guard,
+robots.txt, deadline and anti-bot middlewares and the result pipeline apply exactly as in the
+service. Nothing is billed (there is no database here).
+
+    scrapy crawl page -a url=https://example.com/ [-a engine=js] [-a timeout=20]
+        [-a respect_robots=false] [-a selectors='{"h": "h1::text"}']
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from service.extraction import InvalidSelector, compile_selectors
+from service.jobs import ScrapeJob
+from spiders.feed import item_for_failure, item_for_response, request_for
+
+
+def _flag(value: str) -> bool:
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+class PageSpider(Spider):
+    name = "page"
+
+    def __init__(
+        self,
+        url: str = "",
+        engine: str = "static",
+        timeout: str = "20",
+        respect_robots: str = "true",
+        selectors: str = "",
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if not url:
+            raise ValueError("give the page to fetch: scrapy crawl page -a url=URL")
+        if engine not in ("static", "js"):
+            raise ValueError("engine must be static or js")
+        try:
+            compiled = compile_selectors(json.loads(selectors) if selectors else None)
+        except (ValueError, InvalidSelector) as exc:
+            raise ValueError(f"selectors: {exc}") from None
+        self.job = ScrapeJob(
+            url=url,
+            engine=engine,
+            selectors=compiled,
+            respect_robots=_flag(respect_robots),
+            timeout=float(timeout),
+        )
+        self.result: dict[str, Any] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> PageSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.print_result, signal=signals.item_scraped)
+        return spider
+
+    async def start(self) -> AsyncIterator[Any]:
+        yield request_for(self.job, self)
+
+    def parse(self, response: Response, **kwargs: Any) -> Any:
+        yield item_for_response(response)
+
+    def failed(self, failure: Failure) -> Any:
+        yield item_for_failure(failure)
+
+    def print_result(self, item: dict[str, Any], **_: Any) -> None:
+        self.result = item["result"]
+        sys.stdout.write(json.dumps(self.result, ensure_ascii=False) + "\n")
+        sys.stdout.flush()

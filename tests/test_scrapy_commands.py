@@ -1,0 +1,71 @@
+"""Scrapy's own tools, run from the repository root, use the project's settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.services import ROOT
+
+SCRAPY = str(Path(sys.executable).with_name("scrapy"))
+
+
+def run(*args: str, allow_private: bool) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "1" if allow_private else "0"}
+    return subprocess.run(
+        [SCRAPY, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_crawl_page_prints_the_api_result(site):
+    done = run(
+        "crawl",
+        "page",
+        "-a",
+        f"url={site.url('/article')}",
+        "-a",
+        'selectors={"lead": "p.lead::text"}',
+        allow_private=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["success"] is True and result["title"] == "The Article"
+    assert result["extracted"] == {"lead": ["Lead paragraph with text."]}
+    assert set(result) >= {"url", "final_url", "status_code", "elapsed_ms", "blocked", "links"}
+
+
+def test_crawl_page_obeys_robots_txt(site):
+    before = site.count("/private/secret")
+    done = run("crawl", "page", "-a", f"url={site.url('/private/secret')}", allow_private=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["success"] is False and "robots.txt" in result["error"]
+    assert site.count("/private/secret") == before
+
+
+def test_fetch_and_crawl_are_guarded_against_private_targets(site):
+    before = site.count("/article")
+    fetched = run("fetch", "--nolog", site.url("/article"), allow_private=False)
+    assert "The Article" not in fetched.stdout
+    crawled = run(
+        "crawl", "page", "-a", f"url=http://localhost:{site.port}/article", allow_private=False
+    )
+    result = json.loads(crawled.stdout.strip().splitlines()[-1])
+    assert "not allowed" in result["error"]
+    assert site.count("/article") == before
+
+
+def test_shell_uses_the_project_settings(site):
+    done = run(
+        "shell",
+        site.url("/article"),
+        "-c",
+        "(response.status, response.css('title::text').get(), "
+        "sorted(crawler.settings.getdict('DOWNLOADER_MIDDLEWARES')))",
+        allow_private=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "(200, '  The   Article  '" in done.stdout
+    assert "middlewares.egress_guard.EgressGuardMiddleware" in done.stdout
