@@ -78,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_serve = sub.add_parser("serve", help="run the HTTP service")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8080)
+    p_serve.add_argument(
+        "--workers", type=int, default=1, help="processes sharing the listening socket"
+    )
+    p_serve.add_argument("--inherit-fd", type=int, default=None, help=argparse.SUPPRESS)
 
     p_db = sub.add_parser("db", help="database schema")
     p_db.add_argument("action", choices=["upgrade"])
@@ -112,7 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     if args.command == "serve":
-        return serve(config, args.host, args.port)
+        if args.workers > 1 and args.inherit_fd is None:
+            from service.workers import supervise
+
+            configure_logging(config.log_level, config.log_format)
+            return supervise(config, args.host, args.port, args.workers)
+        return serve(config, args.host, args.port, inherited_fd=args.inherit_fd)
 
     database = _database(config)
     try:

@@ -142,6 +142,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
+            "pid": record.process,
         }
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_") and key not in body:

@@ -63,6 +63,7 @@ class ServiceProcess:
     database_url: str
     workdir: Path
     env: dict[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
     base: str = ""
     process: subprocess.Popen[bytes] | None = None
     output: list[str] = field(default_factory=list)
@@ -78,7 +79,7 @@ class ServiceProcess:
             **self.env,
         }
         self.process = subprocess.Popen(
-            [SCRAPESPY, "serve", "--host", "127.0.0.1", "--port", "0"],
+            [SCRAPESPY, "serve", "--host", "127.0.0.1", "--port", "0", *self.args],
             cwd=self.workdir,
             env=env,
             stdout=subprocess.PIPE,

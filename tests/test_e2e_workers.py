@@ -1,0 +1,40 @@
+"""``serve --workers 2``: two processes share one socket and stop together on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tests.services import ServiceProcess
+
+
+def test_two_workers_share_the_socket(database_url, site, accounts, tmp_path):
+    proc = ServiceProcess(database_url, tmp_path, args=("--workers", "2")).start()
+    try:
+        # both workers must be up before the load: wait for two listening lines
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if sum("scrapespy listening on" in line for line in proc.output) >= 2:
+                break
+            time.sleep(0.1)
+        account_id, key = accounts.create(credits=100)
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            replies = list(
+                pool.map(lambda _: proc.scrape(key, {"url": site.url("/article")}), range(60))
+            )
+        assert all(r.status == 200 and r.json["success"] for r in replies)
+        assert accounts.summary(account_id)["balance"] == 40
+        time.sleep(0.5)
+        pids = set()
+        for line in proc.output:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("event") == "access":
+                pids.add(entry["pid"])
+        assert len(pids) == 2, pids
+    finally:
+        assert proc.stop(signal.SIGTERM, timeout=60) == 0
