@@ -38,8 +38,19 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy service middlewares pipelines spiders
 
-bench: setup chromium
+# ScrapyRT, the peer, lives in a venv of its own (installed from PyPI for the benchmark only).
+bench: setup chromium bench/.venv-scrapyrt/.installed
+	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk >/dev/null; }
 	$(PY) -m bench
+
+bench/.venv-scrapyrt/.installed: pyproject.toml
+	$(PYTHON) -m venv bench/.venv-scrapyrt
+	bench/.venv-scrapyrt/bin/pip install -q -U pip
+	bench/.venv-scrapyrt/bin/pip install -q scrapyrt==0.18.1 \
+	  "scrapy==$$($(PY) -c 'import scrapy; print(scrapy.__version__)')" \
+	  selectolax cssselect scrapy-playwright
+	touch $@
 
 clean:
 	rm -rf $(VENV) var build *.egg-info

@@ -1,0 +1,61 @@
+"""Twenty article-like pages of about 33 KB: headings, ~170 links, images, paragraphs, a script
+and a style, the shape the benchmark extracts from."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+WORDS = (
+    "scraping service engine crawler request response proxy browser render credit ledger "
+    "balance hold capture release selector extract heading paragraph article link image "
+    "network latency throughput reactor twisted asyncio pipeline middleware robots guard"
+).split()
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def article(index: int) -> str:
+    rng = random.Random(index)
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>Article {index}: {sentence(rng, 6)}</title>",
+        f"<meta name='description' content='{sentence(rng, 14)}'>",
+        f"<meta property='og:title' content='Article {index}'>",
+        "<style>body{font:16px/1.5 serif;max-width:42em;margin:auto} .nav a{margin:0 .3em}</style>",
+        "<script>window.analytics = {page: location.pathname, t: Date.now()};</script>",
+        "</head><body><nav class='nav'>",
+    ]
+    parts += [f"<a href='/section/{n}'>Section {n}</a>" for n in range(40)]
+    parts.append(f"</nav><article><h1>{sentence(rng, 8)}</h1>")
+    for section in range(8):
+        parts.append(f"<h2>{sentence(rng, 5)}</h2>")
+        for _ in range(5):
+            links = " ".join(
+                f"<a href='/articles/{rng.randrange(10_000)}.html'>{rng.choice(WORDS)}</a>"
+                for _ in range(3)
+            )
+            parts.append(f"<p>{sentence(rng, 46)} {links} {sentence(rng, 30)}</p>")
+        parts.append(f"<h3>{sentence(rng, 4)}</h3><img src='/img/{index}-{section}.jpg' alt=''>")
+    parts.append("</article><footer>")
+    parts += [f"<a href='https://example.org/ref/{n}'>ref {n}</a>" for n in range(10)]
+    parts.append("</footer></body></html>")
+    return "".join(parts)
+
+
+def write_pages(folder: Path, count: int = 20) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for index in range(count):
+        name = f"article-{index}.html"
+        (folder / name).write_text(article(index), encoding="utf-8")
+        names.append(name)
+    (folder / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    (folder / "js.html").write_text(
+        "<!doctype html><html><head><title>js</title></head><body><div id='app'></div><script>"
+        "document.getElementById('app').innerHTML='<h1>Rendered</h1>'+"
+        "'<p>made by javascript</p>'.repeat(20);</script></body></html>"
+    )
+    return names

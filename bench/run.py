@@ -1,0 +1,293 @@
+"""``make bench``: scrapespy against its ceiling (a plain persistent Scrapy crawler) and its peer
+(ScrapyRT) on one local site, in one run; figures as ratios; bench/results/latest.json.
+
+Every load is bounded in time (``BENCH_DURATION`` seconds a run, default 10) and targets only
+127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.pages import write_pages
+from bench.procinfo import count_named, cpu_seconds, rss_mb
+from tests.services import Accounts, ServiceProcess, call
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+RESULTS = BENCH / "results"
+RT_VENV = BENCH / ".venv-scrapyrt"
+DURATION = float(os.environ.get("BENCH_DURATION", "10"))
+STATIC_CONCURRENCY = (1, 8, 32)
+JS_CONCURRENCY = (1, 4)
+POSTGRES_URL = os.environ.get(
+    "SCRAPESPY_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def wrk(script: str, base: str, concurrency: int, env: dict[str, str], duration: float) -> dict:
+    threads = min(concurrency, 2)
+    done = subprocess.run(
+        ["wrk", "-t", str(threads), "-c", str(concurrency), "-d", f"{duration:g}s",
+         "--timeout", "60s", "-s", str(BENCH / "wrk" / script), base],
+        env={**os.environ, **env}, capture_output=True, text=True, timeout=duration + 120,
+    )
+    line = [x for x in done.stdout.splitlines() if x.startswith("{")]
+    if not line:
+        raise RuntimeError(f"wrk failed: {done.stdout}\n{done.stderr}")
+    return json.loads(line[-1])
+
+
+def measured(pid: int, script: str, base: str, concurrency: int, env: dict[str, str],
+             duration: float = DURATION) -> dict[str, Any]:
+    cpu0 = cpu_seconds(pid)
+    out = wrk(script, base, concurrency, env, duration)
+    cpu = cpu_seconds(pid) - cpu0
+    n = max(out["requests"], 1)
+    return {
+        "requests": out["requests"],
+        "failed": out["failed"] + out["socket_errors"],
+        "rps": out["requests"] / (out["duration_us"] / 1e6),
+        "p50_ms": out["p50_us"] / 1000,
+        "p99_ms": out["p99_us"] / 1000,
+        "cpu_s_per_1000": cpu / n * 1000,
+        "peak_rss_mb": rss_mb(pid, peak=True),
+    }
+
+
+def ceiling(urls_file: Path, concurrency: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.ceiling", str(urls_file), str(concurrency), str(DURATION)],
+        cwd=ROOT, capture_output=True, text=True, timeout=DURATION + 120,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class ScrapyRT:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ScrapyRT:
+        self.proc = subprocess.Popen(
+            [str(RT_VENV / "bin" / "scrapyrt"), "-p", str(self.port), "-i", "127.0.0.1"],
+            cwd=BENCH / "rt_project",
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_port(self.port)
+        return self
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def postgres_database() -> tuple[str, Any] | None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin_url = make_url(POSTGRES_URL)
+    name = f"scrapespy_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception:
+        return None
+
+    def drop() -> None:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+    return admin_url.set(database=name).render_as_string(hide_password=False), drop
+
+
+def scrapespy(database_url: str, workdir: Path, args: tuple[str, ...] = ()) -> tuple[Any, str]:
+    env = {"SCRAPESPY_LOG_LEVEL": "WARNING", "SCRAPESPY_RATE_LIMIT_PER_SECOND": "100000",
+           "SCRAPESPY_RATE_LIMIT_BURST": "100000", "SCRAPESPY_MAX_PAGES": "4"}
+    proc = ServiceProcess(database_url, workdir, env={**env}, args=args)
+    proc.env["SCRAPESPY_LOG_LEVEL"] = "INFO"  # the listening line is at INFO
+    proc.start()
+    made = Accounts(database_url)
+    _, key = made.create(credits=10**12)
+    made.close()
+    return proc, key
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def main() -> int:
+    RESULTS.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-"))
+    write_pages(work / "site")
+    site_port = free_port()
+    site = subprocess.Popen([sys.executable, "-m", "bench.site", str(work / "site"), str(site_port)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL)
+    wait_port(site_port)
+    target = f"http://127.0.0.1:{site_port}"
+    urls_file = work / "urls.txt"
+    urls_file.write_text("\n".join(f"{target}/article-{i}.html" for i in range(20)))
+    results: dict[str, Any] = {"duration_s": DURATION, "static": {}, "js": {}, "memory": {},
+                               "workers": {}, "machine": {"cores": os.cpu_count()}}
+    cleanups: list[Any] = []
+    try:
+        print(f"bench: {DURATION:g} s a run, target {target}", flush=True)
+        for c in STATIC_CONCURRENCY:
+            results["static"].setdefault("ceiling", {})[c] = ceiling(urls_file, c)
+            print(f"  ceiling   c={c:<3} {results['static']['ceiling'][c]}", flush=True)
+
+        rt = ScrapyRT().start() if (RT_VENV / "bin" / "scrapyrt").exists() else None
+        if rt is not None:
+            cleanups.append(rt.stop)
+            for c in STATIC_CONCURRENCY:
+                figures = measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, {"BENCH_TARGET": target})
+                results["static"].setdefault("scrapyrt", {})[c] = figures
+                print(f"  scrapyrt  c={c:<3} {figures}", flush=True)
+
+        backends = {"sqlite": f"sqlite:///{work / 'bench.db'}"}
+        pg = postgres_database()
+        if pg is not None:
+            backends["postgresql"] = pg[0]
+            cleanups.append(pg[1])
+        for backend, url in backends.items():
+            (work / backend).mkdir()
+            proc, key = scrapespy(url, work / backend)
+            cleanups.append(proc.stop)
+            env = {"BENCH_TARGET": target, "BENCH_KEY": key}
+            wrk("scrapespy.lua", proc.base, 8, env, 2)  # warm-up: robots.txt, connections
+            for c in STATIC_CONCURRENCY:
+                figures = measured(proc.process.pid, "scrapespy.lua", proc.base, c, env)
+                results["static"].setdefault(f"scrapespy_{backend}", {})[c] = figures
+                print(f"  scrapespy/{backend} c={c:<3} {figures}", flush=True)
+            if backend == "sqlite":
+                # js on the same instance
+                jenv = {**env, "BENCH_ENGINE": "js", "BENCH_PAGE": "/js.html"}
+                wrk("scrapespy.lua", proc.base, 1, jenv, 3)  # browser launch
+                for c in JS_CONCURRENCY:
+                    figures = measured(proc.process.pid, "scrapespy.lua", proc.base, c, jenv)
+                    figures["browser_processes"] = count_named(proc.process.pid, "chrom")
+                    results["js"].setdefault("scrapespy", {})[c] = figures
+                    print(f"  scrapespy js c={c:<3} {figures}", flush=True)
+            proc.stop()
+
+        if rt is not None:
+            jenv = {"BENCH_TARGET": target, "BENCH_ENGINE": "js", "BENCH_PAGE": "/js.html"}
+            for c in JS_CONCURRENCY:
+                figures = measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, jenv)
+                results["js"].setdefault("scrapyrt", {})[c] = figures
+                print(f"  scrapyrt js c={c:<3} {figures}", flush=True)
+            rt.stop()
+
+        # memory: RSS after the first 1,000 requests and after 10,000 on a fresh instance
+        (work / "memory").mkdir()
+        proc, key = scrapespy(backends["sqlite"].replace("bench.db", "memory.db"), work / "memory")
+        cleanups.append(proc.stop)
+        env = {"BENCH_TARGET": target, "BENCH_KEY": key}
+        wrk("scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "500"}, 120)
+        after_1k = rss_mb(proc.process.pid)
+        wrk("scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "4500"}, 300)
+        after_10k = rss_mb(proc.process.pid)
+        results["memory"] = {"rss_mb_after_1000": after_1k, "rss_mb_after_10000": after_10k,
+                             "growth": round(after_10k / after_1k - 1, 3)}
+        print(f"  memory    {results['memory']}", flush=True)
+        proc.stop()
+
+        # workers: 1 and 2 processes on one socket, c=32
+        for n in (1, 2):
+            (work / f"w{n}").mkdir()
+            proc, key = scrapespy(backends["sqlite"].replace("bench.db", f"w{n}.db"),
+                                  work / f"w{n}", args=("--workers", str(n)))
+            cleanups.append(proc.stop)
+            env = {"BENCH_TARGET": target, "BENCH_KEY": key}
+            time.sleep(2 if n > 1 else 0)
+            wrk("scrapespy.lua", proc.base, 8, env, 2)
+            figures = measured(proc.process.pid, "scrapespy.lua", proc.base, 32, env)
+            results["workers"][n] = figures
+            print(f"  workers={n} c=32 {figures}", flush=True)
+            proc.stop()
+    finally:
+        for cleanup in reversed(cleanups):
+            try:
+                cleanup()
+            except Exception:
+                pass
+        site.send_signal(signal.SIGTERM)
+        site.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+
+    report(results)
+    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2, default=str))
+    print(f"\nwritten: {RESULTS / 'latest.json'}")
+    return 0
+
+
+def report(results: dict[str, Any]) -> None:
+    static = results["static"]
+    print("\nstatic        c   rps     p50 ms  p99 ms  cpu s/1k  rss MB  x ceiling  x scrapyrt")
+    for name in ("ceiling", "scrapyrt", "scrapespy_sqlite", "scrapespy_postgresql"):
+        for c, f in static.get(name, {}).items():
+            ceil = static["ceiling"][c]
+            peer = static.get("scrapyrt", {}).get(c, {})
+            f["rps_x_ceiling"] = ratio(f["rps"], ceil["rps"])
+            f["rps_x_scrapyrt"] = ratio(f["rps"], peer.get("rps"))
+            f["p50_x_ceiling"] = ratio(f["p50_ms"], ceil["p50_ms"])
+            f["p50_x_scrapyrt"] = ratio(f["p50_ms"], peer.get("p50_ms"))
+            print(f"{name:<22}{c:>3} {f['rps']:7.1f} {f['p50_ms']:7.1f} {f['p99_ms']:7.1f} "
+                  f"{f['cpu_s_per_1000']:8.2f} {f['peak_rss_mb']:7.1f}  "
+                  f"{f['rps_x_ceiling']!s:>8}  {f['rps_x_scrapyrt']!s:>8}")
+    js = results["js"]
+    print("\njs            c   rps     p50 ms  p99 ms  cpu s/1k  p50 x scrapyrt")
+    for name in ("scrapespy", "scrapyrt"):
+        for c, f in js.get(name, {}).items():
+            peer = js.get("scrapyrt", {}).get(c, {})
+            f["p50_x_scrapyrt"] = ratio(f["p50_ms"], peer.get("p50_ms"))
+            print(f"{name:<12}{c:>3} {f['rps']:7.2f} {f['p50_ms']:7.0f} {f['p99_ms']:7.0f} "
+                  f"{f['cpu_s_per_1000']:8.1f}  {f['p50_x_scrapyrt']!s:>8}")
+    print(f"\nmemory: {results['memory']}")
+    w = results["workers"]
+    if 1 in w and 2 in w:
+        print(f"workers: 1 -> {w[1]['rps']:.1f} rps, 2 -> {w[2]['rps']:.1f} rps "
+              f"(x{ratio(w[2]['rps'], w[1]['rps'])})")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+-- POST /scrape over the 20 benchmark pages; BENCH_MAX responses per thread, then stop.
+local key = os.getenv("BENCH_KEY")
+local target = os.getenv("BENCH_TARGET")
+local engine = os.getenv("BENCH_ENGINE") or "static"
+local page = os.getenv("BENCH_PAGE")
+local max = tonumber(os.getenv("BENCH_MAX") or "0")
+local threads = {}
+local i, seen, failures = 0, 0, 0
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function request()
+  i = i + 1
+  local url = page and (target .. page) or (target .. "/article-" .. (i % 20) .. ".html")
+  local body = '{"url":"' .. url .. '","engine":"' .. engine .. '"}'
+  return wrk.format("POST", "/scrape",
+    {["Content-Type"] = "application/json", ["X-API-Key"] = key}, body)
+end
+
+function response(status, headers, body)
+  seen = seen + 1
+  if status ~= 200 or not string.find(body, '"success":true', 1, true) then
+    failures = failures + 1
+  end
+  if max > 0 and seen >= max then wrk.thread:stop() end
+end
+
+function done(summary, latency, requests)
+  local failed = 0
+  for _, thread in ipairs(threads) do failed = failed + (thread:get("failures") or 0) end
+  io.write(string.format(
+    '{"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"failed":%d,"socket_errors":%d}\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), failed,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
