@@ -67,7 +67,10 @@ class Caller:
 def authenticate(conn: Connection, key: str) -> Caller | None:
     if not well_formed(key):
         return None
-    digest = hash_key(key)
+    return caller_by_hash(conn, hash_key(key))
+
+
+def caller_by_hash(conn: Connection, digest: str) -> Caller | None:
     row = conn.execute(
         select(
             api_keys.c.key_hash,
