@@ -6,11 +6,12 @@ Errors are mapped in one place; a caller never sees a traceback.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from klein import Klein
 from twisted.web.iweb import IRequest
+from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
@@ -23,18 +24,24 @@ from service.errors import (
     NotFound,
     ServiceUnavailable,
 )
+from service.observability import metrics_page, request_id_of
 from service.openapi import document
 from service.payments import NOT_CONFIGURED, PaymentProvider
+from service.payments.demo import demo_provider
+from service.payments.webhooks import StripeWebhooks
 from service.pricing import price_list
 from service.schemas import BuyRequest, parse_json_object, validate
 from service.scraping import Scraper
+
+if TYPE_CHECKING:
+    from service.dashboard.app import Dashboard
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 256 * 1024
 
 
-def render_json(request: IRequest, body: Any, status: int = 200) -> bytes:
+def render_json(request: IRequest | Request, body: Any, status: int = 200) -> bytes:
     request.setResponseCode(status)
     request.setHeader(b"Content-Type", b"application/json")
     request.setHeader(b"Cache-Control", b"no-store")
@@ -66,11 +73,18 @@ class ScrapespyApp:
         database: Database,
         scraper: Scraper,
         payments: PaymentProvider | None = None,
+        dashboard: Dashboard | None = None,
     ):
         self.config = config
         self.database = database
         self.scraper = scraper
         self.payments = payments
+        self.dashboard = dashboard
+        self.stripe_webhooks = (
+            StripeWebhooks(config.stripe_webhook_secret, database)
+            if config.stripe_webhook_secret
+            else None
+        )
         self._prices = orjson.dumps(price_list(config))
         self._openapi = orjson.dumps(document(config.public_url))
 
@@ -92,6 +106,9 @@ class ScrapespyApp:
 
     @app.handle_errors(WerkzeugMethodNotAllowed)
     def _bad_method(self, request: IRequest, failure: Any) -> bytes:
+        allowed = getattr(failure.value, "valid_methods", None)
+        if allowed:  # RFC 9110: a 405 lists the methods the resource supports
+            request.setHeader(b"Allow", ", ".join(sorted(allowed)).encode())
         return render_json(request, {"error": MethodNotAllowed.message}, 405)
 
     @app.handle_errors(Exception)
@@ -108,7 +125,9 @@ class ScrapespyApp:
 
     @app.route("/scrape", methods=["POST"])
     async def scrape(self, request: IRequest) -> bytes:
-        result = await self.scraper.scrape(api_key_of(request), read_json_body(request))
+        result = await self.scraper.scrape(
+            api_key_of(request), read_json_body(request), request_id=request_id_of(request)
+        )
         return render_json(request, result)
 
     @app.route("/credits/buy", methods=["POST"])
@@ -120,6 +139,34 @@ class ScrapespyApp:
         url = await self.payments.start_checkout(caller.account_id, order)
         return render_json(request, {"url": url})
 
+    @app.route("/webhooks/stripe", methods=["POST"])
+    async def stripe_webhook(self, request: Request) -> bytes:
+        if self.stripe_webhooks is None:
+            raise ServiceUnavailable(NOT_CONFIGURED)
+        content = request.content
+        payload: bytes = content.read(MAX_BODY_BYTES + 1) if content is not None else b""
+        if len(payload) > MAX_BODY_BYTES:
+            raise BadRequest(f"the body is larger than {MAX_BODY_BYTES} bytes")
+        signature = request.getHeader(b"Stripe-Signature")
+        outcome = await self.stripe_webhooks.receive(
+            payload, signature.decode("latin-1") if signature else None
+        )
+        return render_json(request, {"received": True, "outcome": outcome})
+
+    @app.route("/payments/demo/checkout/<session_id>", methods=["GET"])
+    async def demo_checkout(self, request: Request, session_id: str) -> bytes:
+        page = await demo_provider(self.payments).checkout_page(session_id)
+        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+        request.setHeader(b"Cache-Control", b"no-store")
+        return page.encode()
+
+    @app.route("/payments/demo/checkout/<session_id>/confirm", methods=["POST"])
+    async def demo_confirm(self, request: Request, session_id: str) -> bytes:
+        target = await demo_provider(self.payments).confirm(session_id)
+        request.setResponseCode(303)
+        request.setHeader(b"Location", target.encode())
+        return b""
+
     @app.route("/pricing", methods=["GET"])
     def pricing(self, request: IRequest) -> bytes:
         request.setHeader(b"Content-Type", b"application/json")
@@ -129,6 +176,32 @@ class ScrapespyApp:
     def openapi(self, request: IRequest) -> bytes:
         request.setHeader(b"Content-Type", b"application/json")
         return self._openapi
+
+    @app.route("/metrics", methods=["GET"])
+    def metrics(self, request: IRequest) -> bytes:
+        body, content_type = metrics_page()
+        request.setHeader(b"Content-Type", content_type.encode())
+        return body
+
+    # the dashboard: HTML pages with errors of their own, mounted here ------------------------
+
+    @app.route("/", methods=["GET"])
+    def home(self, request: Request) -> bytes:
+        request.setResponseCode(302)
+        request.setHeader(b"Location", b"/dashboard")
+        return b""
+
+    @app.route("/dashboard/", methods=["GET"])
+    def dashboard_slash(self, request: Request) -> bytes:
+        request.setResponseCode(301)
+        request.setHeader(b"Location", b"/dashboard")
+        return b""
+
+    @app.route("/dashboard", branch=True)
+    def dashboard_pages(self, request: Request) -> Any:
+        if self.dashboard is None:
+            raise NotFound()
+        return self.dashboard.resource_for(request)
 
     @app.route("/healthz", methods=["GET"])
     async def healthz(self, request: IRequest) -> bytes:

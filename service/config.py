@@ -9,6 +9,7 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 ENGINES = ("static", "js")
 TIERS = ("none", "datacenter", "residential")
@@ -69,8 +70,24 @@ def _proxies(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     urls = list(_list(env, name))
     path = env.get(f"{name}_FILE", "").strip()
     if path:
-        with open(path, encoding="utf-8") as fh:
-            urls.extend(line.strip() for line in fh if line.strip() and not line.startswith("#"))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = [line.strip() for line in fh]
+        except OSError as exc:
+            raise ConfigError(f"{name}_FILE: cannot read {path}: {exc.strerror}") from None
+        urls.extend(line for line in lines if line and not line.startswith("#"))
+    for index, url in enumerate(urls):
+        # The message names the entry and never echoes it: it may hold a password.
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        try:
+            _ = parts.port
+        except ValueError:
+            raise ConfigError(f"{name}: entry #{index + 1} has an invalid port") from None
+        if parts.scheme != "http" or not parts.hostname:
+            raise ConfigError(
+                f"{name}: entry #{index + 1} must be http://[user:password@]host:port "
+                "(only http:// proxies are supported)"
+            )
     return tuple(urls)
 
 
@@ -130,6 +147,7 @@ class Config:
     db_threads: int = 8
     robots_ttl_seconds: int = 3600
     session_secret: str = ""
+    trust_forwarded_for: bool = False
     log_level: str = "INFO"
     log_format: str = "json"
 
@@ -164,6 +182,7 @@ class Config:
             db_threads=_int(env, "SCRAPESPY_DB_THREADS", 8, minimum=1),
             robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
             session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),
+            trust_forwarded_for=_bool(env, "SCRAPESPY_TRUST_X_FORWARDED_FOR", False),
             log_level=env.get("SCRAPESPY_LOG_LEVEL", "").strip().upper() or "INFO",
             log_format=env.get("SCRAPESPY_LOG_FORMAT", "").strip().lower() or "json",
         )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.schemas import BuyRequest, ScrapeRequest
+from service.config import ENGINES, TIERS
+from service.schemas import PACKS, BuyRequest, ScrapeRequest
 
 _ERROR = {
     "type": "object",
@@ -14,6 +15,31 @@ _ERROR = {
 }
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
+
+_TIER_COSTS = {
+    "type": "object",
+    "required": list(TIERS),
+    "properties": {tier: {"type": "integer", "minimum": 0} for tier in TIERS},
+    "additionalProperties": False,
+}
+
+PRICE_LIST: dict[str, Any] = {
+    "type": "object",
+    "required": ["currency", "credits_per_euro", "packs", "min_amount_eur", "costs"],
+    "properties": {
+        "currency": {"const": "EUR"},
+        "credits_per_euro": {"type": "integer", "minimum": 1},
+        "packs": {"type": "array", "items": {"enum": list(PACKS)}},
+        "min_amount_eur": {"type": "number", "minimum": 0},
+        "costs": {
+            "type": "object",
+            "description": "credits per billed scrape, by engine and proxy tier",
+            "required": list(ENGINES),
+            "properties": {engine: _TIER_COSTS for engine in ENGINES},
+            "additionalProperties": False,
+        },
+    },
+}
 
 SCRAPE_RESULT: dict[str, Any] = {
     "type": "object",
@@ -88,7 +114,7 @@ def _schema(model: type) -> dict[str, Any]:
 
 
 def document(public_url: str) -> dict[str, Any]:
-    secured = [{"ApiKey": []}]
+    secured: list[dict[str, list[str]]] = [{"ApiKey": []}]
     return {
         "openapi": "3.1.0",
         "info": {"title": "scrapespy", "version": "0.1.0"},
@@ -157,13 +183,52 @@ def document(public_url: str) -> dict[str, Any]:
                     },
                 }
             },
+            "/webhooks/stripe": {
+                "post": {
+                    "summary": "Stripe's payment confirmations (called by Stripe, not by users)",
+                    "description": "The raw body is verified against the Stripe-Signature header "
+                    "with STRIPE_WEBHOOK_SECRET (300 s tolerance). checkout.session.completed "
+                    "with payment_status paid and checkout.session.async_payment_succeeded "
+                    "credit the account once per session; async_payment_failed and expired mark "
+                    "the payment failed; other events are acknowledged and ignored.",
+                    "parameters": [
+                        {
+                            "name": "Stripe-Signature",
+                            "in": "header",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "event received (replays included)",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {
+                                            "received": {"type": "boolean"},
+                                            "outcome": {"type": "string"},
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        **_errors(400, 500, 503),
+                    },
+                }
+            },
             "/pricing": {
                 "get": {
                     "summary": "Public price list",
                     "responses": {
                         "200": {
                             "description": "prices",
-                            "content": {"application/json": {"schema": {"type": "object"}}},
+                            "content": {"application/json": {"schema": PRICE_LIST}},
                         }
                     },
                 }
@@ -174,7 +239,15 @@ def document(public_url: str) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "healthy",
-                            "content": {"application/json": {"schema": {"type": "object"}}},
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["status"],
+                                        "properties": {"status": {"const": "ok"}},
+                                    }
+                                }
+                            },
                         },
                         **_errors(503),
                     },

@@ -11,13 +11,14 @@ from typing import Any
 
 from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
-from twisted.web.server import Site
 
 from service import ledger
 from service.app import ScrapespyApp
 from service.config import Config
+from service.dashboard.app import Dashboard
 from service.db import Database
 from service.engine import EngineBridge
+from service.observability import ObservedSite
 from service.payments import make_provider
 from service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from service.scraping import Scraper
@@ -42,31 +43,49 @@ class Service:
     http: ScrapespyApp
     sweeper: LoopingCall
 
-    def site(self) -> Site:
-        site = Site(self.http.resource())
+    def site(self) -> ObservedSite:
+        site = ObservedSite(self.http.resource())
         site.displayTracebacks = False
         site.noisy = False
         return site
 
     async def stop(self) -> None:
+        """Finish what is in flight (up to the grace period), settle or release every hold,
+        close the crawler and its browser, then the database."""
+        abandoned = await self.bridge.drain(self.config.shutdown_grace_seconds)
+        if abandoned:
+            log.warning("shutdown: released the holds of %d unfinished scrapes", abandoned)
         if self.sweeper.running:
             self.sweeper.stop()
         await self.bridge.stop()
         if self.http.payments is not None:
             self.http.payments.stop()
+        if self.http.dashboard is not None:
+            self.http.dashboard.stop()
         self.database.stop()
 
 
 async def build(config: Config, *, migrate: bool = True) -> Service:
     database = Database(config.database_url, threads=config.db_threads)
-    database.start()
-    if migrate:
-        await database.run_in_pool(database.upgrade)
+    # Before any thread starts: payment settings that would lose money stop the start cleanly.
     payments = make_provider(config, database)
+    database.start()
     bridge = EngineBridge(config, database)
-    await bridge.start()
+    try:
+        if migrate:
+            await database.run_in_pool(database.upgrade)
+        await bridge.start()
+    except BaseException:
+        # the pool's threads would keep a process that failed to start alive
+        if payments is not None:
+            payments.stop()
+        await bridge.stop()
+        database.stop()
+        raise
     scraper = Scraper(config, database, bridge, make_limiter(config))
-    http = ScrapespyApp(config, database, scraper, payments)
+    dashboard = Dashboard(config, database, scraper, payments)
+    dashboard.start()
+    http = ScrapespyApp(config, database, scraper, payments, dashboard=dashboard)
     sweeper = LoopingCall(_sweep, database)
     sweeper.clock = reactor  # type: ignore[assignment]
     sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)

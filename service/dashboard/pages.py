@@ -1,0 +1,113 @@
+"""Rendering the dashboard: Jinja2 templates (autoescaped) and the static files of the package.
+
+Templates and assets are read once, when the dashboard is built, never on the reactor thread
+while serving. Every page forbids caching (pages show balances, and one of them a new key) and
+allows no script, style or image from anywhere but this service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from twisted.web.server import Request
+
+from service.pricing import CREDITS_PER_EURO
+
+MOUNT = "/dashboard"
+TEMPLATES = Path(__file__).with_name("templates")
+STATIC = Path(__file__).with_name("static")
+
+CONTENT_TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+}
+
+# No form-action: the buy form's answer redirects to the payment provider's checkout page, and
+# browsers apply form-action to that redirect too.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    b"Content-Type": b"text/html; charset=utf-8",
+    b"Cache-Control": b"no-store",
+    b"Content-Security-Policy": CONTENT_SECURITY_POLICY.encode(),
+    b"X-Content-Type-Options": b"nosniff",
+    b"X-Frame-Options": b"DENY",
+    # Page addresses (a checkout's session id) stay on this site.
+    b"Referrer-Policy": b"same-origin",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Asset:
+    body: bytes
+    content_type: str
+    version: str
+
+
+def load_assets(folder: Path = STATIC) -> dict[str, Asset]:
+    assets = {}
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.suffix in CONTENT_TYPES:
+            body = path.read_bytes()
+            version = hashlib.sha256(body).hexdigest()[:10]
+            assets[path.name] = Asset(body, CONTENT_TYPES[path.suffix], version)
+    return assets
+
+
+def credits_text(value: int) -> str:
+    return f"{value:,}".replace(",", "\u202f")
+
+
+def euros_text(credits: int) -> str:
+    return f"{credits / CREDITS_PER_EURO:,.3f}".rstrip("0").rstrip(".") + "\u00a0EUR"
+
+
+def plural_text(count: int, word: str) -> str:
+    return f"{credits_text(count)} {word}{'' if count == 1 else 's'}"
+
+
+def when_text(moment: datetime | None) -> str:
+    return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Pages:
+    def __init__(self, public_url: str = "") -> None:
+        self.assets = load_assets()
+        self.env = Environment(
+            loader=FileSystemLoader(TEMPLATES),
+            autoescape=True,
+            undefined=StrictUndefined,
+            auto_reload=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.globals["static_url"] = self.static_url
+        self.env.globals["mount"] = MOUNT
+        self.env.globals["public_url"] = public_url
+        self.env.filters["credits"] = credits_text
+        self.env.filters["euros"] = euros_text
+        self.env.filters["when"] = when_text
+        self.env.filters["plural"] = plural_text
+        for path in TEMPLATES.glob("*.html"):
+            self.env.get_template(path.name)
+
+    def static_url(self, name: str) -> str:
+        return f"{MOUNT}/static/{name}?v={self.assets[name].version}"
+
+    def render(self, request: Request, template: str, status: int = 200, **context: Any) -> bytes:
+        request.setResponseCode(status)
+        for name, value in PAGE_HEADERS.items():
+            request.setHeader(name, value)
+        context.setdefault("session", None)
+        context.setdefault("section", "")
+        return self.env.get_template(template).render(**context).encode("utf-8")
