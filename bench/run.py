@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.pages import write_pages
 from bench.procinfo import count_named, cpu_seconds, rss_mb
-from tests.services import Accounts, ServiceProcess, call
+from tests.services import Accounts, ServiceProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -56,9 +56,24 @@ def wait_port(port: int, timeout: float = 60) -> None:
 def wrk(script: str, base: str, concurrency: int, env: dict[str, str], duration: float) -> dict:
     threads = min(concurrency, 2)
     done = subprocess.run(
-        ["wrk", "-t", str(threads), "-c", str(concurrency), "-d", f"{duration:g}s",
-         "--timeout", "60s", "-s", str(BENCH / "wrk" / script), base],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=duration + 120,
+        [
+            "wrk",
+            "-t",
+            str(threads),
+            "-c",
+            str(concurrency),
+            "-d",
+            f"{duration:g}s",
+            "--timeout",
+            "60s",
+            "-s",
+            str(BENCH / "wrk" / script),
+            base,
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=duration + 120,
     )
     line = [x for x in done.stdout.splitlines() if x.startswith("{")]
     if not line:
@@ -66,8 +81,14 @@ def wrk(script: str, base: str, concurrency: int, env: dict[str, str], duration:
     return json.loads(line[-1])
 
 
-def measured(pid: int, script: str, base: str, concurrency: int, env: dict[str, str],
-             duration: float = DURATION) -> dict[str, Any]:
+def measured(
+    pid: int,
+    script: str,
+    base: str,
+    concurrency: int,
+    env: dict[str, str],
+    duration: float = DURATION,
+) -> dict[str, Any]:
     cpu0 = cpu_seconds(pid)
     out = wrk(script, base, concurrency, env, duration)
     cpu = cpu_seconds(pid) - cpu0
@@ -86,7 +107,10 @@ def measured(pid: int, script: str, base: str, concurrency: int, env: dict[str, 
 def ceiling(urls_file: Path, concurrency: int) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "bench.ceiling", str(urls_file), str(concurrency), str(DURATION)],
-        cwd=ROOT, capture_output=True, text=True, timeout=DURATION + 120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DURATION + 120,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -101,7 +125,8 @@ class ScrapyRT:
             [str(RT_VENV / "bin" / "scrapyrt"), "-p", str(self.port), "-i", "127.0.0.1"],
             cwd=BENCH / "rt_project",
             env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_port(self.port)
         return self
@@ -140,8 +165,12 @@ def postgres_database() -> tuple[str, Any] | None:
 
 
 def scrapespy(database_url: str, workdir: Path, args: tuple[str, ...] = ()) -> tuple[Any, str]:
-    env = {"SCRAPESPY_LOG_LEVEL": "WARNING", "SCRAPESPY_RATE_LIMIT_PER_SECOND": "100000",
-           "SCRAPESPY_RATE_LIMIT_BURST": "100000", "SCRAPESPY_MAX_PAGES": "4"}
+    env = {
+        "SCRAPESPY_LOG_LEVEL": "WARNING",
+        "SCRAPESPY_RATE_LIMIT_PER_SECOND": "100000",
+        "SCRAPESPY_RATE_LIMIT_BURST": "100000",
+        "SCRAPESPY_MAX_PAGES": "4",
+    }
     proc = ServiceProcess(database_url, workdir, env={**env}, args=args)
     proc.env["SCRAPESPY_LOG_LEVEL"] = "INFO"  # the listening line is at INFO
     proc.start()
@@ -160,14 +189,23 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-"))
     write_pages(work / "site")
     site_port = free_port()
-    site = subprocess.Popen([sys.executable, "-m", "bench.site", str(work / "site"), str(site_port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL)
+    site = subprocess.Popen(
+        [sys.executable, "-m", "bench.site", str(work / "site"), str(site_port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
     wait_port(site_port)
     target = f"http://127.0.0.1:{site_port}"
     urls_file = work / "urls.txt"
     urls_file.write_text("\n".join(f"{target}/article-{i}.html" for i in range(20)))
-    results: dict[str, Any] = {"duration_s": DURATION, "static": {}, "js": {}, "memory": {},
-                               "workers": {}, "machine": {"cores": os.cpu_count()}}
+    results: dict[str, Any] = {
+        "duration_s": DURATION,
+        "static": {},
+        "js": {},
+        "memory": {},
+        "workers": {},
+        "machine": {"cores": os.cpu_count()},
+    }
     cleanups: list[Any] = []
     try:
         print(f"bench: {DURATION:g} s a run, target {target}", flush=True)
@@ -179,7 +217,9 @@ def main() -> int:
         if rt is not None:
             cleanups.append(rt.stop)
             for c in STATIC_CONCURRENCY:
-                figures = measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, {"BENCH_TARGET": target})
+                figures = measured(
+                    rt.proc.pid, "scrapyrt.lua", rt.base, c, {"BENCH_TARGET": target}
+                )
                 results["static"].setdefault("scrapyrt", {})[c] = figures
                 print(f"  scrapyrt  c={c:<3} {figures}", flush=True)
 
@@ -226,16 +266,22 @@ def main() -> int:
         after_1k = rss_mb(proc.process.pid)
         wrk("scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "4500"}, 300)
         after_10k = rss_mb(proc.process.pid)
-        results["memory"] = {"rss_mb_after_1000": after_1k, "rss_mb_after_10000": after_10k,
-                             "growth": round(after_10k / after_1k - 1, 3)}
+        results["memory"] = {
+            "rss_mb_after_1000": after_1k,
+            "rss_mb_after_10000": after_10k,
+            "growth": round(after_10k / after_1k - 1, 3),
+        }
         print(f"  memory    {results['memory']}", flush=True)
         proc.stop()
 
         # workers: 1 and 2 processes on one socket, c=32
         for n in (1, 2):
             (work / f"w{n}").mkdir()
-            proc, key = scrapespy(backends["sqlite"].replace("bench.db", f"w{n}.db"),
-                                  work / f"w{n}", args=("--workers", str(n)))
+            proc, key = scrapespy(
+                backends["sqlite"].replace("bench.db", f"w{n}.db"),
+                work / f"w{n}",
+                args=("--workers", str(n)),
+            )
             cleanups.append(proc.stop)
             env = {"BENCH_TARGET": target, "BENCH_KEY": key}
             time.sleep(2 if n > 1 else 0)
@@ -271,22 +317,28 @@ def report(results: dict[str, Any]) -> None:
             f["rps_x_scrapyrt"] = ratio(f["rps"], peer.get("rps"))
             f["p50_x_ceiling"] = ratio(f["p50_ms"], ceil["p50_ms"])
             f["p50_x_scrapyrt"] = ratio(f["p50_ms"], peer.get("p50_ms"))
-            print(f"{name:<22}{c:>3} {f['rps']:7.1f} {f['p50_ms']:7.1f} {f['p99_ms']:7.1f} "
-                  f"{f['cpu_s_per_1000']:8.2f} {f['peak_rss_mb']:7.1f}  "
-                  f"{f['rps_x_ceiling']!s:>8}  {f['rps_x_scrapyrt']!s:>8}")
+            print(
+                f"{name:<22}{c:>3} {f['rps']:7.1f} {f['p50_ms']:7.1f} {f['p99_ms']:7.1f} "
+                f"{f['cpu_s_per_1000']:8.2f} {f['peak_rss_mb']:7.1f}  "
+                f"{f['rps_x_ceiling']!s:>8}  {f['rps_x_scrapyrt']!s:>8}"
+            )
     js = results["js"]
     print("\njs            c   rps     p50 ms  p99 ms  cpu s/1k  p50 x scrapyrt")
     for name in ("scrapespy", "scrapyrt"):
         for c, f in js.get(name, {}).items():
             peer = js.get("scrapyrt", {}).get(c, {})
             f["p50_x_scrapyrt"] = ratio(f["p50_ms"], peer.get("p50_ms"))
-            print(f"{name:<12}{c:>3} {f['rps']:7.2f} {f['p50_ms']:7.0f} {f['p99_ms']:7.0f} "
-                  f"{f['cpu_s_per_1000']:8.1f}  {f['p50_x_scrapyrt']!s:>8}")
+            print(
+                f"{name:<12}{c:>3} {f['rps']:7.2f} {f['p50_ms']:7.0f} {f['p99_ms']:7.0f} "
+                f"{f['cpu_s_per_1000']:8.1f}  {f['p50_x_scrapyrt']!s:>8}"
+            )
     print(f"\nmemory: {results['memory']}")
     w = results["workers"]
     if 1 in w and 2 in w:
-        print(f"workers: 1 -> {w[1]['rps']:.1f} rps, 2 -> {w[2]['rps']:.1f} rps "
-              f"(x{ratio(w[2]['rps'], w[1]['rps'])})")
+        print(
+            f"workers: 1 -> {w[1]['rps']:.1f} rps, 2 -> {w[2]['rps']:.1f} rps "
+            f"(x{ratio(w[2]['rps'], w[1]['rps'])})"
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The benchmark's target: a fast Twisted static server in a process of its own.
 
-    python -m bench.site FOLDER PORT
+python -m bench.site FOLDER PORT
 """
 
 from __future__ import annotations

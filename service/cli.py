@@ -54,16 +54,14 @@ def serve(config: Config, host: str, port: int, inherited_fd: int | None = None)
     install()
     configure_logging(config.log_level, config.log_format)
 
-    from twisted.internet import reactor
-
     from service.daemon import ScrapespyService
+    from service.reactor import running
 
+    reactor = running()
     service = ScrapespyService(config, host, port, inherited_fd=inherited_fd)
-    reactor.callWhenRunning(service.startService)  # type: ignore[attr-defined]
-    reactor.addSystemEventTrigger(  # type: ignore[attr-defined]
-        "before", "shutdown", service.stopService
-    )
-    reactor.run(installSignalHandlers=True)  # type: ignore[attr-defined]
+    reactor.callWhenRunning(service.startService)
+    reactor.addSystemEventTrigger("before", "shutdown", service.stopService)
+    reactor.run(installSignalHandlers=True)
     return service.exit_code
 
 

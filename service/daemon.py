@@ -45,10 +45,10 @@ class ScrapespyService(Service):
         self.started.addErrback(self._failed)
 
     async def _start(self) -> None:
-        from twisted.internet import reactor
-
+        from service.reactor import running
         from service.server import build
 
+        reactor = running()
         self.service = await build(self.config)
         if self.reformat_logs:
             from service.cli import apply_log_format
@@ -56,13 +56,9 @@ class ScrapespyService(Service):
             apply_log_format(self.config.log_format)
         site = self.service.site()
         if self.inherited_fd is not None:
-            self.listening = reactor.adoptStreamPort(  # type: ignore[attr-defined]
-                self.inherited_fd, socket.AF_INET, site
-            )
+            self.listening = reactor.adoptStreamPort(self.inherited_fd, socket.AF_INET, site)
         else:
-            self.listening = reactor.listenTCP(  # type: ignore[attr-defined]
-                self.port, site, interface=self.host
-            )
+            self.listening = reactor.listenTCP(self.port, site, interface=self.host)
         bound = self.listening.getHost()
         log.info(
             "scrapespy listening on http://%s:%d",
@@ -72,12 +68,12 @@ class ScrapespyService(Service):
         )
 
     def _failed(self, failure: Any) -> None:
-        from twisted.internet import reactor
+        from service.reactor import running
 
         log.error("scrapespy could not start: %s", failure.getErrorMessage())
         self.exit_code = 1
-        if reactor.running:  # type: ignore[attr-defined]
-            reactor.stop()  # type: ignore[attr-defined]
+        if running().running:
+            running().stop()
 
     def stopService(self) -> defer.Deferred[None]:  # noqa: N802 - Twisted's name
         super().stopService()
@@ -96,7 +92,7 @@ class ScrapespyService(Service):
             log.info("scrapespy stopped", extra={"event": "stopped"})
         # twistd re-raises the stop signal at exit so the exit status names it; a drained,
         # settled shutdown is a success, so report 0 as `scrapespy serve` does.
-        from twisted.internet import reactor
+        from service.reactor import running
 
-        if getattr(reactor, "_exitSignal", None) is not None:
-            reactor._exitSignal = None  # type: ignore[attr-defined]
+        if getattr(running(), "_exitSignal", None) is not None:
+            running()._exitSignal = None

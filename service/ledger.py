@@ -4,7 +4,8 @@ Every function takes a SQLAlchemy ``Connection`` inside a transaction and does i
 conditional UPDATEs, so concurrent requests (threads here, processes or machines in production)
 can never take the balance below zero, settle a hold twice or credit a payment twice. The
 database's CHECK constraints are the backstop. Every change of balance is an append-only ledger
-entry whose ``balance_after`` is the new balance, so the balance always equals the sum of its entries.
+entry whose ``balance_after`` is the new balance, so the balance always equals the sum of its
+entries.
 """
 
 from __future__ import annotations

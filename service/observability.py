@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from twisted.web import http
 from twisted.web.server import Request, Site
 
 access_log = logging.getLogger("scrapespy.access")
@@ -69,7 +70,9 @@ def endpoint_of(path: bytes) -> str:
     return "other"
 
 
-def record_scrape(result: dict[str, Any], tier_requested: str, tier_used: str, charged: int) -> None:
+def record_scrape(
+    result: dict[str, Any], tier_requested: str, tier_used: str, charged: int
+) -> None:
     SCRAPES.labels(
         result["engine"],
         tier_requested,
@@ -102,7 +105,7 @@ class ObservedSite(Site):
         request.setHeader(b"X-Request-Id", request_id.encode())
         return super().getResourceFor(request)
 
-    def log(self, request: Request) -> None:
+    def log(self, request: http.Request) -> None:
         started = getattr(request, "scrapespy_started", None)
         took = time.monotonic() - started if started is not None else 0.0
         endpoint = endpoint_of(request.uri)
@@ -171,7 +174,9 @@ class TwistedLogHandler(logging.Handler):
 def log_to_twisted(level: str, fmt: str) -> None:
     handler = TwistedLogHandler()
     handler.setFormatter(
-        JsonFormatter() if fmt == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s")
+        JsonFormatter()
+        if fmt == "json"
+        else logging.Formatter("%(levelname)s %(name)s: %(message)s")
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]

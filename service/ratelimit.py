@@ -92,9 +92,7 @@ class RedisRateLimiter:
     def __init__(self, url: str, rate: float, burst: int, prefix: str = "scrapespy:rl:"):
         import redis.asyncio as redis
 
-        self.client: Any = redis.Redis.from_url(
-            url, socket_timeout=1.0, socket_connect_timeout=1.0
-        )
+        self.client: Any = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
         self.script = self.client.register_script(GCRA_SCRIPT)
         self.interval = 1.0 / rate
         self.tolerance = self.interval * burst

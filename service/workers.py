@@ -10,7 +10,6 @@ has its own crawler and browser; per-key rate limits are exact across workers on
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import socket
 import subprocess

@@ -1,4 +1,4 @@
-"""``scrapy crawl page -a url=URL``: one scrape with the service's engine, printed as the API's JSON.
+"""``scrapy crawl page -a url=URL``: one scrape by the service's engine, printed as the API's JSON.
 
 Run from the repository root, so ``scrapy.cfg`` brings the project's settings: the egress guard,
 robots.txt, deadline and anti-bot middlewares and the result pipeline apply exactly as in the

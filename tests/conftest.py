@@ -86,7 +86,9 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def service(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+def service(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServiceProcess]:
     workdir: Path = tmp_path_factory.mktemp("service")
     proc = ServiceProcess(database_url, workdir).start()
     yield proc

@@ -71,9 +71,13 @@ class TargetSite:
                     site.hits[path] += 1
                 route = site.routes.get(path)
                 if route is None:
-                    status, headers, body = 404, {"Content-Type": "text/html"}, (
-                        b"<html><head><title>Not here</title></head><body><h1>404</h1>"
-                        b"<p>No such page.</p></body></html>"
+                    status, headers, body = (
+                        404,
+                        {"Content-Type": "text/html"},
+                        (
+                            b"<html><head><title>Not here</title></head><body><h1>404</h1>"
+                            b"<p>No such page.</p></body></html>"
+                        ),
                     )
                 else:
                     status, headers, body = route(self)
@@ -115,7 +119,9 @@ class TargetSite:
         self.page("/article", ARTICLE)
         self.page("/js-only", JS_ONLY)
         self.page("/private/secret", "<html><title>secret</title></html>")
-        self.page("/status/404", "<html><title>Gone</title><body><h1>Missing</h1></body></html>", 404)
+        self.page(
+            "/status/404", "<html><title>Gone</title><body><h1>Missing</h1></body></html>", 404
+        )
         self.page("/status/500", "<html><title>Broken</title></html>", 500)
         self.routes["/redirect"] = lambda _h: (302, {"Location": "/article"}, b"")
 

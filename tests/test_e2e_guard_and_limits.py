@@ -13,7 +13,9 @@ from tests.sites import TargetSite
 
 
 @pytest.fixture(scope="module")
-def guarded(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+def guarded(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServiceProcess]:
     proc = ServiceProcess(
         database_url,
         tmp_path_factory.mktemp("guarded"),
@@ -40,7 +42,9 @@ def guarded(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "017700000001",
     ],
 )
-def test_private_targets_are_refused_in_every_form(guarded, site: TargetSite, accounts: Accounts, host):
+def test_private_targets_are_refused_in_every_form(
+    guarded, site: TargetSite, accounts: Accounts, host
+):
     account_id, key = accounts.create(credits=10)
     before = sum(site.hits.values())
     reply = guarded.scrape(key, {"url": f"http://{host}:{site.port}/article"})

@@ -9,7 +9,6 @@ import random
 import signal
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -54,7 +53,9 @@ def two_instances(database_url, tmp_path):
     second.stop()
 
 
-def test_two_instances_never_overdraw_and_share_the_rate_limit(two_instances, site, accounts: Accounts):
+def test_two_instances_never_overdraw_and_share_the_rate_limit(
+    two_instances, site, accounts: Accounts
+):
     first, second = two_instances
     # ten accounts, each able to pay for 5 of its 20 scrapes; the burst (10) lets 10 per key
     # through at once, so the credits, not the limit, decide
@@ -90,10 +91,13 @@ def test_two_instances_never_overdraw_and_share_the_rate_limit(two_instances, si
     assert accepted >= 10
 
 
-def test_a_killed_instance_leaves_no_credits_locked(database_url, site, accounts: Accounts, tmp_path):
+def test_a_killed_instance_leaves_no_credits_locked(
+    database_url, site, accounts: Accounts, tmp_path
+):
     env = {"SCRAPESPY_HOLD_TTL_SECONDS": "3", "SCRAPESPY_SWEEP_INTERVAL_SECONDS": "1"}
     doomed = ServiceProcess(database_url, tmp_path, env=env).start()
     account_id, key = accounts.create(credits=10)
+
     def in_flight() -> None:
         try:
             doomed.scrape(key, {"url": site.url("/slow"), "timeout": 30}, timeout=30)
@@ -119,7 +123,9 @@ def test_a_killed_instance_leaves_no_credits_locked(database_url, site, accounts
         survivor.stop()
 
 
-def test_database_outage_is_503_and_the_service_recovers(database_url, site, accounts: Accounts, tmp_path):
+def test_database_outage_is_503_and_the_service_recovers(
+    database_url, site, accounts: Accounts, tmp_path
+):
     url = make_url(database_url)
     relay = Relay(url.host or "127.0.0.1", url.port or 5432).start()
     via_relay = url.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False)

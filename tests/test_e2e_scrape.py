@@ -8,8 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from service import ledger
-from tests.services import Accounts, ServiceProcess, call
-from tests.sites import TargetSite
+from tests.services import Accounts, call
 
 UNAUTHORIZED = {"error": "API key (X-API-Key header) is missing or invalid"}
 

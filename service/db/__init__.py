@@ -62,7 +62,6 @@ def make_engine(url: str, pool_size: int = 8) -> Engine:
         def _begin_immediate(conn: Connection) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
-
         @event.listens_for(engine, "connect")
         def _no_pysqlite_begin(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None

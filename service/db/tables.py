@@ -86,9 +86,7 @@ holds = Table(
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("settled_at", DateTime(timezone=True), nullable=True),
     CheckConstraint("amount >= 0", name="amount_not_negative"),
-    CheckConstraint(
-        "status IN ('held', 'captured', 'released', 'expired')", name="status_known"
-    ),
+    CheckConstraint("status IN ('held', 'captured', 'released', 'expired')", name="status_known"),
     Index("ix_holds_status_expires", "status", "expires_at"),
 )
 
