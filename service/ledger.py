@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, case, func, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
 from service.db.tables import accounts, holds, ledger_entries, usage
+
+
+class NoTrialLeft(Exception):
+    """A residential trial was asked for and the account has none left."""
 
 
 class InsufficientCredits(Exception):
@@ -45,16 +49,28 @@ def available(conn: Connection, account_id: int) -> int:
 
 
 def hold(conn: Connection, account_id: int, amount: int, *, trial: bool, ttl_seconds: int) -> int:
-    """Reserve ``amount`` credits for one scrape, or raise InsufficientCredits."""
+    """Reserve ``amount`` credits for one scrape, and one residential trial when ``trial``.
+
+    Raises InsufficientCredits, or NoTrialLeft. Reserving the trial here, in the same
+    conditional UPDATE, is what keeps concurrent requests from using more trials than there are.
+    """
     if amount < 0:
         raise ValueError("a hold cannot be negative")
-    reserved = conn.execute(
-        update(accounts)
-        .where(accounts.c.id == account_id, accounts.c.balance - accounts.c.held >= amount)
-        .values(held=accounts.c.held + amount)
-    )
+    conditions = [accounts.c.id == account_id, accounts.c.balance - accounts.c.held >= amount]
+    values: dict[str, Any] = {"held": accounts.c.held + amount}
+    if trial:
+        conditions.append(accounts.c.residential_trials_left > 0)
+        values["residential_trials_left"] = accounts.c.residential_trials_left - 1
+    reserved = conn.execute(update(accounts).where(*conditions).values(**values))
     if reserved.rowcount != 1:
-        raise InsufficientCredits(amount, available(conn, account_id))
+        row = conn.execute(
+            select(accounts.c.balance, accounts.c.held, accounts.c.residential_trials_left).where(
+                accounts.c.id == account_id
+            )
+        ).one()
+        if trial and row.residential_trials_left <= 0:
+            raise NoTrialLeft()
+        raise InsufficientCredits(amount, int(row.balance - row.held))
     created = now()
     return int(
         conn.execute(
@@ -101,14 +117,15 @@ def settle(
 ) -> Settlement:
     """Capture ``cost`` (0 releases) from the hold and free the rest, at most once per hold.
 
-    A hold that was already settled or expired is left alone: nothing is charged again. The
-    usage row is written either way, with the credits actually charged.
+    A trial hold reserved one residential trial: ``consume_trial`` keeps it used, otherwise it is
+    given back. A hold that was already settled or expired is left alone: nothing is charged
+    again. The usage row is written either way, with the credits actually charged.
     """
     claimed = conn.execute(
         update(holds)
         .where(holds.c.id == hold_id, holds.c.status == "held")
         .values(status="captured" if cost or consume_trial else "released", settled_at=now())
-        .returning(holds.c.account_id, holds.c.amount)
+        .returning(holds.c.account_id, holds.c.amount, holds.c.trial)
     ).one_or_none()
     charged = 0
     trial_consumed = False
@@ -120,11 +137,9 @@ def settle(
             "held": accounts.c.held - amount,
             "balance": accounts.c.balance - cost,
         }
-        if consume_trial:
-            values["residential_trials_left"] = case(
-                (accounts.c.residential_trials_left > 0, accounts.c.residential_trials_left - 1),
-                else_=0,
-            )
+        consume_trial = consume_trial and bool(claimed.trial)
+        if claimed.trial and not consume_trial:
+            values["residential_trials_left"] = accounts.c.residential_trials_left + 1
         balance_after = conn.execute(
             update(accounts)
             .where(accounts.c.id == account_id)
@@ -167,13 +182,14 @@ def expire_holds(conn: Connection, *, limit: int = 500) -> int:
             update(holds)
             .where(holds.c.id == hold_id, holds.c.status == "held")
             .values(status="expired", settled_at=now())
-            .returning(holds.c.account_id, holds.c.amount)
+            .returning(holds.c.account_id, holds.c.amount, holds.c.trial)
         ).one_or_none()
         if claimed is not None:
+            values: dict[str, Any] = {"held": accounts.c.held - claimed.amount}
+            if claimed.trial:
+                values["residential_trials_left"] = accounts.c.residential_trials_left + 1
             conn.execute(
-                update(accounts)
-                .where(accounts.c.id == claimed.account_id)
-                .values(held=accounts.c.held - claimed.amount)
+                update(accounts).where(accounts.c.id == claimed.account_id).values(**values)
             )
             freed += 1
     return freed

@@ -19,7 +19,9 @@ from service.config import Config
 from service.db import Database
 from service.engine import EngineBridge
 from service.errors import (
+    RESIDENTIAL_LOCKED,
     BadRequest,
+    Forbidden,
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
@@ -115,4 +117,6 @@ class Scraper:
             )
         except ledger.InsufficientCredits as exc:
             raise insufficient_credits(exc.cost, exc.available) from None
+        except ledger.NoTrialLeft:
+            raise Forbidden(RESIDENTIAL_LOCKED) from None
         return caller, price, hold_id

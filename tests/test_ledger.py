@@ -97,6 +97,36 @@ def test_trial_consumption_costs_nothing_and_counts_down(db):
     assert (summary["balance"], summary["held"], summary["residential_trials_left"]) == (1, 0, 1)
 
 
+def test_a_trial_is_reserved_at_hold_and_given_back_when_not_used(db):
+    account_id = new_account(db, 10)  # two trials
+    first = db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
+    second = db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
+    with pytest.raises(ledger.NoTrialLeft):
+        db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
+    db.run_sync(ledger.settle, first, cost=1)  # fell back to direct: billed, trial given back
+    assert db.run_sync(accounts.summary, account_id)["residential_trials_left"] == 1
+    db.run_sync(ledger.settle, second, cost=0, consume_trial=True)
+    summary = db.run_sync(accounts.summary, account_id)
+    assert (summary["balance"], summary["residential_trials_left"]) == (9, 1)
+
+
+def test_concurrent_trials_never_exceed_the_allowance(db):
+    account_id = new_account(db, 100)  # two trials
+
+    def attempt(_: int) -> bool:
+        try:
+            hold_id = db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
+        except ledger.NoTrialLeft:
+            return False
+        db.run_sync(ledger.settle, hold_id, cost=0, consume_trial=True)
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(attempt, range(12)))
+    assert outcomes.count(True) == 2
+    assert db.run_sync(accounts.summary, account_id)["residential_trials_left"] == 0
+
+
 def test_check_constraints_are_the_backstop(db):
     account_id = new_account(db, 1)
 
