@@ -1,0 +1,401 @@
+"""Server-owned proxy pools: send a scrape through a healthy proxy of its tier, or go direct.
+
+The engine bridge puts the requested tier in ``meta["scrapespy_proxy_tier"]`` (``none``,
+``datacenter``, ``residential``). This middleware picks a proxy of that tier's pool, round-robin
+over the healthy ones, and records the tier actually used in ``meta["scrapespy_tier_used"]``:
+the result pipeline turns it into ``proxy_used`` and billing charges that tier. When the pool
+is empty or every proxy in it is benched, the request goes direct and the tier used is ``none``.
+
+* ``static`` requests get ``meta["proxy"]`` (credentials included); Scrapy's
+  ``HttpProxyMiddleware`` (750) turns the credentials into ``Proxy-Authorization`` and strips
+  them from the URL. A direct request gets ``meta["proxy"] = None``, which makes
+  ``HttpProxyMiddleware`` drop a ``Proxy-Authorization`` left by an earlier attempt (and ignore
+  ``http_proxy`` from the environment: ``none`` means a direct connection).
+* ``js`` requests (``meta["playwright"]``) get ``meta["playwright_context_kwargs"]["proxy"] =
+  {"server", "username", "password"}``: Playwright sets proxies per browser context and
+  scrapy-playwright ignores ``meta["proxy"]``, which stays ``None`` so that no
+  ``Proxy-Authorization`` header is handed to the browser (it would send it to the target).
+  ``meta["scrapespy_proxy"]`` names the proxy in use (``<tier>/<n>``, no credentials); the
+  browser context must be one per (request, proxy), so a retry on another proxy needs a fresh
+  context.
+
+Passive health: a proxy that cannot be connected to (refused, its name does not resolve, a
+connect timeout, a CONNECT refused, a 407) is benched for ``SCRAPESPY_PROXY_BENCH_SECONDS`` and
+tried again afterwards. A failure that may be the target's as much as the proxy's (connection
+dropped mid-request, a read timeout, a CONNECT the proxy could not complete) is a strike; a proxy
+is benched after ``SCRAPESPY_PROXY_MAX_STRIKES`` of them in a row, so that one user's slow or
+dead target cannot bench a whole pool. Either way the scrape is retried on another proxy of the
+pool, at most ``SCRAPESPY_PROXY_ATTEMPTS`` proxies in all, and then directly.
+
+Credentials never reach logs, stats, errors or results: proxies are named by ``host:port``.
+
+    DOWNLOADER_MIDDLEWARES = {"middlewares.proxy_pool.ProxyPoolMiddleware": 740}
+    SCRAPESPY_PROXIES_DATACENTER = ["http://user:pass@dc1.example:3128"]
+    SCRAPESPY_PROXIES_RESIDENTIAL = ["http://user:pass@gw.example:8000"]
+    SCRAPESPY_PROXY_BENCH_SECONDS = 60
+    SCRAPESPY_PROXY_MAX_STRIKES = 3
+    SCRAPESPY_PROXY_ATTEMPTS = 2
+    SCRAPESPY_PROXY_POOL_ENABLED = True     # False: NotConfigured
+
+Stats: ``scrapespy/proxy_pool/<tier>/used``, ``.../benched``, ``.../retried``, ``.../direct``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from scrapy.core.downloader.handlers.http11 import TunnelError
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    NotConfigured,
+    ResponseDataLossError,
+)
+from twisted.internet import error as net_error
+from twisted.web.client import ResponseFailed
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+TIER_REQUESTED = "scrapespy_proxy_tier"
+TIER_USED = "scrapespy_tier_used"
+PROXY_IN_USE = "scrapespy_proxy"
+PROXIES_FAILED = "scrapespy_proxies_failed"
+DEADLINE = "scrapespy_deadline"
+
+TIERS = ("datacenter", "residential")
+STATS_PREFIX = "scrapespy/proxy_pool"
+
+# Chromium's names for failures of the proxy itself, and for connections that died on the way.
+_BROWSER_CONNECT_FAILURES = (
+    "net::ERR_PROXY_CONNECTION_FAILED",
+    "net::ERR_INVALID_AUTH_CREDENTIALS",
+    "net::ERR_PROXY_AUTH_",
+    "net::ERR_NO_SUPPORTED_PROXIES",
+    "net::ERR_PROXY_CERTIFICATE_INVALID",
+)
+_BROWSER_MIDWAY_FAILURES = (
+    "net::ERR_TUNNEL_CONNECTION_FAILED",
+    "net::ERR_CONNECTION_RESET",
+    "net::ERR_CONNECTION_CLOSED",
+    "net::ERR_CONNECTION_ABORTED",
+    "net::ERR_EMPTY_RESPONSE",
+)
+_TUNNEL_STATUS = re.compile(r"'status': (\d{3})")
+
+CONNECT = "connect"
+MIDWAY = "midway"
+TIMEOUT = "timeout"
+
+
+class Proxy:
+    """One proxy of a pool. ``url`` carries the credentials: only ``label`` is ever shown."""
+
+    def __init__(self, key: str, url: str, server: str, label: str, user: str, password: str):
+        self.key = key
+        self.url = url
+        self.server = server
+        self.label = label
+        self.username = user
+        self.password = password
+        self.benched_until = 0.0
+        self.strikes = 0
+
+    @classmethod
+    def parse(cls, raw: str, tier: str, index: int) -> Proxy:
+        """Read an operator's proxy URL; errors name the entry, never its credentials."""
+        where = f"{tier} proxy #{index + 1}"
+        text = raw.strip()
+        if "://" not in text:
+            text = "http://" + text
+        try:
+            parts = urlsplit(text)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            raise ValueError(f"{where} is not a valid proxy URL") from None
+        if not host:
+            raise ValueError(f"{where} has no host")
+        label = f"[{host}]:{port or 80}" if ":" in host else f"{host}:{port or 80}"
+        if parts.scheme != "http":
+            raise ValueError(f"{where} ({label}): only http:// proxies are supported")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ValueError(f"{where} ({label}): a proxy URL has no path or query")
+        return cls(
+            key=f"{tier}/{index}",
+            url=text,
+            server=f"http://{label}",
+            label=label,
+            user=unquote(parts.username or ""),
+            password=unquote(parts.password or ""),
+        )
+
+    def playwright_settings(self) -> dict[str, str]:
+        settings = {"server": self.server}
+        if self.username:
+            settings["username"] = self.username
+            settings["password"] = self.password
+        return settings
+
+    def __repr__(self) -> str:
+        return f"<Proxy {self.key} {self.label}>"
+
+
+class ProxyPool:
+    """The proxies of one tier, handed out round-robin, benched ones skipped."""
+
+    def __init__(
+        self,
+        tier: str,
+        proxies: Iterable[Proxy],
+        *,
+        bench_seconds: float = 60.0,
+        max_strikes: int = 3,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.tier = tier
+        self.proxies = list(proxies)
+        self.bench_seconds = bench_seconds
+        self.max_strikes = max_strikes
+        self.clock = clock
+        self._by_key = {proxy.key: proxy for proxy in self.proxies}
+        self._next = 0
+
+    @classmethod
+    def from_urls(cls, tier: str, urls: Iterable[str], **kwargs: Any) -> ProxyPool:
+        return cls(tier, (Proxy.parse(url, tier, i) for i, url in enumerate(urls)), **kwargs)
+
+    def __len__(self) -> int:
+        return len(self.proxies)
+
+    def get(self, key: str | None) -> Proxy | None:
+        return self._by_key.get(key) if key else None
+
+    def available(self, proxy: Proxy, exclude: Collection[str] = ()) -> bool:
+        return proxy.key not in exclude and proxy.benched_until <= self.clock()
+
+    def pick(self, exclude: Collection[str] = (), prefer: str | None = None) -> Proxy | None:
+        """A healthy proxy not in ``exclude``; ``prefer`` keeps a redirect on its proxy."""
+        preferred = self.get(prefer)
+        if preferred is not None and self.available(preferred, exclude):
+            return preferred
+        count = len(self.proxies)
+        for step in range(count):
+            index = (self._next + step) % count
+            proxy = self.proxies[index]
+            if self.available(proxy, exclude):
+                self._next = (index + 1) % count
+                return proxy
+        return None
+
+    def bench(self, proxy: Proxy, reason: str) -> None:
+        proxy.strikes = 0
+        proxy.benched_until = self.clock() + self.bench_seconds
+        logger.warning(
+            "%s proxy %s benched for %g s: %s", self.tier, proxy.label, self.bench_seconds, reason
+        )
+
+    def strike(self, proxy: Proxy, reason: str) -> bool:
+        """Count a failure that may not be the proxy's; True when it got the proxy benched."""
+        proxy.strikes += 1
+        if proxy.strikes >= self.max_strikes:
+            self.bench(proxy, f"{reason} ({self.max_strikes} failures in a row)")
+            return True
+        logger.info("%s proxy %s failed: %s", self.tier, proxy.label, reason)
+        return False
+
+    def succeeded(self, proxy: Proxy) -> None:
+        proxy.strikes = 0
+
+
+def classify(exception: BaseException) -> str | None:
+    """What a download failure says about the proxy it went through, or None if nothing."""
+    if isinstance(exception, DownloadConnectionRefusedError | net_error.ConnectionRefusedError):
+        return CONNECT
+    # Through a proxy, the download handler resolves only the proxy's name (the egress guard
+    # raises Twisted's DNSLookupError for targets, which says nothing about the proxy).
+    if isinstance(exception, CannotResolveHostError):
+        return CONNECT
+    if isinstance(exception, TunnelError):
+        status = _TUNNEL_STATUS.search(str(exception))
+        # 407: our credentials were refused; no status: what answered is no HTTP proxy.
+        if status is None or status.group(1) == "407":
+            return CONNECT
+        return MIDWAY
+    if isinstance(exception, DownloadTimeoutError | net_error.TimeoutError):
+        # A connect timeout keeps Twisted's TimeoutError as its cause; a read timeout has none.
+        cause = exception.__cause__
+        if isinstance(exception, net_error.TimeoutError) or isinstance(
+            cause, net_error.TimeoutError
+        ):
+            return CONNECT
+        return TIMEOUT
+    midway = (
+        DownloadFailedError,
+        ResponseDataLossError,
+        ResponseFailed,
+        net_error.ConnectionLost,
+        net_error.ConnectionDone,
+    )
+    if isinstance(exception, midway):
+        return MIDWAY
+    if type(exception).__module__.startswith("playwright"):
+        message = str(exception)
+        if any(marker in message for marker in _BROWSER_CONNECT_FAILURES):
+            return CONNECT
+        if any(marker in message for marker in _BROWSER_MIDWAY_FAILURES):
+            return MIDWAY
+        if type(exception).__name__ == "TimeoutError":
+            return TIMEOUT
+    return None
+
+
+class ProxyPoolMiddleware:
+    def __init__(
+        self,
+        pools: dict[str, ProxyPool],
+        *,
+        attempts: int = 2,
+        stats: StatsCollector | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.pools = pools
+        self.attempts = attempts
+        self.stats = stats
+        self.clock = clock
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = crawler.settings
+        if not settings.getbool("SCRAPESPY_PROXY_POOL_ENABLED", True):
+            raise NotConfigured("SCRAPESPY_PROXY_POOL_ENABLED is off")
+        bench_seconds = settings.getfloat("SCRAPESPY_PROXY_BENCH_SECONDS", 60.0)
+        max_strikes = max(1, settings.getint("SCRAPESPY_PROXY_MAX_STRIKES", 3))
+        pools = {
+            tier: ProxyPool.from_urls(
+                tier,
+                settings.getlist(f"SCRAPESPY_PROXIES_{tier.upper()}"),
+                bench_seconds=bench_seconds,
+                max_strikes=max_strikes,
+            )
+            for tier in TIERS
+        }
+        for pool in pools.values():
+            if pool.proxies:
+                logger.info(
+                    "%s proxy pool: %s",
+                    pool.tier,
+                    ", ".join(proxy.label for proxy in pool.proxies),
+                )
+        return cls(
+            pools,
+            attempts=max(1, settings.getint("SCRAPESPY_PROXY_ATTEMPTS", 2)),
+            stats=crawler.stats,
+        )
+
+    def process_request(self, request: Request) -> None:
+        tier = request.meta.get(TIER_REQUESTED)
+        if tier is None:
+            # Not a scrape of the service (robots.txt, ``scrapy shell``): leave it alone.
+            return
+        pool = self.pools.get(tier)
+        failed: list[str] = request.meta.get(PROXIES_FAILED, [])
+        proxy = None
+        if pool is not None and len(failed) < self.attempts:
+            proxy = pool.pick(exclude=failed, prefer=request.meta.get(PROXY_IN_USE))
+        if proxy is None:
+            self._go_direct(request, tier)
+        else:
+            self._go_through(request, tier, proxy)
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        found = self._proxy_of(request)
+        if found is None:
+            return response
+        pool, proxy = found
+        if response.status != 407:
+            pool.succeeded(proxy)
+            return response
+        pool.bench(proxy, "it refused our credentials (407)")
+        self._inc(pool.tier, "benched")
+        return self._retry(request, proxy) or response
+
+    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        found = self._proxy_of(request)
+        if found is None:
+            return None
+        kind = classify(exception)
+        if kind is None:
+            return None
+        pool, proxy = found
+        reason = type(exception).__name__
+        if kind == CONNECT:
+            pool.bench(proxy, reason)
+            self._inc(pool.tier, "benched")
+        elif pool.strike(proxy, reason):
+            self._inc(pool.tier, "benched")
+        return self._retry(request, proxy)
+
+    def _proxy_of(self, request: Request) -> tuple[ProxyPool, Proxy] | None:
+        pool = self.pools.get(request.meta.get(TIER_USED, "none"))
+        if pool is None:
+            return None
+        proxy = pool.get(request.meta.get(PROXY_IN_USE))
+        return None if proxy is None else (pool, proxy)
+
+    def _go_through(self, request: Request, tier: str, proxy: Proxy) -> None:
+        request.meta[TIER_USED] = tier
+        request.meta[PROXY_IN_USE] = proxy.key
+        if request.meta.get("playwright"):
+            request.meta["proxy"] = None
+            context = dict(request.meta.get("playwright_context_kwargs") or {})
+            context["proxy"] = proxy.playwright_settings()
+            request.meta["playwright_context_kwargs"] = context
+        else:
+            request.meta["proxy"] = proxy.url
+        self._inc(tier, "used")
+
+    def _go_direct(self, request: Request, tier: str) -> None:
+        request.meta[TIER_USED] = "none"
+        request.meta.pop(PROXY_IN_USE, None)
+        request.meta["proxy"] = None
+        context = request.meta.get("playwright_context_kwargs")
+        if context and "proxy" in context:
+            request.meta["playwright_context_kwargs"] = {
+                k: v for k, v in context.items() if k != "proxy"
+            }
+        pool = self.pools.get(tier)
+        if pool is not None:
+            self._inc(tier, "direct")
+            if request.meta.get(PROXIES_FAILED):
+                logger.info("%s proxies failed; %s goes direct", tier, request.url)
+            elif pool.proxies:
+                logger.info("every %s proxy is benched; %s goes direct", tier, request.url)
+
+    def _retry(self, request: Request, proxy: Proxy) -> Request | None:
+        """The same request for another proxy (or direct), unless its time is up."""
+        deadline = request.meta.get(DEADLINE)
+        if deadline is not None and deadline - self.clock() <= 0.05:
+            return None
+        retry = request.replace(dont_filter=True)
+        retry.meta[PROXIES_FAILED] = [*request.meta.get(PROXIES_FAILED, []), proxy.key]
+        retry.meta.pop(PROXY_IN_USE, None)
+        self._inc(request.meta[TIER_USED], "retried")
+        return retry
+
+    def _inc(self, tier: str, event: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(f"{STATS_PREFIX}/{tier}/{event}")
