@@ -377,11 +377,20 @@ def _headings(tree: LexborHTMLParser) -> dict[str, list[str]]:
 class _UrlResolver:
     """Resolves attribute URLs against the document base, memoised for one page only."""
 
-    __slots__ = ("_base", "_memo")
+    __slots__ = ("_base", "_memo", "_origin")
 
     def __init__(self, base: str) -> None:
         self._base = base
         self._memo: dict[str, str] = {}
+        try:
+            parts = urlsplit(base)
+        except ValueError:
+            parts = None
+        self._origin = (
+            f"{parts.scheme}://{parts.netloc}"
+            if parts is not None and parts.scheme in ("http", "https") and parts.netloc
+            else ""
+        )
 
     def __call__(self, raw: str | None) -> str | None:
         """The absolute URL for ``raw``, or None when it is empty or a javascript: URL."""
@@ -392,13 +401,26 @@ class _UrlResolver:
         if resolved is None:
             if not url or url[:11].lower() == "javascript:":
                 resolved = ""
+            elif "?" in url or "#" in url or ";" in url or "/." in url:
+                resolved = self._join(url)
+            elif url.startswith(("http://", "https://")) and url[url.index("//") + 2 :][:1] not in (
+                "",
+                "/",
+            ):
+                # what urljoin gives for an absolute URL with a host and nothing to normalise
+                resolved = url
+            elif self._origin and url[0] == "/" and url[1:2] != "/":
+                resolved = self._origin + url
             else:
-                try:
-                    resolved = urljoin(self._base, url)
-                except ValueError:  # e.g. a malformed IPv6 host: report the link as written
-                    resolved = url
+                resolved = self._join(url)
             self._memo[url] = resolved
         return resolved or None
+
+    def _join(self, url: str) -> str:
+        try:
+            return urljoin(self._base, url)
+        except ValueError:  # e.g. a malformed IPv6 host: report the link as written
+            return url
 
 
 def _clean_url(raw: str) -> str:

@@ -446,3 +446,32 @@ def test_any_markup_gives_every_field(html: str | bytes, base_url: str) -> None:
     assert set(result) == set(EMPTY)
     assert set(result["extracted"]) == {"p", "own", "nodes", "src"}
     assert result["text"] is None or result["text"] == " ".join(result["text"].split())
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from service.extraction import _UrlResolver  # noqa: E402
+
+_URL_ALPHABET = "ab/.?#;:%=&-_ ~"
+
+
+@settings(max_examples=2000)
+@given(
+    base=st.sampled_from(
+        ["http://h:1/docs/x.html", "https://example.org/", "http://[::1]:8/a/b", "http://h"]
+    ),
+    tail=st.text(alphabet=_URL_ALPHABET, max_size=12),
+    prefix=st.sampled_from(["", "/", "//", "http://", "https://", "http://x.org/", "./", "../"]),
+)
+def test_fast_url_paths_agree_with_urljoin(base, tail, prefix):
+    from urllib.parse import urljoin
+
+    url = (prefix + tail).strip()
+    if not url:
+        return
+    try:
+        expected = urljoin(base, url)
+    except ValueError:
+        expected = url
+    assert _UrlResolver(base)(url) == expected
