@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -17,17 +18,42 @@ M = TypeVar("M", bound=BaseModel)
 MAX_URL_LENGTH = 8192
 MAX_SELECTORS = 50
 
+# The documented ``url`` pattern, and the first check the service makes, so that what the schema
+# accepts and what the service accepts are the same strings. Whitespace is spelled out (Python's
+# str.isspace() set, which strip() removes) because ECMA, Python and Rust regexes disagree on \s.
+_WS = (
+    r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a"
+    r"\u2028\u2029\u202f\u205f\u3000"
+)
+_PORT = r"(?:[0-9]{0,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+URL_PATTERN = (
+    rf"^[{_WS}]*[Hh][Tt][Tt][Pp][Ss]?://(?:[^{_WS}/?#@\[\]]*@)?"
+    rf"(?:[^{_WS}/?#@\[\]:]+|\[[0-9A-Fa-f:.]+\])(?::{_PORT})?(?:[/?#][^{_WS}]*)?[{_WS}]*$"
+)
+_HTTP_URL = re.compile(URL_PATTERN)
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
 class ScrapeRequest(_Strict):
-    url: Annotated[str, Field(description="http or https URL to fetch", max_length=MAX_URL_LENGTH)]
+    url: Annotated[
+        str,
+        Field(
+            description="http or https URL to fetch; surrounding whitespace is ignored",
+            max_length=MAX_URL_LENGTH,
+            json_schema_extra={"pattern": URL_PATTERN},
+        ),
+    ]
     engine: Literal["static", "js"] = "static"
     selectors: Annotated[
         dict[str, str] | None,
-        Field(description="name -> CSS selector; ::text and ::attr(name) work as in parsel"),
+        Field(
+            description="name -> CSS selector; ::text and ::attr(name) work as in parsel; "
+            "a selector that is not valid CSS is a 400 naming it",
+            json_schema_extra={"maxProperties": MAX_SELECTORS},
+        ),
     ] = None
     respect_robots: bool = True
     timeout: Annotated[float, Field(gt=0, le=120, description="seconds")] = 20
@@ -36,6 +62,8 @@ class ScrapeRequest(_Strict):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        if _HTTP_URL.search(value) is None:
+            raise ValueError("must be a valid http or https URL")
         try:
             parts = urlsplit(value.strip())
             parts.port  # noqa: B018 - raises ValueError on a bad port
@@ -68,9 +96,32 @@ MAX_AMOUNT_EUR = 10_000
 
 
 class BuyRequest(_Strict):
+    # documents _exactly_one: one of the two, the other absent or null
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["pack"],
+                    "properties": {"pack": {"type": "string"}, "amount_eur": {"type": "null"}},
+                },
+                {
+                    "required": ["amount_eur"],
+                    "properties": {"amount_eur": {"type": "number"}, "pack": {"type": "null"}},
+                },
+            ]
+        }
+    )
+
     pack: Literal["10", "50", "100"] | None = None
     amount_eur: Annotated[
-        float | None, Field(ge=MIN_AMOUNT_EUR, le=MAX_AMOUNT_EUR, description="euros, min 5")
+        float | None,
+        Field(
+            ge=MIN_AMOUNT_EUR,
+            le=MAX_AMOUNT_EUR,
+            description="euros, min 5, whole cents",
+            # documents _whole_cents; validators compare decimal spellings, as _whole_cents does
+            json_schema_extra={"multipleOf": 0.01},
+        ),
     ] = None
 
     @model_validator(mode="after")

@@ -1,0 +1,267 @@
+"""Schemathesis against the service's own ``/openapi.json``, on a real port.
+
+Every documented operation is run with at least ``EXAMPLES`` generated examples in each generation
+mode (``positive``: data the schema accepts; ``negative``: data it rejects), after schemathesis'
+coverage phase (boundaries and edge values of every field), and each response goes through every
+check schemathesis offers that applies to this API: no 5xx, documented status, documented content
+type, response body and headers matching their schemas, invalid input rejected, valid input
+accepted, the key actually required, unexpected methods refused, answers within a bound.
+
+Every scrape ``url`` the schema accepts is pointed at the local ``site`` before it is sent (scheme
+and host replaced, path and query kept), so nothing leaves 127.0.0.1; a ``url`` the schema rejects
+is sent as generated, so the 400s are exercised too. A check of our own fails the run if a scrape
+result ever names another host.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import schemathesis
+from schemathesis.generation.meta import TestPhase
+from schemathesis.openapi.checks import RejectedPositiveData
+
+from tests.services import Accounts, ServiceProcess, call
+from tests.sites import TargetSite
+
+EXAMPLES = 100
+# Hypothesis may stop a hair short of its target; asking for a tenth more keeps EXAMPLES a floor.
+ASKED = EXAMPLES + EXAMPLES // 10
+MODES = ("positive", "negative")
+WEBHOOK_SECRET = "whsec_schemathesis_only"
+# Pages of the local site that generated URLs are spread over, besides their own generated path.
+PAGES = ("/article", "/redirect", "/js-only", "/status/404", "/status/500", "/private/secret")
+
+
+@pytest.fixture(scope="module")
+def fuzzed_service(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServiceProcess]:
+    workdir: Path = tmp_path_factory.mktemp("schemathesis")
+    env = {
+        # /credits/buy answers a checkout URL instead of 503 "payments are not configured"
+        "SCRAPESPY_PAYMENTS": "demo",
+        # /webhooks/stripe verifies signatures (400) instead of 503 "payments are not configured"
+        "STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET,
+    }
+    proc = ServiceProcess(database_url, workdir, env=env).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def api_key(accounts: Accounts) -> str:
+    _, key = accounts.create(credits=10**9)
+    return key
+
+
+class LocalTargets:
+    """Rewrites the ``url`` of a scrape body the schema accepts into a page of the local site."""
+
+    def __init__(self, site: TargetSite, url_schema: dict[str, Any]):
+        self.site = site
+        pattern = url_schema.get("pattern")
+        self.pattern = re.compile(pattern) if pattern else None
+        self.max_length = url_schema.get("maxLength", 2048)
+
+    def accepted(self, url: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.search(url) is not None
+        # no documented pattern: anything that parses as http(s) with a host goes local
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError:
+            return False
+        return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+
+    def local(self, url: str) -> str:
+        stripped = url.strip()
+        lead = url[: len(url) - len(url.lstrip())]
+        trail = url[len(url.rstrip()) :]
+        rest = stripped.split("://", 1)[1] if "://" in stripped else ""
+        suffix_at = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+        suffix = rest[suffix_at:]
+        choice = zlib.crc32(url.encode("utf-8", "surrogatepass")) % (len(PAGES) + 1)
+        path = suffix if choice == len(PAGES) else PAGES[choice]
+        if path.startswith("/slow"):
+            path = "/article"  # the 4 s page would only slow the run down
+        local = lead + self.site.base + path + trail
+        if len(local) > self.max_length or not self.accepted(local):
+            local = self.site.url("/article")
+        return local
+
+    def rewrite(self, case: schemathesis.Case) -> None:
+        body = case.body
+        if case.operation.path != "/scrape" or not isinstance(body, dict):
+            return
+        url = body.get("url")
+        if isinstance(url, str) and self.accepted(url):
+            body["url"] = self.local(url)
+
+
+@pytest.fixture(scope="module")
+def openapi_document(fuzzed_service: ServiceProcess) -> dict[str, Any]:
+    reply = call("GET", fuzzed_service.url("/openapi.json"))
+    assert reply.status == 200, reply.body
+    document: dict[str, Any] = reply.json
+    return document
+
+
+@pytest.fixture(scope="module")
+def local_targets(openapi_document: dict[str, Any], site: TargetSite) -> LocalTargets:
+    scrape_request = openapi_document["components"]["schemas"]["ScrapeRequest"]
+    return LocalTargets(site, scrape_request["properties"]["url"])
+
+
+def _without_inputs(document: dict[str, Any]) -> list[str]:
+    """Paths whose every operation takes nothing: one possible request, nothing to make invalid."""
+    return [
+        path
+        for path, operations in document["paths"].items()
+        if not any(op.get("parameters") or op.get("requestBody") for op in operations.values())
+    ]
+
+
+def _config(base_url: str, key: str, mode: str, document: dict[str, Any]) -> schemathesis.Config:
+    operations = []
+    inputless = _without_inputs(document)
+    if mode == "negative" and inputless:
+        # The coverage phase still sends them unexpected methods; fuzzing has nothing to negate.
+        operations.append({"include-path": inputless, "phases": {"fuzzing": {"enabled": False}}})
+    return schemathesis.Config.from_dict(
+        {
+            "base-url": base_url,
+            "request-timeout": 30,
+            "generation": {"mode": mode, "max-examples": ASKED, "database": "none"},
+            "auth": {"openapi": {"ApiKey": {"api_key": key}}},
+            "checks": {"max_response_time": 20},
+            "phases": {"stateful": {"enabled": False}},
+            "operations": operations,
+        }
+    )
+
+
+class Tally:
+    """Generated examples sent per operation and mode, and the operations that failed."""
+
+    def __init__(self) -> None:
+        self.fuzzed: Counter[tuple[str, str]] = Counter()
+        self.failed: set[tuple[str, str]] = set()
+
+    def shortfalls(self, mode: str, document: dict[str, Any]) -> list[str]:
+        inputless = set(_without_inputs(document))
+        short = []
+        for path, operations in document["paths"].items():
+            for method in operations:
+                label = f"{method.upper()} {path}"
+                if (label, mode) in self.failed:
+                    continue  # its failure is the report; hypothesis stopped at it
+                # an operation that takes nothing has exactly one request to send
+                wanted = 1 if path in inputless else EXAMPLES
+                if mode == "negative" and path in inputless:
+                    wanted = 0
+                if self.fuzzed[(label, mode)] < wanted:
+                    short.append(f"{label}: {self.fuzzed[(label, mode)]} of {wanted}")
+        return short
+
+
+tally = Tally()
+
+
+@pytest.fixture(params=MODES)
+def api_schema(
+    request: pytest.FixtureRequest,
+    fuzzed_service: ServiceProcess,
+    api_key: str,
+    openapi_document: dict[str, Any],
+) -> Iterator[schemathesis.BaseSchema]:
+    mode = request.param
+    # schemathesis 4.32 renames the running item through ``Node._nodeid``, which pytest 9.2 no
+    # longer has (it keeps ``_id``); give it the attribute it reads and writes back.
+    node: Any = request.node
+    if not hasattr(node, "_nodeid"):
+        node._nodeid = node.nodeid
+    schema = schemathesis.openapi.from_url(
+        fuzzed_service.url("/openapi.json"),
+        config=_config(fuzzed_service.base, api_key, mode, openapi_document),
+    )
+    schema.hook("filter_failure")(refusals_the_schema_cannot_express)
+    yield schema
+    short = tally.shortfalls(mode, openapi_document)
+    if short:
+        pytest.fail(f"fewer {mode} examples than required were sent: " + "; ".join(short))
+
+
+def refusals_the_schema_cannot_express(
+    ctx: Any, failure: Any, case: schemathesis.Case, response: schemathesis.Response
+) -> bool:
+    """Keep every failure except two refusals of schema-valid data that no schema can foresee.
+
+    Whether a string is valid CSS is not expressible in JSON Schema: a 400 that names one of the
+    request's selectors as invalid CSS is the documented answer. And no generated Stripe-Signature
+    is ever valid: ``webhook_refuses`` requires the 400 instead.
+    """
+    if not isinstance(failure, RejectedPositiveData) or response.status_code != 400:
+        return True
+    path = case.operation.path
+    if path == "/webhooks/stripe":
+        return False
+    if path == "/scrape" and isinstance(case.body, dict):
+        error = response.json().get("error", "")
+        names = case.body.get("selectors") or {}
+        return not any(
+            error.startswith(f"invalid request: invalid CSS selector for selectors[{name!r}]")
+            for name in names
+        )
+    return True
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+def stays_local(site: TargetSite) -> schemathesis.CheckFunction:
+    local = f"127.0.0.1:{site.port}"
+
+    def stays_on_the_local_site(ctx: Any, response: schemathesis.Response, case: Any) -> None:
+        if case.operation.path != "/scrape" or response.status_code != 200:
+            return
+        result = response.json()
+        for field in ("url", "final_url"):
+            address = str(result.get(field) or "")
+            if address:
+                assert urlsplit(address.strip()).netloc == local, (
+                    f"a scrape left the local site: {field} {address!r}"
+                )
+
+    return stays_on_the_local_site
+
+
+def webhook_refuses(ctx: Any, response: schemathesis.Response, case: Any) -> None:
+    if case.operation.path != "/webhooks/stripe" or case.method.upper() != "POST":
+        return  # other methods are the unexpected-method checks' business
+    assert response.status_code in (400, 503), (
+        f"an unsigned webhook answered {response.status_code}, not 400/503: {response.text[:200]}"
+    )
+
+
+@schema.parametrize()
+def test_every_operation_holds_to_its_schema(
+    case: schemathesis.Case, local_targets: LocalTargets, site: TargetSite
+) -> None:
+    local_targets.rewrite(case)
+    meta = case.meta
+    mode = meta.generation.mode.value if meta is not None else "explicit"
+    if meta is not None and meta.phase.name == TestPhase.FUZZING:
+        tally.fuzzed[(case.operation.label, mode)] += 1
+    try:
+        case.call_and_validate(additional_checks=[stays_local(site), webhook_refuses])
+    except BaseException:
+        tally.failed.add((case.operation.label, mode))
+        raise
