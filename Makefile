@@ -43,6 +43,7 @@ bench: setup chromium bench/.venv-scrapyrt/.installed
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk >/dev/null; }
 	$(PY) -m bench
+	$(PY) -m bench.js_soak --json bench/results/js_soak.json
 
 bench/.venv-scrapyrt/.installed: pyproject.toml
 	$(PYTHON) -m venv bench/.venv-scrapyrt

@@ -31,6 +31,7 @@ from tests.sites import TargetSite
 JS_PRICE = 5
 SOAK_SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "300"))
 WARM_UP = 5
+TREND_EVERY = 50
 
 
 def _command(pid: int) -> list[bytes]:
@@ -117,17 +118,22 @@ def run(requests: int, concurrency: int) -> dict[str, Any]:
         before = snapshot(pid)
         stop_at = time.monotonic() + SOAK_SECONDS
 
-        def one(_: int) -> tuple[float, bool]:
+        def one(_: int) -> tuple[float, bool | None]:
             if time.monotonic() > stop_at:
-                return 0.0, False
+                return 0.0, None  # past the run's time bound: not sent
             started = time.perf_counter()
             reply = service.scrape(key, body, timeout=30)
             ok = reply.status == 200 and reply.json.get("title") == "Rendered by JS"
             return (time.perf_counter() - started) * 1000, ok
 
         started = time.monotonic()
+        outcomes: list[tuple[float, bool | None]] = []
+        trend = [(before["service_rss_mb"], before["browser_pss_mb"])]
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            outcomes = list(pool.map(one, range(requests)))
+            for first in range(0, requests, TREND_EVERY):
+                chunk = range(first, min(first + TREND_EVERY, requests))
+                outcomes.extend(pool.map(one, chunk))
+                trend.append((round(rss_mb(pid), 1), round(pss_mb(chromium(pid)[1]), 1)))
         wall = time.monotonic() - started
         time.sleep(1.0)  # let closed contexts' processes exit before counting
         after = snapshot(pid)
@@ -135,17 +141,21 @@ def run(requests: int, concurrency: int) -> dict[str, Any]:
         service.stop()
         site.stop()
     latencies = sorted(ms for ms, ok in outcomes if ok)
-    failed = sum(1 for _, ok in outcomes if not ok)
+    failed = sum(1 for _, ok in outcomes if ok is False)
+    skipped = sum(1 for _, ok in outcomes if ok is None)
     quantiles = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [0.0] * 19
     return {
         "requests": requests,
         "concurrency": concurrency,
         "succeeded": len(latencies),
         "failed": failed,
+        "not_sent": skipped,
         "wall_s": round(wall, 1),
         "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
         "p95_ms": round(quantiles[18], 1),
         "max_ms": round(latencies[-1], 1) if latencies else None,
+        "service_rss_mb_every_50": [service for service, _ in trend],
+        "browser_pss_mb_every_50": [browser for _, browser in trend],
         "before": before,
         "after": after,
     }
@@ -160,19 +170,21 @@ def main(argv: list[str] | None = None) -> int:
     report = run(args.requests, args.concurrency)
     before, after = report["before"], report["after"]
     print(
-        f"js soak: {report['succeeded']}/{report['requests']} ok, concurrency "
+        f"js soak: {report['succeeded']}/{report['requests']} ok ({report['failed']} failed, "
+        f"{report['not_sent']} not sent in time), concurrency "
         f"{report['concurrency']}, {report['wall_s']} s; latency p50 {report['p50_ms']} ms, "
         f"p95 {report['p95_ms']} ms, max {report['max_ms']} ms"
     )
     for name in before:
         print(f"  {name:20} before {before[name]:>8}   after {after[name]:>8}")
+    print(f"  service RSS (MB) every {TREND_EVERY}: {report['service_rss_mb_every_50']}")
+    print(f"  browser PSS (MB) every {TREND_EVERY}: {report['browser_pss_mb_every_50']}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report))
     leaked = (
-        after["browser_processes"] != 1
-        or after["listening_sockets"] > before["listening_sockets"]
+        after["browser_processes"] != 1 or after["listening_sockets"] > before["listening_sockets"]
     )
     return 1 if report["failed"] or leaked else 0
 

@@ -26,6 +26,7 @@ from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
+from service.browser_failures import BrowserError
 from service.extraction import extract
 from service.jobs import ScrapeJob
 
@@ -67,6 +68,8 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
         return "the target refused the connection"
     if isinstance(exc, (net_error.ConnectError, net_error.ConnectionLost)):
         return "could not connect to the target"
+    if isinstance(exc, BrowserError):
+        return str(exc)  # the js engine's own failures, worded for the caller
     if isinstance(exc, (DownloadFailedError, ResponseDataLossError)):
         return "the target closed the connection without a complete response"
     name = exc.__class__.__name__

@@ -28,6 +28,9 @@ SCRAPESPY_ALLOW_PRIVATE_TARGETS = os.environ.get("SCRAPESPY_ALLOW_PRIVATE_TARGET
 CONCURRENT_REQUESTS = 512
 CONCURRENT_REQUESTS_PER_DOMAIN = 512
 DOWNLOAD_DELAY = 0
+# Every response yields exactly one item; Scrapy starts CONCURRENT_ITEMS asyncio tasks per
+# response to process its items, and the default (100) cost ~15% of the reactor thread.
+CONCURRENT_ITEMS = 1
 DOWNLOAD_TIMEOUT = 20
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 0
@@ -36,6 +39,21 @@ REDIRECT_MAX_TIMES = 10
 HTTPERROR_ALLOW_ALL = True
 HTTPCACHE_ENABLED = False
 COOKIES_ENABLED = True
+# The js engine: a request with meta["playwright"] renders in the system Chromium, one browser
+# context per request (service.browser); every other request goes to Scrapy's HTTP/1.1 handler.
+DOWNLOAD_HANDLERS = {
+    "http": "service.browser.BrowserDownloadHandler",
+    "https": "service.browser.BrowserDownloadHandler",
+}
+PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
+PLAYWRIGHT_ABORT_REQUEST = "service.browser.abort_heavy_resource"
+PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.browser_request_headers"
+SCRAPESPY_CHROMIUM_PATH = os.environ.get("SCRAPESPY_CHROMIUM_PATH", "") or "/usr/bin/chromium"
+SCRAPESPY_MAX_PAGES = 4
+SCRAPESPY_BLOCK_HEAVY_RESOURCES = True
+SCRAPESPY_BROWSER_SETTLE_SECONDS = 2.0
+SCRAPESPY_BROWSER_SPARES = 2  # fresh contexts made ahead of demand, each used once
+
 # Both open a control channel into the process (telnet, and an HTTP code-execution server in
 # Scrapy 2.19); a service must not expose either.
 TELNETCONSOLE_ENABLED = False
@@ -55,6 +73,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.deadline.DeadlineMiddleware": 120,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.antibot.AntiBotMiddleware": 580,
+    # Just before HttpProxyMiddleware (750), which turns the chosen proxy's credentials into
+    # Proxy-Authorization (and removes a stale one when the request falls back to direct).
+    "middlewares.proxy_pool.ProxyPoolMiddleware": 740,
 }
 
 ITEM_PIPELINES = {

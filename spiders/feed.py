@@ -32,6 +32,10 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
     }
     if job.engine == "js":
         meta["playwright"] = True
+        # Its own browser context, closed when the request ends (service.browser); the
+        # deadline middleware adds the navigation's timeout.
+        meta["playwright_context"] = f"scrape-{job.id}"
+        meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
     return Request(
         job.url,
         callback=spider.parse,

@@ -1,0 +1,412 @@
+"""The ``js`` engine's download handler: one Chromium for the service, one context per request.
+
+scrapy-playwright's handler names contexts and keeps them until someone closes them, launches one
+browser per handler instance (Scrapy builds one per scheme) and is bounded by nothing but the
+navigation timeout. This subclass keeps its navigation, header, abort and response-building code
+and changes the lifecycle around it:
+
+* one handler (and so one browser) for ``http`` and ``https``, started on the first ``js``
+  request; a crashed browser is launched again by the next request;
+* every request gets a fresh browser context, with its own route through the browser egress
+  guard (:mod:`service.browser_egress`), closed when the request ends, whatever the outcome;
+  ``SCRAPESPY_BROWSER_SPARES`` of them are made ahead of demand (:mod:`service.browser_spares`),
+  never reused;
+* the request's deadline (``meta["scrapespy_deadline"]``) bounds everything: waiting for one of
+  the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
+* after ``load`` the page is given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no
+  request in flight and no DOM change for a short quiet period) before the DOM is read;
+* failures are raised as the exceptions a ``static`` download raises (refused, unresolvable,
+  timed out, egress blocked), so results and billing read the same for both engines.
+
+Requests without ``meta["playwright"]`` go straight to Scrapy's HTTP/1.1 handler. Switch it on::
+
+    DOWNLOAD_HANDLERS = {
+        "http": "service.browser.BrowserDownloadHandler",
+        "https": "service.browser.BrowserDownloadHandler",
+    }
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import weakref
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.exceptions import DownloadTimeoutError
+from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+from scrapy_playwright.headers import use_scrapy_headers
+
+from service.browser_egress import (
+    BrowserEgressGuard,
+    EgressRoute,
+    Upstream,
+    parse_test_public_hosts,
+)
+from service.browser_failures import BrowserError, navigation_failure, refused_navigation
+from service.browser_settle import PageWatch
+from service.browser_spares import Spare, Spares
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Page
+    from playwright.async_api import Request as PlaywrightRequest
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = [
+    "BrowserDownloadHandler",
+    "BrowserError",
+    "abort_heavy_resource",
+    "browser_request_headers",
+    "chromium_launch_options",
+    "remote_browser_settings",
+]
+
+log = logging.getLogger(__name__)
+
+HEAVY_RESOURCE_TYPES = frozenset({"media", "font"})
+READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settling
+
+
+def chromium_launch_options(chromium_path: str, *, as_root: bool) -> dict[str, Any]:
+    """PLAYWRIGHT_LAUNCH_OPTIONS for the system Chromium (the guard's proxy is added at launch)."""
+    args = [
+        "--headless=new",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        # Chromium's own calls home are refused by a closed network and waste connections.
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--metrics-recording-only",
+        "--no-default-browser-check",
+        # WebRTC could otherwise send UDP to any address, around the egress guard.
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    ]
+    if as_root:
+        args.append("--no-sandbox")
+    return {"executable_path": chromium_path, "headless": True, "args": args}
+
+
+def remote_browser_settings(url: str) -> dict[str, str]:
+    """SCRAPESPY_BROWSER_URL: a CDP endpoint (http://, or ws://.../devtools/browser/...) or a
+    Playwright server (other ws:// addresses)."""
+    if not url:
+        return {}
+    if url.startswith(("http://", "https://")) or "/devtools/browser/" in url:
+        return {"PLAYWRIGHT_CDP_URL": url}
+    return {"PLAYWRIGHT_CONNECT_URL": url}
+
+
+def abort_heavy_resource(request: PlaywrightRequest) -> bool:
+    """PLAYWRIGHT_ABORT_REQUEST: media and fonts change nothing in the DOM we read."""
+    return request.resource_type in HEAVY_RESOURCE_TYPES
+
+
+async def browser_request_headers(
+    *, browser_type_name: str, playwright_request: PlaywrightRequest, scrapy_request_data: dict
+) -> dict[str, str]:
+    """Scrapy's headers for the navigation, minus the proxy's credentials, which must never
+    reach a target (inside a CONNECT tunnel the target would read them)."""
+    headers = await use_scrapy_headers(
+        browser_type_name=browser_type_name,
+        playwright_request=playwright_request,
+        scrapy_request_data=scrapy_request_data,
+    )
+    return {k: v for k, v in headers.items() if k.lower() != "proxy-authorization"}
+
+
+class _Render:
+    """What one request holds in the browser, so that all of it can be let go."""
+
+    def __init__(self) -> None:
+        self.browser: Browser | None = None
+        self.spare: Spare | None = None
+        self.opening: asyncio.Future[Spare] | None = None
+        self.watch: PageWatch | None = None
+
+    @property
+    def route(self) -> EgressRoute | None:
+        return self.spare.route if self.spare is not None else None
+
+    async def close(self) -> None:
+        if self.spare is None and self.opening is not None:
+            # The context may still be on its way; wait for it so it can be closed too.
+            try:
+                self.spare = await asyncio.wait_for(asyncio.shield(self.opening), 5.0)
+            except Exception:
+                return
+        if self.spare is not None:
+            await self.spare.close()
+
+
+class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
+    lazy = False
+    _shared: weakref.WeakKeyDictionary[Crawler, BrowserDownloadHandler] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        settings = crawler.settings
+        self.egress = BrowserEgressGuard(
+            allow_private=settings.getbool("SCRAPESPY_ALLOW_PRIVATE_TARGETS"),
+            test_public_hosts=parse_test_public_hosts(
+                settings.getlist("SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS")
+            ),
+            stats=crawler.stats,
+        )
+        if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES", True):
+            self.abort_request = None
+        remote = self.config.cdp_url or self.config.connect_url
+        if not remote and not self.config.launch_options:
+            # ``scrapy shell`` and friends: the service's crawler sets these from its Config.
+            self.config.launch_options = chromium_launch_options(
+                settings.get("SCRAPESPY_CHROMIUM_PATH") or "/usr/bin/chromium",
+                as_root=os.geteuid() == 0,
+            )
+        self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS", 2.0)
+        self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS", 0.1)
+        self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
+        self.pages = asyncio.Semaphore(settings.getint("SCRAPESPY_MAX_PAGES", 4))
+        self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
+        self.spares = Spares(settings.getint("SCRAPESPY_BROWSER_SPARES", 2), self._new_spare)
+        self._launch_options = dict(self.config.launch_options)
+        self._starting: asyncio.Future[None] | None = None
+        self._launching: asyncio.Future[None] | None = None
+        self._closing: asyncio.Future[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BrowserDownloadHandler:
+        # Scrapy builds one handler per scheme; http and https must share one browser.
+        handler = cls._shared.get(crawler)
+        if handler is None:
+            handler = cls._shared[crawler] = cls(crawler)
+        return handler
+
+    async def _maybe_launch_in_thread(self) -> None:
+        """Nothing at engine start: a service that never renders never pays for a browser."""
+
+    # -----------------------------------------------------------------------------------------
+    # Lifecycle
+
+    async def _start(self) -> None:
+        await self.egress.start()
+        self.config.launch_options = {
+            **self._launch_options,
+            "args": [
+                *self._launch_options.get("args", ()),
+                f"--proxy-server={self.egress.proxy_server}",
+                "--proxy-bypass-list=<-loopback>",
+            ],
+        }
+        self.browser_provider = self.browser_provider_cls(self.config)
+        await self.browser_provider.start()
+
+    async def _launch_browser(self) -> None:
+        try:
+            await self._maybe_launch_browser()
+        except Exception as error:
+            log.error("could not start the browser for the js engine: %s", error)
+            raise BrowserError("the js engine's browser could not be started") from None
+        self.stats.inc_value("scrapespy/browser/launched")
+
+    async def _ready(self) -> None:
+        """Start Playwright and the guard once, and (re)launch the browser when it is gone.
+
+        Both run shielded: a request that times out meanwhile must not leave half a browser.
+        """
+        if self._closing is not None:
+            raise BrowserError("the service is shutting down")
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        try:
+            await asyncio.shield(self._starting)
+        except Exception:
+            if self._starting.done():
+                self._starting = None
+            raise
+        if not hasattr(self, "browser"):
+            if self._launching is None or self._launching.done():
+                self._launching = asyncio.ensure_future(self._launch_browser())
+            await asyncio.shield(self._launching)
+
+    async def _browser_disconnected_callback(self, browser: Browser | None = None) -> None:
+        # Playwright passes the browser that went away; it may no longer be the current one
+        # (a request noticed first and launched another), which must then be kept.
+        current = getattr(self, "browser", None)
+        if current is None or (browser is not None and browser is not current):
+            return
+        del self.browser
+        if self._closing is None:
+            log.warning("the browser went away; the next js request launches it again")
+            self.stats.inc_value("scrapespy/browser/disconnected")
+
+    async def close(self) -> None:
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_all())
+        await asyncio.shield(self._closing)
+
+    async def _close_all(self) -> None:
+        try:
+            await self.spares.close()
+            await super().close()
+        finally:
+            await self.egress.stop()
+
+    # -----------------------------------------------------------------------------------------
+    # One request
+
+    async def download_request(self, request: Request) -> Response:
+        if not request.meta.get("playwright"):
+            return await HTTP11DownloadHandler.download_request(self, request)
+        return await self._render(request)
+
+    def _time_left(self, request: Request) -> float:
+        deadline = request.meta.get("scrapespy_deadline")
+        if deadline is not None:
+            return float(deadline) - time.monotonic()
+        return float(request.meta.get("download_timeout") or self.default_timeout)
+
+    async def _render(self, request: Request) -> Response:
+        for attempt in (1, 2):
+            render = _Render()
+            slot = False
+            try:
+                async with asyncio.timeout(max(self._time_left(request), 0.0)):
+                    await self.pages.acquire()
+                    slot = True
+                    page = await self._page_for(request, render)
+                    response = await self._download_request_with_page(request, page, self._spider)
+                refused = refused_navigation(response, render.route)
+                if refused is not None:
+                    raise refused
+                self.stats.inc_value("scrapespy/browser/rendered")
+                return response
+            except TimeoutError:
+                self.stats.inc_value("scrapespy/browser/timed_out")
+                raise DownloadTimeoutError("the page did not render within the timeout") from None
+            except PlaywrightTimeoutError:
+                self.stats.inc_value("scrapespy/browser/timed_out")
+                raise DownloadTimeoutError("the page did not load within the timeout") from None
+            except PlaywrightError as error:
+                browser = render.browser
+                if attempt == 1 and browser is not None and await _went_away(browser, error):
+                    # The browser died under this request, not the target: once more, on a
+                    # new browser, within what is left of the timeout.
+                    await self._browser_disconnected_callback(browser)
+                    continue
+                navigation = render.watch.last_navigation if render.watch is not None else None
+                raise navigation_failure(error, render.route, navigation) from None
+            finally:
+                if render.spare is not None:
+                    self._watches.pop(render.spare.page, None)
+                await render.close()
+                if slot:
+                    self.pages.release()
+                if render.browser is not None:
+                    # After the render, not during it: making a spare takes CPU it would need.
+                    self.spares.refill(render.browser)
+        raise AssertionError("unreachable")
+
+    async def _page_for(self, request: Request, render: _Render) -> Page:
+        """A fresh context and page (a spare if one is ready), routed through the guard."""
+        context_kwargs = dict(request.meta.get("playwright_context_kwargs") or {})
+        context_kwargs.pop("proxy", None)  # the route's upstream instead
+        await self._ready()
+        render.browser = browser = self.browser
+        spare = None if context_kwargs else self.spares.take(browser)
+        if spare is None:
+            render.opening = asyncio.ensure_future(self._new_spare(browser, context_kwargs))
+            spare = await asyncio.shield(render.opening)
+        else:
+            self.stats.inc_value("scrapespy/browser/spare_used")
+        render.spare = spare
+        spare.route.upstream = _upstream_of(request)
+        await self._prepare(request, render, spare.page)
+        return spare.page
+
+    async def _new_spare(
+        self, browser: Browser, context_kwargs: dict[str, Any] | None = None
+    ) -> Spare:
+        route = await self.egress.open_route()
+        context = None
+        try:
+            context = await browser.new_context(
+                **(context_kwargs or {}),
+                # A static download does not check certificates either.
+                ignore_https_errors=True,
+                proxy={"server": route.url},
+            )
+            if self.config.navigation_timeout_ms is not None:
+                context.set_default_navigation_timeout(self.config.navigation_timeout_ms)
+            page = await context.new_page()
+        except BaseException:
+            if context is not None:
+                with suppress(Exception):
+                    await asyncio.wait_for(context.close(), 5.0)
+            route.close()
+            raise
+        return Spare(browser, route, context, page)
+
+    async def _prepare(self, request: Request, render: _Render, page: Page) -> None:
+        render.watch = self._watches[page] = PageWatch(page)
+        name = request.meta.setdefault("playwright_context", f"request-{id(request)}")
+        await page.route(
+            "**",
+            self._make_request_handler(
+                context_name=name,
+                method=request.method,
+                url=request.url,
+                headers=request.headers,
+                body=request.body,
+                encoding=request.encoding,
+                spider=self._spider,
+                initial_request_done=asyncio.Event(),
+            ),
+        )
+        self.stats.inc_value("playwright/page_count")
+
+    @property
+    def _spider(self) -> Any:
+        return self._crawler.spider
+
+    async def _apply_page_methods(self, page: Page, request: Request, spider: Any) -> None:
+        await super()._apply_page_methods(page, request, spider)
+        # Settle within what is left, keeping some for reading the DOM.
+        budget = min(self.settle_seconds, self._time_left(request) - READ_RESERVE)
+        watch = self._watches.get(page)
+        if watch is not None and budget > 0:
+            await watch.settle(quiet=self.quiet_seconds, limit=budget)
+
+
+async def _went_away(browser: Browser, error: PlaywrightError) -> bool:
+    """Whether ``error`` came from a browser that has died (Playwright may hear of it late)."""
+    if "closed" not in (error.message or str(error)):
+        return not browser.is_connected()
+    for _ in range(20):
+        if not browser.is_connected():
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+def _upstream_of(request: Request) -> Upstream | None:
+    """The proxy a proxy tier picked: Playwright's form in the context kwargs, or Scrapy's."""
+    proxy = (request.meta.get("playwright_context_kwargs") or {}).get("proxy")
+    if proxy:
+        return Upstream.from_playwright(proxy)
+    if request.meta.get("proxy"):
+        return Upstream.from_url(str(request.meta["proxy"]))
+    return None

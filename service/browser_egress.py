@@ -1,0 +1,410 @@
+"""The browser's egress guard: a forward proxy on loopback that Chromium must go through.
+
+The ``js`` engine's traffic (navigations, redirects, sub-resources, fetch/XHR, WebSockets,
+service workers) never passes through Scrapy's downloader, so the SSRF guard of
+``middlewares.egress_guard`` cannot see it. Chromium is launched with
+``--proxy-server=<this guard> --proxy-bypass-list=<-loopback>`` (without ``<-loopback>`` it would
+skip the proxy for loopback targets) and every browser context of a request is pointed at a
+:class:`EgressRoute` of its own. The guard resolves each target itself and connects only to
+public addresses, so the address checked is the address connected to (DNS rebinding cannot
+slip a private address in after a check). WebSockets arrive as ``CONNECT`` tunnels like https.
+
+A route remembers why it refused or failed a target (``blocked``, ``unresolvable``,
+``refused``, ``unreachable``, ``timeout``, ``proxy``, ``proxy_midway``) so the download handler
+can report the same error a ``static`` scrape would give. A route may chain to one of the
+operator's upstream proxies (a proxy tier): the target is still checked here, then reached
+through the upstream. Closing a route closes its listener and every connection still open
+through it.
+
+Everything runs on the asyncio loop of the Twisted reactor; name resolution goes through
+``loop.getaddrinfo`` (a worker thread), never blocking the reactor.
+
+``test_public_hosts`` (``SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS=name=address,...``) is for tests
+only and empty by default: it maps a host name to an address and treats that address as public
+for that name alone, so a test can serve a page from a loopback address while proving that
+everything else on loopback is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from middlewares.egress_guard import is_public_address, parse_host_literal
+from service.browser_egress_wire import (
+    Upstream,
+    authority,
+    closing_head,
+    parse_request_head,
+    response_status,
+)
+
+__all__ = [
+    "MARKER_HEADER",
+    "BrowserEgressGuard",
+    "EgressRoute",
+    "Upstream",
+    "parse_test_public_hosts",
+    "target_key",
+]
+
+log = logging.getLogger(__name__)
+
+MARKER_HEADER = "X-Scrapespy-Egress"
+HEAD_LIMIT = 64 * 1024
+CHUNK = 64 * 1024
+MAX_REMEMBERED_FAILURES = 64
+
+# reason -> (status, reason phrase) answered to the browser
+_ANSWERS: dict[str, tuple[int, str]] = {
+    "blocked": (403, "Forbidden"),
+    "unresolvable": (502, "Bad Gateway"),
+    "refused": (502, "Bad Gateway"),
+    "unreachable": (502, "Bad Gateway"),
+    "proxy": (502, "Bad Gateway"),
+    "proxy_midway": (502, "Bad Gateway"),
+    "timeout": (504, "Gateway Timeout"),
+    "unrouted": (403, "Forbidden"),
+    "bad_request": (400, "Bad Request"),
+}
+
+
+class _Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+class _Refusal(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def target_key(host: str, port: int) -> str:
+    return f"{host.strip('[]').lower().rstrip('.')}:{port}"
+
+
+def parse_test_public_hosts(entries: Iterable[str]) -> dict[str, str]:
+    """``["page.test=127.0.0.2"]`` -> ``{"page.test": "127.0.0.2"}``; bad entries raise."""
+    hosts: dict[str, str] = {}
+    for entry in entries:
+        name, sep, address = entry.partition("=")
+        name, address = name.strip().lower().rstrip("."), address.strip()
+        if not sep or not name or parse_host_literal(address) is None:
+            raise ValueError(
+                f"SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS: expected name=address, not {entry!r}"
+            )
+        hosts[name] = str(parse_host_literal(address))
+    return hosts
+
+
+@dataclass(eq=False)
+class EgressRoute:
+    """One listening port for one browser context; see the module docstring."""
+
+    guard: BrowserEgressGuard
+    upstream: Upstream | None = None
+    closed: bool = False  # refuses everything
+    server: asyncio.Server | None = None
+    port: int = 0
+    failures: dict[str, str] = field(default_factory=dict)
+    connections: int = 0
+    _writers: set[asyncio.StreamWriter] = field(default_factory=set)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.guard.host}:{self.port}"
+
+    def failure_for(self, host: str, port: int) -> str | None:
+        return self.failures.get(target_key(host, port))
+
+    def failure_for_url(self, url: str) -> str | None:
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme in ("https", "wss") else 80)
+        except ValueError:
+            return None
+        return self.failure_for(parts.hostname or "", port)
+
+    def _remember(self, host: str, port: int, reason: str) -> None:
+        key = target_key(host, port)
+        self.failures.pop(key, None)
+        self.failures[key] = reason
+        while len(self.failures) > MAX_REMEMBERED_FAILURES:
+            self.failures.pop(next(iter(self.failures)))
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+        self.guard._routes.discard(self)
+
+
+class BrowserEgressGuard:
+    def __init__(
+        self,
+        *,
+        allow_private: bool = False,
+        test_public_hosts: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 130.0,
+        stats: _Stats | None = None,
+    ) -> None:
+        self.allow_private = allow_private
+        self.test_public_hosts = dict(test_public_hosts or {})
+        self.host = host
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        self.stats = stats
+        self.default_route: EgressRoute | None = None
+        self._routes: set[EgressRoute] = set()
+        if self.test_public_hosts:
+            log.warning(
+                "browser egress guard: TEST ONLY public hosts %s", sorted(self.test_public_hosts)
+            )
+
+    @property
+    def proxy_server(self) -> str:
+        """The ``--proxy-server`` Chromium is launched with (contexts use their own route)."""
+        assert self.default_route is not None, "start() the guard first"
+        return self.default_route.url
+
+    @property
+    def open_routes(self) -> int:
+        return len(self._routes)
+
+    async def start(self) -> None:
+        if self.default_route is None:
+            # Every context has a route of its own; what is left on the browser's own proxy is
+            # Chromium calling home (updates, sign-in), which has no business going out.
+            self.default_route = await self.open_route(closed=True)
+
+    async def stop(self) -> None:
+        for route in list(self._routes):
+            route.close()
+        self.default_route = None
+
+    async def open_route(
+        self, upstream: Upstream | None = None, *, closed: bool = False
+    ) -> EgressRoute:
+        route = EgressRoute(self, upstream, closed=closed)
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._serve(route, reader, writer)
+
+        route.server = await asyncio.start_server(serve, self.host, 0, limit=HEAD_LIMIT)
+        route.port = int(route.server.sockets[0].getsockname()[1])
+        self._routes.add(route)
+        return route
+
+    # -----------------------------------------------------------------------------------------
+    # One client connection
+
+    async def _serve(
+        self, route: EgressRoute, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        route._writers.add(writer)
+        route.connections += 1
+        target_writer: asyncio.StreamWriter | None = None
+        host, port = "", 0
+        try:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
+                method, host, port, forward = parse_request_head(head)
+            except (ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+                raise _Refusal("bad_request") from None
+            except TimeoutError:
+                return
+            if route.closed:
+                raise _Refusal("unrouted")
+            target_reader, target_writer = await self._open(
+                route, host, port, connect=method == b"CONNECT"
+            )
+            if method == b"CONNECT":
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                assert forward is not None
+                target_writer.write(forward(route.upstream))
+            await self._relay(
+                route, reader, writer, target_reader, target_writer, plain=method != b"CONNECT"
+            )
+        except _Refusal as refusal:
+            self._answer(route, writer, host, port, refusal.reason)
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            for w in (writer, target_writer):
+                if w is not None:
+                    w.close()
+            route._writers.discard(writer)
+
+    def _answer(
+        self, route: EgressRoute, writer: asyncio.StreamWriter, host: str, port: int, reason: str
+    ) -> None:
+        if host:
+            route._remember(host, port, reason)
+        self._inc(f"scrapespy/browser_egress/{reason}")
+        status, phrase = _ANSWERS[reason]
+        body = f"scrapespy egress guard: {reason}\n".encode()
+        writer.write(
+            f"HTTP/1.1 {status} {phrase}\r\n{MARKER_HEADER}: {reason}\r\n"
+            f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode()
+            + body
+        )
+
+    async def _open(
+        self, route: EgressRoute, host: str, port: int, *, connect: bool
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        addresses = await self._addresses(host, port)
+        upstream = route.upstream
+        if upstream is None:
+            return await self._connect_any(addresses, port)
+        # The operator's own proxy may sit on a private network; the target was checked above.
+        try:
+            reader, writer = await self._connect_one(upstream.host, upstream.port)
+        except _Refusal:
+            raise _Refusal("proxy") from None
+        if connect:
+            await self._upstream_tunnel(upstream, reader, writer, host, port)
+        return reader, writer
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        """The public addresses ``host`` stands for; refuses when none is left."""
+        name = host.lower().rstrip(".")
+        if name in self.test_public_hosts:
+            return [self.test_public_hosts[name]]
+        literal = parse_host_literal(host)
+        if literal is not None:
+            if not (self.allow_private or is_public_address(literal)):
+                raise _Refusal("blocked")
+            return [str(literal)]
+        if not name or any(c in name for c in "/\\@ \t"):
+            raise _Refusal("bad_request")
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await asyncio.wait_for(
+                loop.getaddrinfo(name, port, type=socket.SOCK_STREAM), self.connect_timeout
+            )
+        except (OSError, UnicodeError, TimeoutError):
+            raise _Refusal("unresolvable") from None
+        found = list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos))
+        allowed = [a for a in found if self.allow_private or is_public_address(a)]
+        if found and not allowed:
+            raise _Refusal("blocked")
+        if len(allowed) != len(found):
+            self._inc("scrapespy/browser_egress/dropped_addresses", len(found) - len(allowed))
+        if not allowed:
+            raise _Refusal("unresolvable")
+        return allowed
+
+    async def _connect_any(
+        self, addresses: list[str], port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reason = "unreachable"
+        for address in addresses:
+            try:
+                return await self._connect_one(address, port)
+            except _Refusal as refusal:
+                reason = refusal.reason
+        raise _Refusal(reason)
+
+    async def _connect_one(
+        self, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(host, port, limit=HEAD_LIMIT), self.connect_timeout
+            )
+        except ConnectionRefusedError:
+            raise _Refusal("refused") from None
+        except TimeoutError:
+            raise _Refusal("timeout") from None
+        except OSError:
+            raise _Refusal("unreachable") from None
+
+    async def _upstream_tunnel(
+        self,
+        upstream: Upstream,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        host: str,
+        port: int,
+    ) -> None:
+        target = authority(host, port).encode()
+        head = b"CONNECT " + target + b" HTTP/1.1\r\nHost: " + target + b"\r\n"
+        if upstream.authorization:
+            head += b"Proxy-Authorization: " + upstream.authorization + b"\r\n"
+        writer.write(head + b"\r\n")
+        try:
+            answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.connect_timeout)
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            writer.transport.abort()
+            raise _Refusal("proxy") from None
+        status = response_status(answer)
+        if status != 200:
+            writer.transport.abort()
+            # 407: our credentials were refused (the proxy's fault); anything else may be the
+            # target's, as for a static download's TunnelError.
+            raise _Refusal("proxy" if status == 407 else "proxy_midway")
+
+    async def _relay(
+        self,
+        route: EgressRoute,
+        client_reader: asyncio.StreamReader,
+        client_writer: asyncio.StreamWriter,
+        target_reader: asyncio.StreamReader,
+        target_writer: asyncio.StreamWriter,
+        *,
+        plain: bool,
+    ) -> None:
+        sending = asyncio.ensure_future(self._copy(client_reader, target_writer))
+        receiving: asyncio.Future[None] | None = None
+        try:
+            if plain:
+                head = await self._final_head(target_reader, client_writer)
+                if route.upstream is not None and response_status(head) == 407:
+                    raise _Refusal("proxy")
+                # Each proxied plain-http request gets its own connection: say so to the
+                # browser, or it would send its next request, for any host, down this one.
+                client_writer.write(closing_head(head))
+            receiving = asyncio.ensure_future(self._copy(target_reader, client_writer))
+            await asyncio.wait({sending, receiving}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            tasks = [t for t in (sending, receiving) if t is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _final_head(
+        self, reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
+    ) -> bytes:
+        """The response head, passing informational (1xx) ones on to the browser."""
+        while True:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
+            except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+                raise ConnectionError("no response head") from None
+            status = response_status(head)
+            if not 100 <= status < 200 or status == 101:
+                return head
+            client_writer.write(head)
+
+    async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            data = await asyncio.wait_for(reader.read(CHUNK), self.idle_timeout)
+            if not data:
+                return
+            writer.write(data)
+            await writer.drain()
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key, count)

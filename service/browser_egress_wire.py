@@ -1,0 +1,116 @@
+"""HTTP/1.1 forward-proxy messages, as the browser egress guard reads and writes them.
+
+Request heads from the browser (``CONNECT host:port`` or an absolute ``http://`` URL), response
+heads on their way back (every proxied plain-http request gets a connection of its own, and the
+browser is told so), and the operator's upstream proxies a route may chain to.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+_HOP_BY_HOP = frozenset(
+    {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"te", b"trailer"}
+)
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One of the operator's proxies that a route goes through (plain http proxies only)."""
+
+    host: str
+    port: int
+    authorization: bytes | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> Upstream:
+        if "://" not in url:
+            url = "http://" + url
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError("only http:// upstream proxies can carry browser traffic")
+        username = unquote(parts.username) if parts.username is not None else None
+        return cls.build(parts.hostname, parts.port or 80, username, unquote(parts.password or ""))
+
+    @classmethod
+    def from_playwright(cls, proxy: Mapping[str, str]) -> Upstream:
+        """Playwright's ``{"server", "username", "password"}`` form of a proxy."""
+        server = Upstream.from_url(proxy["server"])
+        return cls.build(server.host, server.port, proxy.get("username"), proxy.get("password"))
+
+    @classmethod
+    def build(cls, host: str, port: int, username: str | None, password: str | None) -> Upstream:
+        authorization = None
+        if username:
+            raw = f"{username}:{password or ''}".encode()
+            authorization = b"Basic " + base64.b64encode(raw)
+        return cls(host, port, authorization)
+
+
+def response_status(head: bytes) -> int:
+    parts = head.split(b" ", 2)
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+
+
+def authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def split_authority(authority: str, default_port: int) -> tuple[str, int]:
+    if authority.startswith("["):
+        host, _, rest = authority[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port_text = authority.rpartition(":") if ":" in authority else (authority, "", "")
+    port = int(port_text) if port_text else default_port
+    if not host or not 0 < port < 65536:
+        raise ValueError(authority)
+    return host, port
+
+
+def parse_request_head(
+    head: bytes,
+) -> tuple[bytes, str, int, Callable[[Upstream | None], bytes] | None]:
+    """(method, host, port, forward) where ``forward(upstream)`` gives the bytes to send on."""
+    request_line, _, rest = head.partition(b"\r\n")
+    method, target, version = request_line.split(b" ")
+    if not version.startswith(b"HTTP/1."):
+        raise ValueError("not HTTP/1.x")
+    if method == b"CONNECT":
+        host, port = split_authority(target.decode("ascii"), 443)
+        return method, host, port, None
+    parts = urlsplit(target.decode("ascii"))
+    if parts.scheme != "http" or not parts.netloc:
+        raise ValueError("a forward proxy takes absolute http URLs")
+    host, port = split_authority(parts.netloc.rpartition("@")[2], 80)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    lines = [
+        line
+        for line in rest[:-4].split(b"\r\n")
+        if line and line.split(b":", 1)[0].strip().lower() not in _HOP_BY_HOP
+    ]
+
+    def forward(upstream: Upstream | None) -> bytes:
+        extra = [b"Connection: close"]
+        if upstream is None:
+            first = method + b" " + path.encode("ascii") + b" " + version
+        else:
+            first = request_line
+            if upstream.authorization:
+                extra.append(b"Proxy-Authorization: " + upstream.authorization)
+        return b"\r\n".join([first, *lines, *extra]) + b"\r\n\r\n"
+
+    return method, host, port, forward
+
+
+def closing_head(head: bytes) -> bytes:
+    lines = head[:-4].split(b"\r\n")
+    kept = [lines[0]] + [
+        line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _HOP_BY_HOP
+    ]
+    return b"\r\n".join([*kept, b"Connection: close", b"Proxy-Connection: close"]) + b"\r\n\r\n"

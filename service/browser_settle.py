@@ -1,0 +1,88 @@
+"""When a rendered page has settled enough to be read.
+
+``load`` fires before a client-side app has fetched its data and drawn it. A :class:`PageWatch`
+follows the page's requests from the moment it is created; :meth:`PageWatch.settle` then waits,
+within a limit, until no request has been in flight and the DOM has not changed for a short
+quiet period. It also remembers the last main-frame navigation, so that a failed navigation can
+be matched with what the egress guard saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+from playwright.async_api import Error as PlaywrightError
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+    from playwright.async_api import Request as PlaywrightRequest
+
+# Streams that stay open by design never let a page look idle.
+_LONG_LIVED = frozenset({"eventsource", "websocket"})
+
+_DOM_QUIET = """([quiet, limit]) => new Promise((resolve) => {
+  let timer;
+  const done = () => { observer.disconnect(); resolve(); };
+  const observer = new MutationObserver(() => {
+    clearTimeout(timer);
+    timer = setTimeout(done, quiet);
+  });
+  const all = {subtree: true, childList: true, attributes: true, characterData: true};
+  observer.observe(document, all);
+  timer = setTimeout(done, quiet);
+  setTimeout(done, limit);
+})"""
+
+
+class PageWatch:
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.in_flight: set[PlaywrightRequest] = set()
+        self.changed = asyncio.Event()
+        self.last_navigation: str | None = None
+        page.on("request", self._began)
+        page.on("requestfinished", self._ended)
+        page.on("requestfailed", self._ended)
+
+    def _began(self, request: PlaywrightRequest) -> None:
+        if request.resource_type in _LONG_LIVED:
+            return
+        self.in_flight.add(request)
+        self.changed.set()
+        with suppress(PlaywrightError):
+            if request.is_navigation_request() and request.frame == self.page.main_frame:
+                self.last_navigation = request.url
+
+    def _ended(self, request: PlaywrightRequest) -> None:
+        self.in_flight.discard(request)
+        self.changed.set()
+
+    async def settle(self, *, quiet: float, limit: float) -> None:
+        """Wait until the network and the DOM have been quiet for ``quiet`` s, or ``limit`` s."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + limit
+        dom = asyncio.ensure_future(
+            self.page.evaluate(_DOM_QUIET, [int(quiet * 1000), int(limit * 1000)])
+        )
+        try:
+            while (left := end - loop.time()) > 0:
+                self.changed.clear()
+                wait = min(quiet, left) if not self.in_flight else left
+                try:
+                    await asyncio.wait_for(self.changed.wait(), wait)
+                except TimeoutError:
+                    if not self.in_flight:
+                        break
+            with suppress(PlaywrightError, TimeoutError):
+                await asyncio.wait_for(dom, max(end - loop.time(), 0.0))
+        finally:
+            # Not awaited: swallowing a cancellation here would defeat the request's timeout.
+            dom.cancel()
+            dom.add_done_callback(_consume)
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

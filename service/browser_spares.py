@@ -1,0 +1,97 @@
+"""Fresh browser contexts made ahead of demand, each given to one request and never reused.
+
+Most of a ``js`` request's own time goes into creating its context and page (a new renderer
+process) before navigation starts. :class:`Spares` keeps a few of them ready, each with its own
+egress route, so a request takes one and navigates at once; the request's proxy, if any, is set
+on the route then, since nothing has gone through it yet. Isolation is the same as creating
+the context on demand: a spare has never loaded anything. The pool refills in the background and
+drops spares of a browser that is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Page
+
+    from service.browser_egress import EgressRoute
+
+log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT = 5.0
+
+
+@dataclass(eq=False)
+class Spare:
+    """A context with one blank page, reaching out only through its own route."""
+
+    browser: Browser
+    route: EgressRoute
+    context: BrowserContext
+    page: Page
+
+    def usable(self, browser: Browser) -> bool:
+        return self.browser is browser and browser.is_connected() and not self.page.is_closed()
+
+    async def close(self) -> None:
+        with suppress(Exception):
+            await asyncio.wait_for(self.context.close(), CLOSE_TIMEOUT)
+        self.route.close()
+
+
+class Spares:
+    def __init__(self, size: int, make: Callable[[Browser], Awaitable[Spare]]) -> None:
+        self.size = size
+        self.make = make
+        self.ready: list[Spare] = []
+        self._making: set[asyncio.Task[None]] = set()
+        self._closing: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def take(self, browser: Browser) -> Spare | None:
+        while self.ready:
+            spare = self.ready.pop()
+            if spare.usable(browser):
+                return spare
+            self._close_later(spare)
+        return None
+
+    def refill(self, browser: Browser) -> None:
+        if self._closed or not browser.is_connected():
+            return
+        for _ in range(self.size - len(self.ready) - len(self._making)):
+            task = asyncio.ensure_future(self._make_one(browser))
+            self._making.add(task)
+            task.add_done_callback(self._making.discard)
+
+    async def _make_one(self, browser: Browser) -> None:
+        try:
+            spare = await self.make(browser)
+        except Exception as error:  # a dying browser; the next request will notice
+            log.debug("could not make a spare browser context: %s", error)
+            return
+        if self._closed or not spare.usable(browser):
+            await spare.close()
+        else:
+            self.ready.append(spare)
+
+    def _close_later(self, spare: Spare) -> None:
+        task = asyncio.ensure_future(spare.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        """Close every spare; the browser is about to go, so spares being made are dropped."""
+        self._closed = True
+        for task in self._making:
+            task.cancel()
+        ready, self.ready = self.ready, []
+        pending = [*(spare.close() for spare in ready), *self._making, *self._closing]
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*pending, return_exceptions=True), CLOSE_TIMEOUT)

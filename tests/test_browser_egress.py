@@ -1,0 +1,345 @@
+"""The browser egress guard, through real sockets: what it relays, what it refuses, and why."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import socket
+import socketserver
+import threading
+from collections.abc import Coroutine, Iterator
+from typing import Any
+
+import pytest
+
+from service.browser_egress import (
+    MARKER_HEADER,
+    BrowserEgressGuard,
+    EgressRoute,
+    Upstream,
+    parse_test_public_hosts,
+)
+
+ORIGIN_ADDRESS = "127.0.0.2"  # declared public for the names below, and only for them
+
+
+class GuardLoop:
+    """An asyncio loop of its own in a thread, so the tests can talk with blocking sockets."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 10) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        async def call() -> Any:
+            return fn(*args)
+
+        return self.run(call())
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+class Recorder(socketserver.ThreadingTCPServer):
+    """A TCP server that counts connections and runs ``answer(data, sock)`` on what it reads."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: str, answer: Any = None) -> None:
+        self.connections = 0
+        self.received: list[bytes] = []
+        self.answer = answer or _http_ok
+        self._lock = threading.Lock()
+        recorder = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                with recorder._lock:
+                    recorder.connections += 1
+                self.request.settimeout(5)
+                try:
+                    recorder.answer(recorder, self.request)
+                except OSError:
+                    pass
+
+        super().__init__((address, 0), Handler)
+        self.port = self.server_address[1]
+        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def _read_head(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _http_ok(server: Recorder, sock: socket.socket) -> None:
+    head = _read_head(sock)
+    server.received.append(head)
+    body = b"hello from " + head.split(b" ")[1]
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: keep-alive\r\n\r\n%s"
+        % (len(body), body)
+    )
+
+
+def _echo(server: Recorder, sock: socket.socket) -> None:
+    while data := sock.recv(4096):
+        sock.sendall(data)
+
+
+def _upstream_proxy(server: Recorder, sock: socket.socket) -> None:
+    """A stand-in for an operator's proxy: accepts CONNECT and echoes, or answers plain GETs."""
+    head = _read_head(sock)
+    server.received.append(head)
+    if head.startswith(b"CONNECT "):
+        sock.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        _echo(server, sock)
+    else:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nupstream")
+
+
+def _refusing_proxy(server: Recorder, sock: socket.socket) -> None:
+    server.received.append(_read_head(sock))
+    sock.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[GuardLoop]:
+    guard_loop = GuardLoop()
+    yield guard_loop
+    guard_loop.close()
+
+
+@pytest.fixture
+def canary() -> Iterator[Recorder]:
+    server = Recorder("127.0.0.1")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def origin() -> Iterator[Recorder]:
+    server = Recorder(ORIGIN_ADDRESS)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def echo() -> Iterator[Recorder]:
+    server = Recorder(ORIGIN_ADDRESS, _echo)
+    yield server
+    server.stop()
+
+
+def make_guard(loop: GuardLoop, **kwargs: Any) -> BrowserEgressGuard:
+    kwargs.setdefault(
+        "test_public_hosts", {"origin.test": ORIGIN_ADDRESS, "echo.test": ORIGIN_ADDRESS}
+    )
+    return loop.call(lambda: BrowserEgressGuard(connect_timeout=3, **kwargs))
+
+
+def open_route(loop: GuardLoop, guard: BrowserEgressGuard, **kwargs: Any) -> EgressRoute:
+    return loop.run(guard.open_route(**kwargs))
+
+
+def ask(route_port: int, head: bytes, *, timeout: float = 5) -> bytes:
+    """Send one request head to the guard and read until it closes (or the timeout)."""
+    with socket.create_connection(("127.0.0.1", route_port), timeout=timeout) as sock:
+        sock.sendall(head)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+        return data
+
+
+def test_plain_http_is_relayed_in_origin_form_without_proxy_credentials(loop, origin):
+    guard = make_guard(loop)
+    route = open_route(loop, guard)
+    answer = ask(
+        route.port,
+        b"GET http://origin.test:%d/page?q=1 HTTP/1.1\r\nHost: origin.test:%d\r\n"
+        b"Proxy-Authorization: Basic c2VjcmV0OnNlY3JldA==\r\nProxy-Connection: keep-alive\r\n"
+        b"Accept: text/html\r\n\r\n" % (origin.port, origin.port),
+    )
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK")
+    assert body == b"hello from /page?q=1"
+    # the browser is told not to send its next request (maybe for another host) down this one
+    assert b"Connection: close" in head and b"keep-alive" not in head
+    (seen,) = origin.received
+    assert seen.startswith(b"GET /page?q=1 HTTP/1.1\r\n")
+    assert b"Accept: text/html" in seen and b"Connection: close" in seen
+    assert b"Proxy-" not in seen
+    assert route.failures == {}
+
+
+def test_connect_tunnel_relays_both_ways(loop, echo):
+    guard = make_guard(loop)
+    route = open_route(loop, guard)
+    with socket.create_connection(("127.0.0.1", route.port), timeout=5) as sock:
+        sock.sendall(b"CONNECT echo.test:%d HTTP/1.1\r\nHost: echo.test\r\n\r\n" % echo.port)
+        assert _read_head(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"ping through the tunnel")
+        assert sock.recv(100) == b"ping through the tunnel"
+    assert echo.connections == 1
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "127.1",
+        "2130706433",
+        "0x7f000001",
+        "017700000001",
+        "localhost",
+        "LOCALHOST.",
+        "[::ffff:127.0.0.1]",
+        ORIGIN_ADDRESS,  # the test mapping is for names, never for the address itself
+    ],
+)
+def test_private_targets_are_refused_before_any_connection(loop, canary, host):
+    guard = make_guard(loop)
+    route = open_route(loop, guard)
+    plain = ask(route.port, b"GET http://%s:%d/x HTTP/1.1\r\n\r\n" % (host.encode(), canary.port))
+    tunnel = ask(route.port, b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host.encode(), canary.port))
+    for answer in (plain, tunnel):
+        assert answer.startswith(b"HTTP/1.1 403 ")
+        assert f"{MARKER_HEADER}: blocked".encode() in answer
+    assert canary.connections == 0
+    assert route.failure_for(host, canary.port) == "blocked"
+    assert route.failure_for_url(f"http://{host}:{canary.port}/x") == "blocked"
+
+
+def test_allow_private_lets_loopback_through(loop, canary):
+    guard = make_guard(loop, allow_private=True)
+    route = open_route(loop, guard)
+    answer = ask(route.port, b"GET http://127.0.0.1:%d/open HTTP/1.1\r\n\r\n" % canary.port)
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"hello from /open")
+    assert canary.connections == 1
+
+
+def test_failures_are_told_apart(loop):
+    closed = socket.socket()
+    closed.bind((ORIGIN_ADDRESS, 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    guard = make_guard(loop, test_public_hosts={"closed.test": ORIGIN_ADDRESS})
+    route = open_route(loop, guard)
+    refused = ask(route.port, b"CONNECT closed.test:%d HTTP/1.1\r\n\r\n" % port)
+    unresolvable = ask(route.port, b"GET http://nothing.invalid/ HTTP/1.1\r\n\r\n")
+    assert refused.startswith(b"HTTP/1.1 502") and b"refused" in refused
+    assert unresolvable.startswith(b"HTTP/1.1 502") and b"unresolvable" in unresolvable
+    assert route.failure_for("closed.test", port) == "refused"
+    assert route.failure_for("nothing.invalid", 80) == "unresolvable"
+
+
+def test_malformed_requests_get_400(loop):
+    guard = make_guard(loop)
+    route = open_route(loop, guard)
+    assert ask(route.port, b"GET /relative HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert ask(route.port, b"GET ftp://origin.test/ HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert ask(route.port, b"CONNECT origin.test:0 HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
+
+
+def test_the_default_route_refuses_everything(loop, origin):
+    guard = make_guard(loop)
+    loop.run(guard.start())
+    port = int(guard.proxy_server.rsplit(":", 1)[1])
+    answer = ask(port, b"CONNECT origin.test:%d HTTP/1.1\r\n\r\n" % origin.port)
+    assert answer.startswith(b"HTTP/1.1 403") and b"unrouted" in answer
+    assert origin.connections == 0
+    loop.run(guard.stop())
+
+
+def test_upstream_proxy_gets_the_checked_target_and_our_credentials(loop):
+    upstream = Recorder("127.0.0.1", _upstream_proxy)
+    try:
+        guard = make_guard(loop)
+        proxy = Upstream.from_url(f"http://us%40er:p%3Ass@127.0.0.1:{upstream.port}")
+        route = open_route(loop, guard, upstream=proxy)
+        with socket.create_connection(("127.0.0.1", route.port), timeout=5) as sock:
+            sock.sendall(b"CONNECT echo.test:443 HTTP/1.1\r\n\r\n")
+            assert _read_head(sock).startswith(b"HTTP/1.1 200")
+            sock.sendall(b"via upstream")
+            assert sock.recv(100) == b"via upstream"
+        credentials = base64.b64encode(b"us@er:p:ss")
+        assert upstream.received[0].startswith(b"CONNECT echo.test:443 HTTP/1.1\r\n")
+        assert b"Proxy-Authorization: Basic " + credentials in upstream.received[0]
+        get = b"GET http://echo.test/doc HTTP/1.1\r\nProxy-Authorization: x\r\n\r\n"
+        plain = ask(route.port, get)
+        assert plain.endswith(b"upstream")
+        assert upstream.received[1].startswith(b"GET http://echo.test/doc HTTP/1.1\r\n")
+        assert upstream.received[1].count(b"Proxy-Authorization") == 1
+        assert b"Proxy-Authorization: Basic " + credentials in upstream.received[1]
+        # a private target is refused here, before the upstream hears of it
+        blocked = ask(route.port, b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
+        assert blocked.startswith(b"HTTP/1.1 403")
+        assert upstream.connections == 2
+    finally:
+        upstream.stop()
+
+
+def test_an_upstream_refusing_our_credentials_is_a_proxy_failure(loop):
+    upstream = Recorder("127.0.0.1", _refusing_proxy)
+    try:
+        guard = make_guard(loop)
+        route = open_route(loop, guard, upstream=Upstream("127.0.0.1", upstream.port))
+        tunnel = ask(route.port, b"CONNECT echo.test:443 HTTP/1.1\r\n\r\n")
+        plain = ask(route.port, b"GET http://echo.test/ HTTP/1.1\r\n\r\n")
+        assert tunnel.startswith(b"HTTP/1.1 502") and plain.startswith(b"HTTP/1.1 502")
+        assert route.failure_for("echo.test", 443) == "proxy"
+        assert route.failure_for("echo.test", 80) == "proxy"
+    finally:
+        upstream.stop()
+
+
+def test_closing_a_route_cuts_its_tunnels_and_stops_listening(loop, echo):
+    guard = make_guard(loop)
+    route = open_route(loop, guard)
+    sock = socket.create_connection(("127.0.0.1", route.port), timeout=5)
+    try:
+        sock.sendall(b"CONNECT echo.test:%d HTTP/1.1\r\n\r\n" % echo.port)
+        assert _read_head(sock).startswith(b"HTTP/1.1 200")
+        loop.call(route.close)
+        assert sock.recv(100) == b""
+    finally:
+        sock.close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", route.port), timeout=5).close()
+    assert guard.open_routes == 0
+
+
+def test_a_stalled_client_does_not_hold_up_others(loop, origin):
+    guard = make_guard(loop)
+    route = open_route(loop, guard)
+    with socket.create_connection(("127.0.0.1", route.port), timeout=5) as stalled:
+        stalled.sendall(b"GET http://origin.test:%d/" % origin.port)  # never finishes its head
+        answer = ask(route.port, b"GET http://origin.test:%d/other HTTP/1.1\r\n\r\n" % origin.port)
+        assert answer.endswith(b"hello from /other")
+
+
+def test_test_public_hosts_are_name_address_pairs():
+    assert parse_test_public_hosts(["Page.Test.=127.0.0.2", "b.test=::1"]) == {
+        "page.test": "127.0.0.2",
+        "b.test": "::1",
+    }
+    for bad in ("page.test", "page.test=", "=127.0.0.2", "page.test=not-an-ip"):
+        with pytest.raises(ValueError):
+            parse_test_public_hosts([bad])
