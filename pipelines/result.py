@@ -124,6 +124,8 @@ class ResultPipeline:
         item["result"] = result
         item["tier_used"] = tier_used
         if self.stats is not None:
-            outcome = "blocked" if result["blocked"] else ("success" if result["success"] else "failed")
+            outcome = (
+                "blocked" if result["blocked"] else ("success" if result["success"] else "failed")
+            )
             self.stats.inc_value(f"scrapespy/result/{job.engine}/{outcome}")
         return item

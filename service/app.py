@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from klein import Klein
-from twisted.web.iweb import IRequest
 from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
@@ -41,14 +40,14 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 256 * 1024
 
 
-def render_json(request: IRequest | Request, body: Any, status: int = 200) -> bytes:
+def render_json(request: Request, body: Any, status: int = 200) -> bytes:
     request.setResponseCode(status)
     request.setHeader(b"Content-Type", b"application/json")
     request.setHeader(b"Cache-Control", b"no-store")
     return orjson.dumps(body)
 
 
-def read_json_body(request: IRequest) -> bytes:
+def read_json_body(request: Request) -> bytes:
     content_type = (request.getHeader(b"Content-Type") or b"").split(b";")[0].strip().lower()
     if content_type != b"application/json":
         raise BadRequest("Content-Type must be application/json")
@@ -59,7 +58,7 @@ def read_json_body(request: IRequest) -> bytes:
     return body
 
 
-def api_key_of(request: IRequest) -> str | None:
+def api_key_of(request: Request) -> str | None:
     raw = request.getHeader(b"X-API-Key")
     return raw.decode("utf-8", "replace").strip() if raw else None
 
@@ -94,25 +93,25 @@ class ScrapespyApp:
     # errors -----------------------------------------------------------------------------------
 
     @app.handle_errors(ApiError)
-    def _api_error(self, request: IRequest, failure: Any) -> bytes:
+    def _api_error(self, request: Request, failure: Any) -> bytes:
         error: ApiError = failure.value
         for name, value in error.headers.items():
             request.setHeader(name.encode(), value.encode())
         return render_json(request, {"error": error.message}, error.status)
 
     @app.handle_errors(WerkzeugNotFound)
-    def _not_found(self, request: IRequest, failure: Any) -> bytes:
+    def _not_found(self, request: Request, failure: Any) -> bytes:
         return render_json(request, {"error": NotFound.message}, 404)
 
     @app.handle_errors(WerkzeugMethodNotAllowed)
-    def _bad_method(self, request: IRequest, failure: Any) -> bytes:
+    def _bad_method(self, request: Request, failure: Any) -> bytes:
         allowed = getattr(failure.value, "valid_methods", None)
         if allowed:  # RFC 9110: a 405 lists the methods the resource supports
             request.setHeader(b"Allow", ", ".join(sorted(allowed)).encode())
         return render_json(request, {"error": MethodNotAllowed.message}, 405)
 
     @app.handle_errors(Exception)
-    def _unexpected(self, request: IRequest, failure: Any) -> bytes:
+    def _unexpected(self, request: Request, failure: Any) -> bytes:
         log.error(
             "unexpected error on %s %s",
             request.method.decode(errors="replace"),
@@ -124,14 +123,14 @@ class ScrapespyApp:
     # the API ----------------------------------------------------------------------------------
 
     @app.route("/scrape", methods=["POST"])
-    async def scrape(self, request: IRequest) -> bytes:
+    async def scrape(self, request: Request) -> bytes:
         result = await self.scraper.scrape(
             api_key_of(request), read_json_body(request), request_id=request_id_of(request)
         )
         return render_json(request, result)
 
     @app.route("/credits/buy", methods=["POST"])
-    async def buy_credits(self, request: IRequest) -> bytes:
+    async def buy_credits(self, request: Request) -> bytes:
         order = validate(BuyRequest, parse_json_object(read_json_body(request)))
         caller = await self.scraper.authenticate(api_key_of(request))
         if self.payments is None:
@@ -168,17 +167,17 @@ class ScrapespyApp:
         return b""
 
     @app.route("/pricing", methods=["GET"])
-    def pricing(self, request: IRequest) -> bytes:
+    def pricing(self, request: Request) -> bytes:
         request.setHeader(b"Content-Type", b"application/json")
         return self._prices
 
     @app.route("/openapi.json", methods=["GET"])
-    def openapi(self, request: IRequest) -> bytes:
+    def openapi(self, request: Request) -> bytes:
         request.setHeader(b"Content-Type", b"application/json")
         return self._openapi
 
     @app.route("/metrics", methods=["GET"])
-    def metrics(self, request: IRequest) -> bytes:
+    def metrics(self, request: Request) -> bytes:
         body, content_type = metrics_page()
         request.setHeader(b"Content-Type", content_type.encode())
         return body
@@ -204,7 +203,7 @@ class ScrapespyApp:
         return self.dashboard.resource_for(request)
 
     @app.route("/healthz", methods=["GET"])
-    async def healthz(self, request: IRequest) -> bytes:
+    async def healthz(self, request: Request) -> bytes:
         await self.database.run(_ping)
         return render_json(request, {"status": "ok"})
 

@@ -12,26 +12,29 @@ from __future__ import annotations
 import logging
 import os
 import time
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.settings import Settings
-from twisted.internet import reactor
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import deferLater
-from twisted.internet.interfaces import IDelayedCall
 
 from pipelines.billing import usage_row
 from pipelines.result import EMPTY_FIELDS, timed_out
 from service import ledger
-from service.browser import chromium_launch_options, remote_browser_settings
+from service.browser import (
+    BrowserDownloadHandler,
+    chromium_launch_options,
+    remote_browser_settings,
+)
 from service.config import Config
 from service.db import Database
 from service.jobs import ScrapeJob
-from service.observability import HOLDS_OPEN, record_scrape
+from service.observability import HOLDS_OPEN, record_scrape, watch_browser
+from service.reactor import running
 from spiders.feed import FeedSpider, request_for
 
 log = logging.getLogger(__name__)
@@ -80,7 +83,7 @@ class EngineBridge:
         self.crawler: Crawler | None = None
         self.spider: FeedSpider | None = None
         self._finished: Deferred[None] | None = None
-        self._watchdogs: dict[int, IDelayedCall] = {}
+        self._watchdogs: dict[int, Any] = {}  # job id -> IDelayedCall
         self._jobs: dict[int, ScrapeJob] = {}
         self._cookie_jars: Any = None
 
@@ -112,6 +115,9 @@ class EngineBridge:
         for mw in self.crawler.engine.downloader.middleware.middlewares:
             if isinstance(mw, CookiesMiddleware):
                 self._cookie_jars = mw.jars
+        browser = BrowserDownloadHandler._shared.get(self.crawler)
+        if browser is not None:
+            watch_browser(browser)
 
     def _crawl_failed(self, failure: Any, opened: Deferred[None]) -> None:
         log.error("the crawler stopped: %s", failure.getErrorMessage())
@@ -129,7 +135,7 @@ class EngineBridge:
         if job.hold_id is not None:
             HOLDS_OPEN.inc()
         self._jobs[job.id] = job
-        self._watchdogs[job.id] = reactor.callLater(  # type: ignore[attr-defined]
+        self._watchdogs[job.id] = running().callLater(
             job.timeout + WATCHDOG_MARGIN, self._overran, job
         )
         job.done.addBoth(self._forget, job)
@@ -199,7 +205,7 @@ class EngineBridge:
         """
         deadline = time.monotonic() + grace
         while self._jobs and time.monotonic() < deadline:
-            await deferLater(reactor, 0.05)
+            await deferLater(running(), 0.05)
         left = [job for job in self._jobs.values() if not job.done.called]
         for job in left:
             await self._abandon(job, SHUTTING_DOWN)

@@ -85,6 +85,23 @@ def record_scrape(
         CREDITS_CAPTURED.inc(charged)
 
 
+def watch_browser(handler: Any) -> None:
+    """Report the js engine's open contexts and pages, read when /metrics is scraped."""
+
+    def contexts() -> int:
+        browser = getattr(handler, "browser", None)
+        return len(browser.contexts) if browser is not None else 0
+
+    def pages() -> int:
+        browser = getattr(handler, "browser", None)
+        if browser is None:
+            return 0
+        return sum(len(context.pages) for context in browser.contexts)
+
+    BROWSER_CONTEXTS.set_function(contexts)
+    BROWSER_PAGES.set_function(pages)
+
+
 def metrics_page() -> tuple[bytes, str]:
     return generate_latest(), CONTENT_TYPE_LATEST
 

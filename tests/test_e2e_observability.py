@@ -47,6 +47,18 @@ def test_metrics_count_requests_scrapes_and_credits(service, site, accounts):
     assert value(after, "scrapespy_holds_open") == 0
 
 
+def test_browser_gauges_show_nothing_left_open_after_js_scrapes(service, site, accounts):
+    _, key = accounts.create(credits=20)
+    for _ in range(2):
+        assert service.scrape(key, {"url": site.url("/js-only"), "engine": "js"}).json["success"]
+    after = samples(call("GET", service.url("/metrics")).body.decode())
+    # at most the spare contexts (each with its page) made ahead of demand
+    # (SCRAPESPY_BROWSER_SPARES = 2), never one per past request
+    assert value(after, "scrapespy_browser_pages_open") <= 2
+    # ...and the gauge does read the live browser: the spares are there
+    assert 1 <= value(after, "scrapespy_browser_contexts_open") <= 2
+
+
 def test_every_response_carries_a_request_id_that_the_access_log_names(service, site):
     reply = call("GET", service.url("/pricing"))
     request_id = reply.headers["X-Request-Id"]
