@@ -21,10 +21,10 @@ test: setup chromium
 
 setup: $(VENV)/.installed
 
+# compat mode puts the checkout itself on sys.path, so twistd finds twisted/plugins here
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -U pip
-	# compat mode puts the checkout itself on sys.path, so twistd finds twisted/plugins here
 	$(VENV)/bin/pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	touch $@
 
