@@ -116,13 +116,22 @@ def ceiling(urls_file: Path, concurrency: int) -> dict[str, Any]:
 
 
 class ScrapyRT:
-    def __init__(self) -> None:
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir  # ScrapyRT writes a log file per crawl; keep them out of the repo
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> ScrapyRT:
         self.proc = subprocess.Popen(
-            [str(RT_VENV / "bin" / "scrapyrt"), "-p", str(self.port), "-i", "127.0.0.1"],
+            [
+                str(RT_VENV / "bin" / "scrapyrt"),
+                "-p",
+                str(self.port),
+                "-i",
+                "127.0.0.1",
+                "-s",
+                f"LOG_DIR={self.log_dir}",
+            ],
             cwd=BENCH / "rt_project",
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.DEVNULL,
@@ -213,7 +222,7 @@ def main() -> int:
             results["static"].setdefault("ceiling", {})[c] = ceiling(urls_file, c)
             print(f"  ceiling   c={c:<3} {results['static']['ceiling'][c]}", flush=True)
 
-        rt = ScrapyRT().start() if (RT_VENV / "bin" / "scrapyrt").exists() else None
+        rt = ScrapyRT(work / "rtlogs").start() if (RT_VENV / "bin" / "scrapyrt").exists() else None
         if rt is not None:
             cleanups.append(rt.stop)
             for c in STATIC_CONCURRENCY:

@@ -13,7 +13,7 @@ import string
 import zlib
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 
 from service.db.tables import accounts, api_keys
 from service.ledger import now
@@ -70,17 +70,20 @@ def authenticate(conn: Connection, key: str) -> Caller | None:
     return caller_by_hash(conn, hash_key(key))
 
 
+_CALLER = (
+    select(
+        api_keys.c.key_hash,
+        accounts.c.id,
+        accounts.c.residential_unlocked,
+        accounts.c.residential_trials_left,
+    )
+    .join(accounts, accounts.c.id == api_keys.c.account_id)
+    .where(api_keys.c.key_hash == bindparam("digest"))
+)
+
+
 def caller_by_hash(conn: Connection, digest: str) -> Caller | None:
-    row = conn.execute(
-        select(
-            api_keys.c.key_hash,
-            accounts.c.id,
-            accounts.c.residential_unlocked,
-            accounts.c.residential_trials_left,
-        )
-        .join(accounts, accounts.c.id == api_keys.c.account_id)
-        .where(api_keys.c.key_hash == digest)
-    ).one_or_none()
+    row = conn.execute(_CALLER, {"digest": digest}).one_or_none()
     if row is None or not hmac.compare_digest(row.key_hash, digest):
         return None
     return Caller(row.id, digest, bool(row.residential_unlocked), int(row.residential_trials_left))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from service.db.tables import accounts, holds, ledger_entries, usage
 
@@ -48,6 +48,43 @@ def available(conn: Connection, account_id: int) -> int:
     return int(row.balance - row.held)
 
 
+# The statements of the hot path are built once: building them per call cost more Python
+# time on the database thread than running them (py-spy, make bench).
+_RESERVE = (
+    update(accounts)
+    .where(
+        accounts.c.id == bindparam("account_id"),
+        accounts.c.balance - accounts.c.held >= bindparam("amount"),
+    )
+    .values(held=accounts.c.held + bindparam("amount"))
+)
+_RESERVE_WITH_TRIAL = _RESERVE.where(accounts.c.residential_trials_left > 0).values(
+    residential_trials_left=accounts.c.residential_trials_left - 1
+)
+_ACCOUNT_STATE = select(
+    accounts.c.balance, accounts.c.held, accounts.c.residential_trials_left
+).where(accounts.c.id == bindparam("account_id"))
+_NEW_HOLD = insert(holds).returning(holds.c.id)
+_CLAIM_HOLD = (
+    update(holds)
+    .where(holds.c.id == bindparam("hold_id"), holds.c.status == "held")
+    .values(status=bindparam("new_status"), settled_at=bindparam("settled"))
+    .returning(holds.c.account_id, holds.c.amount, holds.c.trial)
+)
+_SETTLE_ACCOUNT = (
+    update(accounts)
+    .where(accounts.c.id == bindparam("account_id"))
+    .values(
+        held=accounts.c.held - bindparam("amount"),
+        balance=accounts.c.balance - bindparam("cost"),
+        residential_trials_left=accounts.c.residential_trials_left + bindparam("trial_back"),
+    )
+    .returning(accounts.c.balance)
+)
+_NEW_ENTRY = insert(ledger_entries).returning(ledger_entries.c.id)
+_NEW_USAGE = insert(usage)
+
+
 def hold(conn: Connection, account_id: int, amount: int, *, trial: bool, ttl_seconds: int) -> int:
     """Reserve ``amount`` credits for one scrape, and one residential trial when ``trial``.
 
@@ -56,34 +93,26 @@ def hold(conn: Connection, account_id: int, amount: int, *, trial: bool, ttl_sec
     """
     if amount < 0:
         raise ValueError("a hold cannot be negative")
-    conditions = [accounts.c.id == account_id, accounts.c.balance - accounts.c.held >= amount]
-    values: dict[str, Any] = {"held": accounts.c.held + amount}
-    if trial:
-        conditions.append(accounts.c.residential_trials_left > 0)
-        values["residential_trials_left"] = accounts.c.residential_trials_left - 1
-    reserved = conn.execute(update(accounts).where(*conditions).values(**values))
+    reserved = conn.execute(
+        _RESERVE_WITH_TRIAL if trial else _RESERVE, {"account_id": account_id, "amount": amount}
+    )
     if reserved.rowcount != 1:
-        row = conn.execute(
-            select(accounts.c.balance, accounts.c.held, accounts.c.residential_trials_left).where(
-                accounts.c.id == account_id
-            )
-        ).one()
+        row = conn.execute(_ACCOUNT_STATE, {"account_id": account_id}).one()
         if trial and row.residential_trials_left <= 0:
             raise NoTrialLeft()
         raise InsufficientCredits(amount, int(row.balance - row.held))
     created = now()
     return int(
         conn.execute(
-            insert(holds)
-            .values(
-                account_id=account_id,
-                amount=amount,
-                trial=trial,
-                status="held",
-                created_at=created,
-                expires_at=created + timedelta(seconds=ttl_seconds),
-            )
-            .returning(holds.c.id)
+            _NEW_HOLD,
+            {
+                "account_id": account_id,
+                "amount": amount,
+                "trial": trial,
+                "status": "held",
+                "created_at": created,
+                "expires_at": created + timedelta(seconds=ttl_seconds),
+            },
         ).scalar_one()
     )
 
@@ -93,16 +122,15 @@ def _append_entry(
 ) -> int:
     return int(
         conn.execute(
-            insert(ledger_entries)
-            .values(
-                account_id=account_id,
-                kind=kind,
-                amount=amount,
-                balance_after=balance_after,
-                reference=reference,
-                created_at=now(),
-            )
-            .returning(ledger_entries.c.id)
+            _NEW_ENTRY,
+            {
+                "account_id": account_id,
+                "kind": kind,
+                "amount": amount,
+                "balance_after": balance_after,
+                "reference": reference,
+                "created_at": now(),
+            },
         ).scalar_one()
     )
 
@@ -121,11 +149,14 @@ def settle(
     given back. A hold that was already settled or expired is left alone: nothing is charged
     again. The usage row is written either way, with the credits actually charged.
     """
+    settled = now()
     claimed = conn.execute(
-        update(holds)
-        .where(holds.c.id == hold_id, holds.c.status == "held")
-        .values(status="captured" if cost or consume_trial else "released", settled_at=now())
-        .returning(holds.c.account_id, holds.c.amount, holds.c.trial)
+        _CLAIM_HOLD,
+        {
+            "hold_id": hold_id,
+            "new_status": "captured" if cost or consume_trial else "released",
+            "settled": settled,
+        },
     ).one_or_none()
     charged = 0
     trial_consumed = False
@@ -133,31 +164,29 @@ def settle(
         account_id, amount = int(claimed.account_id), int(claimed.amount)
         if cost > amount:
             raise ValueError(f"cost {cost} exceeds hold {amount}")
-        values: dict[str, Any] = {
-            "held": accounts.c.held - amount,
-            "balance": accounts.c.balance - cost,
-        }
         consume_trial = consume_trial and bool(claimed.trial)
-        if claimed.trial and not consume_trial:
-            values["residential_trials_left"] = accounts.c.residential_trials_left + 1
         balance_after = conn.execute(
-            update(accounts)
-            .where(accounts.c.id == account_id)
-            .values(**values)
-            .returning(accounts.c.balance)
+            _SETTLE_ACCOUNT,
+            {
+                "account_id": account_id,
+                "amount": amount,
+                "cost": cost,
+                "trial_back": 1 if claimed.trial and not consume_trial else 0,
+            },
         ).scalar_one()
         if cost:
             _append_entry(conn, account_id, "scrape", -cost, int(balance_after), f"hold:{hold_id}")
         charged, trial_consumed = cost, consume_trial
     if usage_row is not None:
         conn.execute(
-            insert(usage).values(
+            _NEW_USAGE,
+            {
                 **usage_row,
-                hold_id=hold_id if claimed is not None else None,
-                credits=charged,
-                trial=trial_consumed,
-                created_at=now(),
-            )
+                "hold_id": hold_id if claimed is not None else None,
+                "credits": charged,
+                "trial": trial_consumed,
+                "created_at": settled,
+            },
         )
     return Settlement(charged, trial_consumed, claimed is not None)
 
