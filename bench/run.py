@@ -271,11 +271,19 @@ def main() -> int:
         proc, key = scrapespy(backends["sqlite"].replace("bench.db", "memory.db"), work / "memory")
         cleanups.append(proc.stop)
         env = {"BENCH_TARGET": target, "BENCH_KEY": key}
-        wrk("scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "500"}, 120)
+        # wrk stops each of its 2 threads at BENCH_MAX responses but idles until -d is over:
+        # size -d from the rate measured above instead of a fixed, generous bound
+        rate = max(results["static"]["scrapespy_sqlite"][8]["rps"], 20.0)
+        first = wrk(
+            "scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "500"}, 1000 / rate * 1.5 + 3
+        )
         after_1k = rss_mb(proc.process.pid)
-        wrk("scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "4500"}, 300)
+        rest = wrk(
+            "scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "4500"}, 9000 / rate * 1.5 + 3
+        )
         after_10k = rss_mb(proc.process.pid)
         results["memory"] = {
+            "requests": [first["requests"], first["requests"] + rest["requests"]],
             "rss_mb_after_1000": after_1k,
             "rss_mb_after_10000": after_10k,
             "growth": round(after_10k / after_1k - 1, 3),

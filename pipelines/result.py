@@ -27,7 +27,7 @@ from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
 from service.browser_failures import BrowserError
-from service.extraction import extract
+from service.extraction import empty_fields, extract
 from service.jobs import ScrapeJob
 
 if TYPE_CHECKING:
@@ -36,14 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EMPTY_FIELDS: dict[str, Any] = {
-    "title": None,
-    "meta": {},
-    "headings": {},
-    "links": [],
-    "images": [],
-    "text": None,
-}
 
 
 def timed_out(job: ScrapeJob) -> str:
@@ -107,7 +99,7 @@ class ResultPipeline:
             if isinstance(response, TextResponse):
                 fields = extract(response.text, response.url, job.selectors)
             else:
-                fields = {**EMPTY_FIELDS, "extracted": {}}
+                fields = empty_fields(job.selectors)
             result.update(fields)
             if response.status >= 400:
                 result["error"] = f"the target answered HTTP {response.status}"
@@ -115,8 +107,7 @@ class ResultPipeline:
                 result["success"] = True
         else:
             assert failure is not None
-            result.update(EMPTY_FIELDS)
-            result["extracted"] = {}
+            result.update(empty_fields(job.selectors))
             result["error"] = describe_failure(failure, job)
         if block_reason is not None:
             result["block_reason"] = block_reason

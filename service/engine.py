@@ -23,7 +23,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import deferLater
 
 from pipelines.billing import usage_row
-from pipelines.result import EMPTY_FIELDS, timed_out
+from pipelines.result import timed_out
 from service import ledger
 from service.browser import (
     BrowserDownloadHandler,
@@ -32,6 +32,7 @@ from service.browser import (
 )
 from service.config import Config
 from service.db import Database
+from service.extraction import empty_fields
 from service.jobs import ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
 from service.reactor import running
@@ -189,8 +190,7 @@ class EngineBridge:
             "error": error,
             "blocked": False,
             "proxy_used": False,
-            **EMPTY_FIELDS,
-            "extracted": {},
+            **empty_fields(job.selectors),
         }
         if job.hold_id is None or self.database is None:
             job.finish(result)

@@ -298,6 +298,11 @@ def extract(
     }
 
 
+def empty_fields(selectors: CompiledSelectors | None = None) -> dict[str, Any]:
+    """The fields of a scrape that received nothing to extract from."""
+    return _empty_result(selectors._entries if selectors is not None else ())
+
+
 def _empty_result(entries: tuple[_Selector, ...]) -> dict[str, Any]:
     return {
         "title": None,

@@ -93,10 +93,11 @@ def test_error_status_is_filled_and_not_billed(service, site, accounts, paying):
 
 def test_unreachable_target_is_200_failure_not_billed(service, accounts, paying):
     account_id, key = paying
-    reply = service.scrape(key, {"url": "http://127.0.0.1:9/"})
+    reply = service.scrape(key, {"url": "http://127.0.0.1:9/", "selectors": {"h": "h1"}})
     assert reply.status == 200
     result = reply.json
     assert result["success"] is False
+    assert result["extracted"] == {"h": []}  # the same keys as a success, nothing in them
     assert result["status_code"] == 0
     assert "refused" in result["error"]
     assert accounts.summary(account_id)["balance"] == 100
