@@ -13,9 +13,10 @@ import string
 import zlib
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, delete, insert, select
+from sqlalchemy import Connection, delete, insert, select
 
-from service.db.tables import accounts, api_keys
+from service.db.hot import cursor, hot_path
+from service.db.tables import api_keys
 from service.ledger import now
 
 PREFIX = "spy_"
@@ -70,23 +71,17 @@ def authenticate(conn: Connection, key: str) -> Caller | None:
     return caller_by_hash(conn, hash_key(key))
 
 
-_CALLER = (
-    select(
-        api_keys.c.key_hash,
-        accounts.c.id,
-        accounts.c.residential_unlocked,
-        accounts.c.residential_trials_left,
-    )
-    .join(accounts, accounts.c.id == api_keys.c.account_id)
-    .where(api_keys.c.key_hash == bindparam("digest"))
-)
-
-
 def caller_by_hash(conn: Connection, digest: str) -> Caller | None:
-    row = conn.execute(_CALLER, {"digest": digest}).one_or_none()
-    if row is None or not hmac.compare_digest(row.key_hash, digest):
+    """The caller whose key hashes to ``digest``; on the driver's cursor (service.db.hot)."""
+    cur = cursor(conn)
+    try:
+        cur.execute(hot_path(conn).sql["caller"], {"digest": digest})
+        row = cur.fetchone()
+    finally:
+        cur.close()
+    if row is None or not hmac.compare_digest(row[0], digest):
         return None
-    return Caller(row.id, digest, bool(row.residential_unlocked), int(row.residential_trials_left))
+    return Caller(int(row[1]), digest, bool(row[2]), int(row[3]))
 
 
 def regenerate(conn: Connection, account_id: int) -> str:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import Connection, func, select, update
 
-from service.db.tables import accounts, holds, ledger_entries, usage
+from service.db.hot import cursor, hot_path
+from service.db.tables import accounts, holds, ledger_entries
 
 
 class NoTrialLeft(Exception):
@@ -48,91 +49,64 @@ def available(conn: Connection, account_id: int) -> int:
     return int(row.balance - row.held)
 
 
-# The statements of the hot path are built once: building them per call cost more Python
-# time on the database thread than running them (py-spy, make bench).
-_RESERVE = (
-    update(accounts)
-    .where(
-        accounts.c.id == bindparam("account_id"),
-        accounts.c.balance - accounts.c.held >= bindparam("amount"),
-    )
-    .values(held=accounts.c.held + bindparam("amount"))
-)
-_RESERVE_WITH_TRIAL = _RESERVE.where(accounts.c.residential_trials_left > 0).values(
-    residential_trials_left=accounts.c.residential_trials_left - 1
-)
-_ACCOUNT_STATE = select(
-    accounts.c.balance, accounts.c.held, accounts.c.residential_trials_left
-).where(accounts.c.id == bindparam("account_id"))
-_NEW_HOLD = insert(holds).returning(holds.c.id)
-_CLAIM_HOLD = (
-    update(holds)
-    .where(holds.c.id == bindparam("hold_id"), holds.c.status == "held")
-    .values(status=bindparam("new_status"), settled_at=bindparam("settled"))
-    .returning(holds.c.account_id, holds.c.amount, holds.c.trial)
-)
-_SETTLE_ACCOUNT = (
-    update(accounts)
-    .where(accounts.c.id == bindparam("account_id"))
-    .values(
-        held=accounts.c.held - bindparam("amount"),
-        balance=accounts.c.balance - bindparam("cost"),
-        residential_trials_left=accounts.c.residential_trials_left + bindparam("trial_back"),
-    )
-    .returning(accounts.c.balance)
-)
-_NEW_ENTRY = insert(ledger_entries).returning(ledger_entries.c.id)
-_NEW_USAGE = insert(usage)
-
-
 def hold(conn: Connection, account_id: int, amount: int, *, trial: bool, ttl_seconds: int) -> int:
     """Reserve ``amount`` credits for one scrape, and one residential trial when ``trial``.
 
     Raises InsufficientCredits, or NoTrialLeft. Reserving the trial here, in the same
     conditional UPDATE, is what keeps concurrent requests from using more trials than there are.
+    Runs on the driver's cursor (service.db.hot): it is half of the ledger's hot path.
     """
     if amount < 0:
         raise ValueError("a hold cannot be negative")
-    reserved = conn.execute(
-        _RESERVE_WITH_TRIAL if trial else _RESERVE, {"account_id": account_id, "amount": amount}
-    )
-    if reserved.rowcount != 1:
-        row = conn.execute(_ACCOUNT_STATE, {"account_id": account_id}).one()
-        if trial and row.residential_trials_left <= 0:
-            raise NoTrialLeft()
-        raise InsufficientCredits(amount, int(row.balance - row.held))
-    created = now()
-    return int(
-        conn.execute(
-            _NEW_HOLD,
+    sql = hot_path(conn)
+    cur = cursor(conn)
+    try:
+        cur.execute(
+            sql.sql["reserve_with_trial" if trial else "reserve"],
+            {"account_id": account_id, "amount": amount},
+        )
+        if cur.rowcount != 1:
+            cur.execute(sql.sql["account_state"], {"account_id": account_id})
+            balance, held, trials_left = cur.fetchone()
+            if trial and trials_left <= 0:
+                raise NoTrialLeft()
+            raise InsufficientCredits(amount, int(balance - held))
+        created = now()
+        cur.execute(
+            sql.sql["new_hold"],
             {
                 "account_id": account_id,
                 "amount": amount,
                 "trial": trial,
-                "status": "held",
-                "created_at": created,
-                "expires_at": created + timedelta(seconds=ttl_seconds),
+                "created_at": sql.date(created),
+                "expires_at": sql.date(created + timedelta(seconds=ttl_seconds)),
             },
-        ).scalar_one()
-    )
+        )
+        return int(cur.fetchone()[0])
+    finally:
+        cur.close()
 
 
 def _append_entry(
     conn: Connection, account_id: int, kind: str, amount: int, balance_after: int, reference: str
 ) -> int:
-    return int(
-        conn.execute(
-            _NEW_ENTRY,
+    sql = hot_path(conn)
+    cur = cursor(conn)
+    try:
+        cur.execute(
+            sql.sql["new_entry"],
             {
                 "account_id": account_id,
                 "kind": kind,
                 "amount": amount,
                 "balance_after": balance_after,
                 "reference": reference,
-                "created_at": now(),
+                "created_at": sql.date(now()),
             },
-        ).scalar_one()
-    )
+        )
+        return int(cur.fetchone()[0])
+    finally:
+        cur.close()
 
 
 def settle(
@@ -148,46 +122,65 @@ def settle(
     A trial hold reserved one residential trial: ``consume_trial`` keeps it used, otherwise it is
     given back. A hold that was already settled or expired is left alone: nothing is charged
     again. The usage row is written either way, with the credits actually charged.
+    Runs on the driver's cursor (service.db.hot): it is the other half of the hot path.
     """
-    settled = now()
-    claimed = conn.execute(
-        _CLAIM_HOLD,
-        {
-            "hold_id": hold_id,
-            "new_status": "captured" if cost or consume_trial else "released",
-            "settled": settled,
-        },
-    ).one_or_none()
-    charged = 0
-    trial_consumed = False
-    if claimed is not None:
-        account_id, amount = int(claimed.account_id), int(claimed.amount)
-        if cost > amount:
-            raise ValueError(f"cost {cost} exceeds hold {amount}")
-        consume_trial = consume_trial and bool(claimed.trial)
-        balance_after = conn.execute(
-            _SETTLE_ACCOUNT,
+    sql = hot_path(conn)
+    settled = sql.date(now())
+    cur = cursor(conn)
+    try:
+        cur.execute(
+            sql.sql["claim_hold"],
             {
-                "account_id": account_id,
-                "amount": amount,
-                "cost": cost,
-                "trial_back": 1 if claimed.trial and not consume_trial else 0,
-            },
-        ).scalar_one()
-        if cost:
-            _append_entry(conn, account_id, "scrape", -cost, int(balance_after), f"hold:{hold_id}")
-        charged, trial_consumed = cost, consume_trial
-    if usage_row is not None:
-        conn.execute(
-            _NEW_USAGE,
-            {
-                **usage_row,
-                "hold_id": hold_id if claimed is not None else None,
-                "credits": charged,
-                "trial": trial_consumed,
-                "created_at": settled,
+                "hold_id": hold_id,
+                "new_status": "captured" if cost or consume_trial else "released",
+                "settled": settled,
             },
         )
+        claimed = cur.fetchone()
+        charged = 0
+        trial_consumed = False
+        if claimed is not None:
+            account_id, amount, trial = int(claimed[0]), int(claimed[1]), bool(claimed[2])
+            if cost > amount:
+                raise ValueError(f"cost {cost} exceeds hold {amount}")
+            consume_trial = consume_trial and trial
+            cur.execute(
+                sql.sql["settle_account"],
+                {
+                    "account_id": account_id,
+                    "amount": amount,
+                    "cost": cost,
+                    "trial_back": 1 if trial and not consume_trial else 0,
+                },
+            )
+            balance_after = int(cur.fetchone()[0])
+            if cost:
+                cur.execute(
+                    sql.sql["new_entry"],
+                    {
+                        "account_id": account_id,
+                        "kind": "scrape",
+                        "amount": -cost,
+                        "balance_after": balance_after,
+                        "reference": f"hold:{hold_id}",
+                        "created_at": settled,
+                    },
+                )
+                cur.fetchone()
+            charged, trial_consumed = cost, consume_trial
+        if usage_row is not None:
+            cur.execute(
+                sql.sql["new_usage"],
+                {
+                    **usage_row,
+                    "hold_id": hold_id if claimed is not None else None,
+                    "credits": charged,
+                    "trial": trial_consumed,
+                    "created_at": settled,
+                },
+            )
+    finally:
+        cur.close()
     return Settlement(charged, trial_consumed, claimed is not None)
 
 

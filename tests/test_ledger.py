@@ -222,3 +222,36 @@ def test_ledger_state_machine(db):
     machine = LedgerMachine.TestCase
     machine.settings = settings(max_examples=25, stateful_step_count=20, deadline=None)
     machine().runTest()
+
+
+def _backend_pid(conn) -> int:
+    return int(conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+
+
+def test_the_database_threads_keep_their_connection_between_transactions(db):
+    account_id = new_account(db, 5)
+
+    def driver_connection(conn):
+        return id(conn.connection.driver_connection)
+
+    first = db._transaction(True, driver_connection)
+    hold_id = db._transaction(True, ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    db._transaction(True, ledger.settle, hold_id, cost=1)
+    assert db._transaction(True, driver_connection) == first
+    assert state(db, account_id) == (4, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 4
+
+
+def test_a_kept_connection_the_server_dropped_is_replaced_without_an_error(db):
+    if db.dialect != "postgresql":
+        pytest.skip("only a database server can drop a connection (the PostgreSQL pass)")
+    account_id = new_account(db, 5)
+    pid = db._transaction(True, _backend_pid)
+    db.run_sync(lambda conn: conn.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"))
+
+    hold_id = db._transaction(True, ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    assert db._transaction(True, _backend_pid) != pid
+    db._transaction(True, ledger.settle, hold_id, cost=2)
+    # the hold that met the dropped connection was rolled back with it: one hold, one charge
+    assert state(db, account_id) == (3, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 3

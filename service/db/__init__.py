@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -105,9 +106,13 @@ class Database:
             # SQLite has one writer: more threads only queue on its lock, and its busy handler
             # sleeps in steps of up to 100 ms, which showed as 1-3 s p99 latencies under load.
             threads = 1
-        self.engine = make_engine(url, pool_size=threads)
+        # Each thread keeps one connection (below); the rest serve migrations and the CLI.
+        self.engine = make_engine(url, pool_size=threads + 2)
         self.pool = ThreadPool(minthreads=1, maxthreads=threads, name="scrapespy-db")
         self._started = False
+        self._local = threading.local()
+        self._held: list[Connection] = []
+        self._held_lock = threading.Lock()
 
     @property
     def dialect(self) -> str:
@@ -122,6 +127,14 @@ class Database:
         if self._started:
             self.pool.stop()
             self._started = False
+        with self._held_lock:
+            held, self._held = self._held, []
+        for conn in held:
+            try:
+                conn.close()
+            except Exception:  # a connection the database already dropped
+                pass
+        self._local = threading.local()
         self.engine.dispose()
 
     def upgrade(self) -> None:
@@ -129,14 +142,80 @@ class Database:
 
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(connection, *args, **kwargs)`` in one transaction, on the calling thread."""
+        return self._transaction(False, fn, *args, **kwargs)
+
+    def _transaction(self, keep: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` in one transaction; ``keep``: on the calling thread's kept connection.
+
+        The database's own threads keep their connection between calls: checking one out of
+        the pool per transaction (with its liveness ping and reset) cost as much as the hot
+        path's SQL. A kept connection the server dropped in the meantime is replaced, and the
+        transaction, which was rolled back with it, runs once more on the new one.
+        """
+        for attempt in (1, 2):
+            conn: Connection | None = None
+            reused = committing = False
+            try:
+                conn, reused = self._connection() if keep else (self.engine.connect(), False)
+                with conn.begin() as transaction:
+                    result = fn(conn, *args, **kwargs)
+                    committing = True
+                    transaction.commit()
+                return result
+            except Exception as exc:
+                outage, dropped = self._classify(exc)
+                if outage:
+                    if conn is not None:
+                        self._drop(conn)
+                    # a commit that failed may still have happened: never run that one again
+                    if attempt == 1 and reused and dropped and not committing:
+                        continue
+                    log.error("database unavailable: %s", exc.__class__.__name__)
+                    raise ServiceUnavailable(DATABASE_DOWN) from exc
+                raise
+            finally:
+                if conn is not None and not keep:
+                    conn.close()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _classify(self, exc: Exception) -> tuple[bool, bool]:
+        """(the database cannot be reached, the connection was lost) for an error of a call.
+
+        The hot path (service.db.hot) runs on the driver's cursor, so its errors arrive as the
+        driver's own exceptions rather than SQLAlchemy's wrappers.
+        """
+        if isinstance(exc, DBAPIError):
+            return is_outage(exc), bool(exc.connection_invalidated)
+        dbapi = self.engine.dialect.loaded_dbapi
+        if isinstance(exc, (dbapi.OperationalError, dbapi.InterfaceError)):
+            return True, bool(self.engine.dialect.is_disconnect(exc, None, None))
+        return False, False
+
+    def _connection(self) -> tuple[Connection, bool]:
+        """The calling pool thread's kept connection, and whether it served a call before."""
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and not conn.closed and not conn.invalidated:
+            return conn, True
+        if conn is not None:
+            self._drop(conn)
+        conn = self.engine.connect()
+        self._local.conn = conn
+        with self._held_lock:
+            self._held.append(conn)
+        return conn, False
+
+    def _drop(self, conn: Connection) -> None:
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        with self._held_lock:
+            if conn in self._held:
+                self._held.remove(conn)
         try:
-            with self.engine.begin() as conn:
-                return fn(conn, *args, **kwargs)
-        except DBAPIError as exc:
-            if is_outage(exc):
-                log.error("database unavailable: %s", exc.__class__.__name__)
-                raise ServiceUnavailable(DATABASE_DOWN) from exc
-            raise
+            if not conn.invalidated:
+                conn.invalidate()
+            conn.close()
+        except Exception:  # it is being thrown away because it failed
+            pass
 
     def run_in_pool(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         """Run a blocking ``fn(*args, **kwargs)`` (no connection handed) on the database pool."""
@@ -148,7 +227,7 @@ class Database:
         """Run ``fn(connection, ...)`` in one transaction on the database thread pool."""
         from twisted.internet import reactor
 
-        return deferToThreadPool(reactor, self.pool, self.run_sync, fn, *args, **kwargs)
+        return deferToThreadPool(reactor, self.pool, self._transaction, True, fn, *args, **kwargs)
 
 
 def default_url() -> str:
