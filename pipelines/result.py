@@ -10,6 +10,7 @@ Adds ``item["result"]`` and leaves the rest for the billing pipeline.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import (
@@ -22,11 +23,13 @@ from scrapy.exceptions import (
 )
 from scrapy.http import TextResponse
 from twisted.internet import error as net_error
+from twisted.internet.defer import Deferred
 from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
 from service.browser_failures import BrowserError
+from service.extract_pool import ExtractionFailed, ExtractionPool
 from service.extraction import empty_fields, extract
 from service.jobs import ScrapeJob
 
@@ -35,7 +38,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 log = logging.getLogger(__name__)
-
 
 
 def timed_out(job: ScrapeJob) -> str:
@@ -70,14 +72,19 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
 
 
 class ResultPipeline:
+    """Fills ``item["result"]``; the page's fields come from the service's extraction workers
+    (``crawler.scrapespy_extractor``, service.extract_pool) when it has them, else from this
+    thread (``scrapy shell``, ``scrapy crawl page``, ``SCRAPESPY_EXTRACT_WORKERS=0``)."""
+
     def __init__(self, crawler: Crawler):
         self.stats = crawler.stats
+        self.extractor: ExtractionPool | None = getattr(crawler, "scrapespy_extractor", None)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResultPipeline:
         return cls(crawler)
 
-    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
+    def process_item(self, item: dict[str, Any]) -> Deferred[dict[str, Any]] | dict[str, Any]:
         job: ScrapeJob = item["job"]
         response: Response | None = item.get("response")
         failure: Failure | None = item.get("failure")
@@ -95,25 +102,59 @@ class ResultPipeline:
             "blocked": block_reason is not None,
             "proxy_used": tier_used != "none",
         }
-        if response is not None:
-            if isinstance(response, TextResponse):
-                fields = extract(response.text, response.url, job.selectors)
-            else:
-                fields = empty_fields(job.selectors)
-            result.update(fields)
-            if response.status >= 400:
-                result["error"] = f"the target answered HTTP {response.status}"
-            else:
-                result["success"] = True
-        else:
+        item["result"] = result
+        item["tier_used"] = tier_used
+        if response is None:
             assert failure is not None
             result.update(empty_fields(job.selectors))
             result["error"] = describe_failure(failure, job)
+            return self._finish(item, block_reason)
+        if not isinstance(response, TextResponse):
+            return self._page_done(empty_fields(job.selectors), item, response, block_reason)
+        if self.extractor is None:
+            fields = extract(response.text, response.url, job.selectors)
+            return self._page_done(fields, item, response, block_reason)
+        d = self.extractor.extract(
+            response.text, response.url, job.selectors, job.deadline - time.monotonic()
+        )
+        d.addCallbacks(
+            self._page_done,
+            self._page_failed,
+            callbackArgs=(item, response, block_reason),
+            errbackArgs=(item, block_reason),
+        )
+        return d
+
+    def _page_done(
+        self,
+        fields: dict[str, Any],
+        item: dict[str, Any],
+        response: Response,
+        block_reason: str | None,
+    ) -> dict[str, Any]:
+        result = item["result"]
+        result.update(fields)
+        if response.status >= 400:
+            result["error"] = f"the target answered HTTP {response.status}"
+        else:
+            result["success"] = True
+        return self._finish(item, block_reason)
+
+    def _page_failed(
+        self, failure: Failure, item: dict[str, Any], block_reason: str | None
+    ) -> dict[str, Any]:
+        failure.trap(ExtractionFailed)
+        result = item["result"]
+        result.update(empty_fields(item["job"].selectors))
+        result["error"] = str(failure.value)
+        return self._finish(item, block_reason)
+
+    def _finish(self, item: dict[str, Any], block_reason: str | None) -> dict[str, Any]:
+        job: ScrapeJob = item["job"]
+        result = item["result"]
         if block_reason is not None:
             result["block_reason"] = block_reason
         result["elapsed_ms"] = job.elapsed_ms()
-        item["result"] = result
-        item["tier_used"] = tier_used
         if self.stats is not None:
             outcome = (
                 "blocked" if result["blocked"] else ("success" if result["success"] else "failed")

@@ -212,5 +212,3 @@ def _ping(conn: Any) -> None:
     from sqlalchemy import text
 
     conn.execute(text("SELECT 1"))
-
-

@@ -32,6 +32,7 @@ from service.browser import (
 )
 from service.config import Config
 from service.db import Database
+from service.extract_pool import ExtractionPool
 from service.extraction import empty_fields
 from service.jobs import ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
@@ -87,6 +88,7 @@ class EngineBridge:
         self._watchdogs: dict[int, Any] = {}  # job id -> IDelayedCall
         self._jobs: dict[int, ScrapeJob] = {}
         self._cookie_jars: Any = None
+        self.extractor: ExtractionPool | None = None
 
     @property
     def in_flight(self) -> int:
@@ -98,6 +100,10 @@ class EngineBridge:
         self.crawler = self.runner.create_crawler(FeedSpider)
         # Settings are deep-copied, so the database (a live pool) travels on the crawler.
         self.crawler.scrapespy_database = self.database  # type: ignore[attr-defined]
+        if self.config.extract_workers > 0:
+            self.extractor = ExtractionPool(self.config.extract_workers)
+            self.extractor.start()
+            self.crawler.scrapespy_extractor = self.extractor  # type: ignore[attr-defined]
         opened: Deferred[None] = Deferred()
 
         def on_opened(spider: FeedSpider) -> None:
@@ -129,6 +135,9 @@ class EngineBridge:
         if self.runner is not None:
             await self.runner.stop()
             self.runner = None
+        if self.extractor is not None:
+            await self.extractor.stop()
+            self.extractor = None
 
     def submit(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
         assert self.crawler is not None and self.crawler.engine is not None

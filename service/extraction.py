@@ -298,6 +298,22 @@ def extract(
     }
 
 
+def selectors_to_wire(selectors: CompiledSelectors | None) -> list[list[str]] | None:
+    """``selectors`` as plain lists, for an extraction worker (service.extract_pool)."""
+    if selectors is None:
+        return None
+    return [[e.name, e.query, e.mode.value, e.attr] for e in selectors._entries]
+
+
+def selectors_from_wire(wire: list[list[str]] | None) -> CompiledSelectors | None:
+    """The inverse of :func:`selectors_to_wire`; the selectors were compiled by the sender."""
+    if wire is None:
+        return None
+    return CompiledSelectors(
+        tuple(_Selector(name, query, _Mode(mode), attr) for name, query, mode, attr in wire)
+    )
+
+
 def empty_fields(selectors: CompiledSelectors | None = None) -> dict[str, Any]:
     """The fields of a scrape that received nothing to extract from."""
     return _empty_result(selectors._entries if selectors is not None else ())

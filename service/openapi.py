@@ -44,8 +44,21 @@ PRICE_LIST: dict[str, Any] = {
 SCRAPE_RESULT: dict[str, Any] = {
     "type": "object",
     "required": [
-        "url", "final_url", "status_code", "success", "engine", "elapsed_ms", "error",
-        "blocked", "proxy_used", "title", "meta", "headings", "links", "images", "text",
+        "url",
+        "final_url",
+        "status_code",
+        "success",
+        "engine",
+        "elapsed_ms",
+        "error",
+        "blocked",
+        "proxy_used",
+        "title",
+        "meta",
+        "headings",
+        "links",
+        "images",
+        "text",
         "extracted",
     ],
     "properties": {

@@ -255,3 +255,26 @@ def test_buy_credits_validates_then_says_payments_not_configured(service, accoun
     reply = call("POST", url, {"pack": "10"}, key=key)
     assert reply.status == 503
     assert reply.json == {"error": "payments are not configured"}
+
+
+DEEP = "<html><body>" + "<div>" * 60_000 + "deep" + "</div>" * 60_000 + "</body></html>"
+
+
+def test_a_page_that_is_slow_to_parse_does_not_hold_up_other_callers(service, site, accounts):
+    # lexbor takes a good while on 60,000 nested elements; it does so in an extraction worker
+    site.page("/deep", DEEP)
+    _, key = accounts.create(credits=100)
+    finished: list[str] = []
+
+    def scrape(path: str) -> None:
+        reply = service.scrape(key, {"url": site.url(path)})
+        assert reply.status == 200 and reply.json["success"] is True, reply.body
+        finished.append(path)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        deep = pool.submit(scrape, "/deep")
+        while site.count("/deep") == 0:
+            time.sleep(0.005)
+        pool.submit(scrape, "/article").result(timeout=30)
+        deep.result(timeout=60)
+    assert finished == ["/article", "/deep"]

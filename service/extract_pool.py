@@ -1,0 +1,260 @@
+"""Extraction in worker processes, so that parsing a page never holds the reactor thread.
+
+Extraction was half of the reactor thread's time per static scrape (py-spy, ``make bench``),
+and lexbor holds the GIL for as long as it parses: a hostile page of deeply nested elements
+kept the reactor, and every other caller, waiting for seconds. The parent sends each page to
+one of ``SCRAPESPY_EXTRACT_WORKERS`` child processes (``python -m service.extract_pool``) over
+its stdin and reads the fields back from its stdout; the reactor only moves bytes.
+
+Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
+``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
+reply is the orjson of the fields (``service.extraction.extract``) or ``{"error": "..."}``.
+
+A worker that does not answer within the scrape's remaining time (at least
+``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
+:class:`ExtractionFailed`, which the result pipeline reports as a failed, unbilled scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import struct
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from twisted.internet.defer import Deferred
+from twisted.internet.protocol import ProcessProtocol
+
+from service.extraction import CompiledSelectors, extract, selectors_from_wire, selectors_to_wire
+from service.reactor import running
+
+log = logging.getLogger(__name__)
+
+_LENGTH = struct.Struct(">I")
+MIN_SECONDS = 5.0
+PROCESSING_FAILED = "the page could not be processed"
+PROCESSING_TIMED_OUT = "the page took too long to process"
+
+
+_CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TMPDIR")
+
+
+class ExtractionFailed(Exception):
+    """The page could not be extracted: its worker timed out or died."""
+
+
+def encode_request(text: str, url: str, selectors: CompiledSelectors | None) -> bytes:
+    header = orjson.dumps({"url": url, "selectors": selectors_to_wire(selectors)})
+    payload = header + b"\0" + text.encode("utf-8", "surrogatepass")
+    return _LENGTH.pack(len(payload)) + payload
+
+
+def answer(payload: bytes) -> bytes:
+    """A worker's reply to one request payload: the fields, or the reason there are none."""
+    try:
+        header, page = payload.split(b"\0", 1)
+        meta = orjson.loads(header)
+        fields = extract(
+            page.decode("utf-8", "surrogatepass"),
+            meta["url"],
+            selectors_from_wire(meta["selectors"]),
+        )
+        body = orjson.dumps(fields)
+    except Exception as exc:  # never take the worker down: report, and take the next page
+        body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
+    return _LENGTH.pack(len(body)) + body
+
+
+def serve(stdin: Any, stdout: Any) -> None:
+    """The worker's loop: one request in, one reply out, until the parent closes stdin."""
+    while True:
+        head = stdin.read(_LENGTH.size)
+        if len(head) < _LENGTH.size:
+            return
+        (size,) = _LENGTH.unpack(head)
+        payload = stdin.read(size)
+        if len(payload) < size:
+            return
+        stdout.write(answer(payload))
+        stdout.flush()
+
+
+@dataclass
+class _Task:
+    frame: bytes
+    timeout: float
+    deferred: Deferred[dict[str, Any]]
+    timer: Any = None
+
+
+@dataclass
+class _Worker:
+    pool: ExtractionPool
+    protocol: Any = None
+    task: _Task | None = None
+    buffer: bytearray = field(default_factory=bytearray)
+    alive: bool = True
+
+
+class ExtractionPool:
+    """Worker processes fed one page at a time each; pages queue in order when all are busy."""
+
+    def __init__(self, workers: int) -> None:
+        self.size = workers
+        self.workers: list[_Worker] = []
+        self.queue: deque[_Task] = deque()
+        self.stopping = False
+        self._gone: Deferred[None] | None = None
+        self._kill_timer: Any = None
+
+    def start(self) -> None:
+        for _ in range(self.size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        worker = _Worker(self)
+        protocol = _WorkerProtocol(worker)
+        worker.protocol = protocol
+        # The worker needs none of the service's secrets (database URL, Stripe keys).
+        env = {name: os.environ[name] for name in _CHILD_ENV if name in os.environ}
+        running().spawnProcess(
+            protocol,
+            sys.executable,
+            [sys.executable, "-m", "service.extract_pool"],
+            env=env,
+            childFDs={0: "w", 1: "r", 2: 2},
+        )
+        self.workers.append(worker)
+
+    def extract(
+        self, text: str, url: str, selectors: CompiledSelectors | None, timeout: float
+    ) -> Deferred[dict[str, Any]]:
+        """A Deferred firing with the fields of ``text``, or failing with ExtractionFailed."""
+        d: Deferred[dict[str, Any]] = Deferred()
+        self.queue.append(_Task(encode_request(text, url, selectors), max(timeout, MIN_SECONDS), d))
+        self._dispatch()
+        return d
+
+    def _dispatch(self) -> None:
+        for worker in self.workers:
+            if not self.queue:
+                return
+            if worker.alive and worker.task is None and worker.protocol.transport is not None:
+                task = self.queue.popleft()
+                worker.task = task
+                task.timer = running().callLater(task.timeout, self._overran, worker)
+                worker.protocol.transport.write(task.frame)
+
+    def _overran(self, worker: _Worker) -> None:
+        task = worker.task
+        worker.task = None
+        log.warning("an extraction worker overran its page's time; replacing it")
+        self._retire(worker)
+        if task is not None:
+            task.deferred.errback(ExtractionFailed(PROCESSING_TIMED_OUT))
+
+    def _retire(self, worker: _Worker) -> None:
+        if not worker.alive:
+            return
+        worker.alive = False
+        if worker in self.workers:
+            self.workers.remove(worker)
+        try:
+            worker.protocol.transport.signalProcess("KILL")
+        except Exception:  # it has already gone
+            pass
+        if not self.stopping:
+            self._spawn()
+
+    def received(self, worker: _Worker, data: bytes) -> None:
+        worker.buffer += data
+        while len(worker.buffer) >= _LENGTH.size:
+            (size,) = _LENGTH.unpack_from(worker.buffer)
+            if len(worker.buffer) < _LENGTH.size + size:
+                return
+            body = bytes(worker.buffer[_LENGTH.size : _LENGTH.size + size])
+            del worker.buffer[: _LENGTH.size + size]
+            task, worker.task = worker.task, None
+            if task is None:
+                continue
+            task.timer.cancel()
+            fields = orjson.loads(body)
+            if "error" in fields and len(fields) == 1:
+                log.warning("extraction failed in a worker: %s", fields["error"])
+                task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
+            else:
+                task.deferred.callback(fields)
+        self._dispatch()
+
+    def ended(self, worker: _Worker) -> None:
+        task, worker.task = worker.task, None
+        was_alive = worker.alive
+        worker.alive = False
+        if worker in self.workers:
+            self.workers.remove(worker)
+        if task is not None:
+            task.timer.cancel()
+            task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
+        if was_alive and not self.stopping:
+            log.warning("an extraction worker exited; starting another")
+            self._spawn()
+        if not self.stopping:
+            self._dispatch()
+        elif not self.workers and self._gone is not None and not self._gone.called:
+            if self._kill_timer is not None and self._kill_timer.active():
+                self._kill_timer.cancel()
+            self._gone.callback(None)
+
+    def stop(self, grace: float = 5.0) -> Deferred[None]:
+        """Close the workers' input, so each exits after its page; fires once all are gone.
+
+        Pages still queued fail; a worker still running after ``grace`` seconds is killed.
+        """
+        self.stopping = True
+        while self.queue:
+            self.queue.popleft().deferred.errback(ExtractionFailed(PROCESSING_FAILED))
+        gone: Deferred[None] = Deferred()
+        if not self.workers:
+            gone.callback(None)
+            return gone
+        self._gone = gone
+        for worker in list(self.workers):
+            transport = worker.protocol.transport
+            if transport is not None:
+                transport.closeStdin()
+        self._kill_timer = running().callLater(grace, self._kill_all)
+        return gone
+
+    def _kill_all(self) -> None:
+        for worker in list(self.workers):
+            try:
+                worker.protocol.transport.signalProcess("KILL")
+            except Exception:  # already gone
+                pass
+
+
+class _WorkerProtocol(ProcessProtocol):
+    def __init__(self, worker: _Worker) -> None:
+        self.worker = worker
+
+    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
+        self.worker.pool._dispatch()
+
+    def outReceived(self, data: bytes) -> None:  # noqa: N802
+        self.worker.pool.received(self.worker, data)
+
+    def processEnded(self, reason: Any) -> None:  # noqa: N802
+        self.worker.pool.ended(self.worker)
+
+
+if __name__ == "__main__":
+    # The parent drains its scrapes on SIGINT/SIGTERM and then closes this worker's stdin;
+    # a signal sent to the whole process group must not kill the worker first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -1,0 +1,93 @@
+"""The extraction workers (service.extract_pool): real child processes on the test's reactor."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+import pytest_twisted
+from twisted.internet import reactor
+from twisted.internet.task import deferLater
+
+from bench.pages import article
+from service import extract_pool
+from service.extract_pool import (
+    PROCESSING_FAILED,
+    PROCESSING_TIMED_OUT,
+    ExtractionFailed,
+    ExtractionPool,
+)
+from service.extraction import compile_selectors, extract
+
+PAGE_URL = "http://example.com/news/article.html"
+# Deep enough that lexbor takes a good while on it: the page a hostile target would serve.
+HOSTILE = "<html><body>" + "<div>" * 60_000 + "x" + "</div>" * 60_000 + "</body></html>"
+
+
+@pytest.fixture
+def pool():
+    started = ExtractionPool(1)
+    started.start()
+    yield started
+    if not started.stopping:
+        pytest_twisted.blockon(started.stop())
+
+
+def worker_pid(pool: ExtractionPool) -> int:
+    return int(pool.workers[0].protocol.transport.pid)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_worker_gives_what_extract_gives_here(pool):
+    page = article(3)
+    selectors = compile_selectors({"heads": "h2::text", "srcs": "img ::attr(src)", "p": "p"})
+    fields = await pool.extract(page, PAGE_URL, selectors, 10)
+    assert fields == extract(page, PAGE_URL, selectors)
+    assert len(fields["links"]) > 100 and fields["extracted"]["heads"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_pages_queue_when_the_worker_is_busy_and_all_are_answered(pool):
+    pages = [article(i) for i in range(12)]
+    results = [await d for d in [pool.extract(p, PAGE_URL, None, 10) for p in pages]]
+    assert [r["title"] for r in results] == [extract(p, PAGE_URL)["title"] for p in pages]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_that_overruns_fails_and_the_worker_is_replaced(pool, monkeypatch):
+    monkeypatch.setattr(extract_pool, "MIN_SECONDS", 0.05)
+    first = worker_pid(pool)
+    with pytest.raises(ExtractionFailed, match=PROCESSING_TIMED_OUT):
+        await pool.extract(HOSTILE, PAGE_URL, None, 0.05)
+    monkeypatch.setattr(extract_pool, "MIN_SECONDS", 5.0)
+    fields = await pool.extract(article(1), PAGE_URL, None, 10)
+    assert fields["title"]
+    assert worker_pid(pool) != first
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_worker_that_dies_fails_its_page_and_is_replaced(pool):
+    first = worker_pid(pool)
+    pending = pool.extract(HOSTILE, PAGE_URL, None, 30)
+    await deferLater(reactor, 0.2, lambda: None)
+    os.kill(first, signal.SIGKILL)
+    with pytest.raises(ExtractionFailed, match=PROCESSING_FAILED):
+        await pending
+    fields = await pool.extract(article(2), PAGE_URL, None, 10)
+    assert fields["title"]
+    assert worker_pid(pool) != first
+
+
+@pytest_twisted.ensureDeferred
+async def test_stop_lets_the_workers_exit(pool):
+    pid = worker_pid(pool)
+    await pool.stop()
+    assert pool.workers == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_worker_reports_a_bad_request_instead_of_dying():
+    reply = extract_pool.answer(b"not a request")
+    assert reply[4:] == b'{"error":"ValueError"}'
