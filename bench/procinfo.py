@@ -42,12 +42,23 @@ def cpu_seconds(pid: int) -> float:
     return total / TICKS
 
 
-def rss_mb(pid: int, peak: bool = False) -> float:
+def rss_mb(pid: int, peak: bool = False, children: str | None = None) -> float:
+    """RSS of the process in MB (with ``peak``, its high-water mark), plus that of each
+    descendant whose command name contains ``children`` (``"python"``: the service's
+    extraction workers, not its browser)."""
     key = "VmHWM:" if peak else "VmRSS:"
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    total = 0
+    for one in tree(pid) if children else [pid]:
+        try:
+            if one != pid and children not in Path(f"/proc/{one}/comm").read_text():
+                continue
+            lines = Path(f"/proc/{one}/status").read_text().splitlines()
+        except (OSError, TypeError):
+            continue
+        for line in lines:
+            if line.startswith(key):
+                total += int(line.split()[1])
+    return total / 1024
 
 
 def count_named(pid: int, name: str) -> int:

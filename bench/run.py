@@ -100,7 +100,7 @@ def measured(
         "p50_ms": out["p50_us"] / 1000,
         "p99_ms": out["p99_us"] / 1000,
         "cpu_s_per_1000": cpu / n * 1000,
-        "peak_rss_mb": rss_mb(pid, peak=True),
+        "peak_rss_mb": rss_mb(pid, peak=True, children="python"),
     }
 
 
@@ -277,11 +277,11 @@ def main() -> int:
         first = wrk(
             "scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "500"}, 1000 / rate * 1.5 + 3
         )
-        after_1k = rss_mb(proc.process.pid)
+        after_1k = rss_mb(proc.process.pid, children="python")
         rest = wrk(
             "scrapespy.lua", proc.base, 8, {**env, "BENCH_MAX": "4500"}, 9000 / rate * 1.5 + 3
         )
-        after_10k = rss_mb(proc.process.pid)
+        after_10k = rss_mb(proc.process.pid, children="python")
         results["memory"] = {
             "requests": [first["requests"], first["requests"] + rest["requests"]],
             "rss_mb_after_1000": after_1k,

@@ -145,8 +145,9 @@ class Config:
     sweep_interval_seconds: float = 30.0
     shutdown_grace_seconds: float = 30.0
     db_threads: int = 8
-    # processes that parse pages (service.extract_pool); 0 parses on the reactor thread
-    extract_workers: int = 1
+    # processes that parse pages (service.extract_pool); 0 parses on the reactor thread.
+    # Two, so that one page that is slow to parse does not queue every other page behind it.
+    extract_workers: int = 2
     robots_ttl_seconds: int = 3600
     session_secret: str = ""
     trust_forwarded_for: bool = False
@@ -182,7 +183,7 @@ class Config:
             sweep_interval_seconds=_float(env, "SCRAPESPY_SWEEP_INTERVAL_SECONDS", 30.0),
             shutdown_grace_seconds=_float(env, "SCRAPESPY_SHUTDOWN_GRACE_SECONDS", 30.0),
             db_threads=_int(env, "SCRAPESPY_DB_THREADS", 8, minimum=1),
-            extract_workers=_int(env, "SCRAPESPY_EXTRACT_WORKERS", 1),
+            extract_workers=_int(env, "SCRAPESPY_EXTRACT_WORKERS", 2),
             robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
             session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),
             trust_forwarded_for=_bool(env, "SCRAPESPY_TRUST_X_FORWARDED_FOR", False),

@@ -261,7 +261,8 @@ DEEP = "<html><body>" + "<div>" * 60_000 + "deep" + "</div>" * 60_000 + "</body>
 
 
 def test_a_page_that_is_slow_to_parse_does_not_hold_up_other_callers(service, site, accounts):
-    # lexbor takes a good while on 60,000 nested elements; it does so in an extraction worker
+    # lexbor takes a good while on 60,000 nested elements; it does so in one extraction worker
+    # while the reactor and the other worker (SCRAPESPY_EXTRACT_WORKERS=2) serve the article
     site.page("/deep", DEEP)
     _, key = accounts.create(credits=100)
     finished: list[str] = []
