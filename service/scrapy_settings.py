@@ -67,6 +67,12 @@ SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
 # request and can check the target's own addresses there; direct downloads are guarded by the
 # resolver it installs, on the address actually connected to.
 DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's defaults that do nothing for one request per API call cost reactor time on each:
+    # no allowed_domains, no http_user, and byte counts nobody reads (request_httprepr per
+    # request). /metrics keeps the service's own figures.
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
+    "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
     "middlewares.egress_guard.EgressGuardMiddleware": 760,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.robots.ExpiringRobotsTxtMiddleware": 100,
@@ -77,6 +83,19 @@ DOWNLOADER_MIDDLEWARES = {
     # Proxy-Authorization (and removes a stale one when the request falls back to direct).
     "middlewares.proxy_pool.ProxyPoolMiddleware": 740,
 }
+
+# The spiders yield one item per response and never a request, which is all these look at:
+# each one wrapped every response's output in another async generator.
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.start.StartSpiderMiddleware": None,
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,  # HTTPERROR_ALLOW_ALL
+    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+}
+# CoreStats counts every response and item through signal handlers; the service counts its own.
+EXTENSIONS = {"scrapy.extensions.corestats.CoreStats": None}
 
 ITEM_PIPELINES = {
     "pipelines.result.ResultPipeline": 100,
