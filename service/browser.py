@@ -180,6 +180,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS", 0.1)
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
         self.pages = asyncio.Semaphore(settings.getint("SCRAPESPY_MAX_PAGES", 4))
+        self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
         self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
         self.spares = Spares(settings.getint("SCRAPESPY_BROWSER_SPARES", 2), self._new_spare)
         self._launch_options = dict(self.config.launch_options)
@@ -260,6 +261,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     async def _close_all(self) -> None:
         try:
+            if self._letting_go:  # contexts of finished renders, still closing
+                await asyncio.wait(list(self._letting_go), timeout=10)
             await self.spares.close()
             await super().close()
         finally:
@@ -312,13 +315,25 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             finally:
                 if render.spare is not None:
                     self._watches.pop(render.spare.page, None)
-                await render.close()
-                if slot:
-                    self.pages.release()
-                if render.browser is not None:
-                    # After the render, not during it: making a spare takes CPU it would need.
-                    self.spares.refill(render.browser)
+                # The page's DOM has been read: the caller need not wait for its context to
+                # close (20-40 ms). Its page slot is released only once it has closed, so the
+                # open contexts stay bounded by SCRAPESPY_MAX_PAGES.
+                letting_go = asyncio.ensure_future(self._let_go(render, slot))
+                self._letting_go.add(letting_go)
+                letting_go.add_done_callback(self._letting_go.discard)
         raise AssertionError("unreachable")
+
+    async def _let_go(self, render: _Render, slot: bool) -> None:
+        try:
+            await render.close()
+        except Exception as error:  # a browser that went away took the context with it
+            log.debug("closing a browser context failed: %s", error)
+        finally:
+            if slot:
+                self.pages.release()
+            if render.browser is not None:
+                # After the render, not during it: making a spare takes CPU it would need.
+                self.spares.refill(render.browser)
 
     async def _page_for(self, request: Request, render: _Render) -> Page:
         """A fresh context and page (a spare if one is ready), routed through the guard."""
@@ -388,6 +403,10 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         budget = min(self.settle_seconds, self._time_left(request) - READ_RESERVE)
         watch = self._watches.get(page)
         if watch is not None and budget > 0:
+            # The page has loaded and mostly waits from here: a good time to start making the
+            # next request's context, rather than during that request's navigation.
+            if self.browser is not None:
+                self.spares.refill(self.browser)
             await watch.settle(quiet=self.quiet_seconds, limit=budget)
 
 

@@ -51,7 +51,16 @@ def test_browser_gauges_show_nothing_left_open_after_js_scrapes(service, site, a
     _, key = accounts.create(credits=20)
     for _ in range(2):
         assert service.scrape(key, {"url": site.url("/js-only"), "engine": "js"}).json["success"]
-    after = samples(call("GET", service.url("/metrics")).body.decode())
+    # a finished render's context closes just after its answer has gone (a bounded wait)
+    deadline = time.monotonic() + 10
+    while True:
+        after = samples(call("GET", service.url("/metrics")).body.decode())
+        settled = value(after, "scrapespy_browser_pages_open") <= 2 and (
+            value(after, "scrapespy_browser_contexts_open") <= 2
+        )
+        if settled or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     # at most the spare contexts (each with its page) made ahead of demand
     # (SCRAPESPY_BROWSER_SPARES = 2), never one per past request
     assert value(after, "scrapespy_browser_pages_open") <= 2
