@@ -8,6 +8,7 @@ Every load is bounded in time (``BENCH_DURATION`` seconds a run, default 10) and
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -63,7 +64,8 @@ def wrk(script: str, base: str, concurrency: int, env: dict[str, str], duration:
             "-c",
             str(concurrency),
             "-d",
-            f"{duration:g}s",
+            # wrk reads whole seconds only: "8.5s" is a usage error
+            f"{math.ceil(duration)}s",
             "--timeout",
             "60s",
             "-s",
