@@ -1,8 +1,9 @@
 """``make bench``: scrapespy against its ceiling (a plain persistent Scrapy crawler) and its peer
 (ScrapyRT) on one local site, in one run; figures as ratios; bench/results/latest.json.
 
-Every load is bounded in time (``BENCH_DURATION`` seconds a run, default 10) and targets only
-127.0.0.1.
+Every load is bounded in time (``BENCH_DURATION`` seconds a run, default 5; js runs at least 10)
+and targets only 127.0.0.1. The static contenders take ``BENCH_REPS`` turns each (default 3) at
+every concurrency, one after the other, and each figure is the median of a contender's turns.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 RT_VENV = BENCH / ".venv-scrapyrt"
-DURATION = float(os.environ.get("BENCH_DURATION", "10"))
+DURATION = float(os.environ.get("BENCH_DURATION", "5"))
+REPS = int(os.environ.get("BENCH_REPS", "3"))
+JS_DURATION = max(DURATION, 10.0)
 STATIC_CONCURRENCY = (1, 8, 32)
 JS_CONCURRENCY = (1, 4)
 POSTGRES_URL = os.environ.get(
@@ -191,6 +195,17 @@ def scrapespy(database_url: str, workdir: Path, args: tuple[str, ...] = ()) -> t
     return proc, key
 
 
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over the turns, and every turn's throughput and p50 besides."""
+    out: dict[str, Any] = {}
+    for name in runs[0]:
+        values = [run[name] for run in runs if isinstance(run.get(name), (int, float))]
+        out[name] = statistics.median(values) if values else runs[0][name]
+    out["rps_turns"] = [round(run["rps"], 1) for run in runs]
+    out["p50_ms_turns"] = [round(run["p50_ms"], 2) for run in runs]
+    return out
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
@@ -211,6 +226,7 @@ def main() -> int:
     urls_file.write_text("\n".join(f"{target}/article-{i}.html" for i in range(20)))
     results: dict[str, Any] = {
         "duration_s": DURATION,
+        "turns": REPS,
         "static": {},
         "js": {},
         "memory": {},
@@ -219,51 +235,73 @@ def main() -> int:
     }
     cleanups: list[Any] = []
     try:
-        print(f"bench: {DURATION:g} s a run, target {target}", flush=True)
-        for c in STATIC_CONCURRENCY:
-            results["static"].setdefault("ceiling", {})[c] = ceiling(urls_file, c)
-            print(f"  ceiling   c={c:<3} {results['static']['ceiling'][c]}", flush=True)
-
+        print(f"bench: {REPS} x {DURATION:g} s a run, target {target}", flush=True)
         rt = ScrapyRT(work / "rtlogs").start() if (RT_VENV / "bin" / "scrapyrt").exists() else None
         if rt is not None:
             cleanups.append(rt.stop)
-            for c in STATIC_CONCURRENCY:
-                figures = measured(
-                    rt.proc.pid, "scrapyrt.lua", rt.base, c, {"BENCH_TARGET": target}
-                )
-                results["static"].setdefault("scrapyrt", {})[c] = figures
-                print(f"  scrapyrt  c={c:<3} {figures}", flush=True)
+            wrk("scrapyrt.lua", rt.base, 8, {"BENCH_TARGET": target}, 2)  # warm-up
 
         backends = {"sqlite": f"sqlite:///{work / 'bench.db'}"}
         pg = postgres_database()
         if pg is not None:
             backends["postgresql"] = pg[0]
             cleanups.append(pg[1])
+        services: dict[str, tuple[Any, dict[str, str]]] = {}
         for backend, url in backends.items():
             (work / backend).mkdir()
             proc, key = scrapespy(url, work / backend)
             cleanups.append(proc.stop)
             env = {"BENCH_TARGET": target, "BENCH_KEY": key}
             wrk("scrapespy.lua", proc.base, 8, env, 2)  # warm-up: robots.txt, connections
-            for c in STATIC_CONCURRENCY:
-                figures = measured(proc.process.pid, "scrapespy.lua", proc.base, c, env)
-                results["static"].setdefault(f"scrapespy_{backend}", {})[c] = figures
-                print(f"  scrapespy/{backend} c={c:<3} {figures}", flush=True)
-            if backend == "sqlite":
-                # js on the same instance
-                jenv = {**env, "BENCH_ENGINE": "js", "BENCH_PAGE": "/js.html"}
-                wrk("scrapespy.lua", proc.base, 1, jenv, 3)  # browser launch
-                for c in JS_CONCURRENCY:
-                    figures = measured(proc.process.pid, "scrapespy.lua", proc.base, c, jenv)
-                    figures["browser_processes"] = count_named(proc.process.pid, "chrom")
-                    results["js"].setdefault("scrapespy", {})[c] = figures
-                    print(f"  scrapespy js c={c:<3} {figures}", flush=True)
+            services[backend] = (proc, env)
+
+        # The machine's speed drifts by tens of percent from one minute to the next (a shared
+        # VM), so the contenders take turns, REPS times at each concurrency, and each figure is
+        # the median of its turns.
+        def contenders(c: int) -> list[tuple[str, Any]]:
+            out: list[tuple[str, Any]] = [("ceiling", lambda: ceiling(urls_file, c))]
+            if rt is not None:
+                rt_env = {"BENCH_TARGET": target}
+                out.append(
+                    ("scrapyrt", lambda: measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, rt_env))
+                )
+            for backend, (proc, env) in services.items():
+                out.append(
+                    (
+                        f"scrapespy_{backend}",
+                        lambda proc=proc, env=env: measured(
+                            proc.process.pid, "scrapespy.lua", proc.base, c, env
+                        ),
+                    )
+                )
+            return out
+
+        for c in STATIC_CONCURRENCY:
+            turns: dict[str, list[dict[str, Any]]] = {}
+            for rep in range(REPS):
+                for name, run in contenders(c):
+                    figures = run()
+                    turns.setdefault(name, []).append(figures)
+                    print(f"  {name:<22} c={c:<3} turn {rep + 1}: {figures}", flush=True)
+            for name, runs in turns.items():
+                results["static"].setdefault(name, {})[c] = median_of(runs)
+
+        proc, env = services["sqlite"]
+        # js on the same instance
+        jenv = {**env, "BENCH_ENGINE": "js", "BENCH_PAGE": "/js.html"}
+        wrk("scrapespy.lua", proc.base, 1, jenv, 3)  # browser launch
+        for c in JS_CONCURRENCY:
+            figures = measured(proc.process.pid, "scrapespy.lua", proc.base, c, jenv, JS_DURATION)
+            figures["browser_processes"] = count_named(proc.process.pid, "chrom")
+            results["js"].setdefault("scrapespy", {})[c] = figures
+            print(f"  scrapespy js c={c:<3} {figures}", flush=True)
+        for proc, _ in services.values():
             proc.stop()
 
         if rt is not None:
             jenv = {"BENCH_TARGET": target, "BENCH_ENGINE": "js", "BENCH_PAGE": "/js.html"}
             for c in JS_CONCURRENCY:
-                figures = measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, jenv)
+                figures = measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, jenv, JS_DURATION)
                 results["js"].setdefault("scrapyrt", {})[c] = figures
                 print(f"  scrapyrt js c={c:<3} {figures}", flush=True)
             rt.stop()
