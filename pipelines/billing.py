@@ -71,7 +71,7 @@ class BillingPipeline:
             return item
         result, tier_used = item["result"], item["tier_used"]
         cost, consume_trial = charge_for(job, result, tier_used)
-        d = self.database.run(
+        d = self.database.run_hot(
             ledger.settle,
             job.hold_id,
             cost=cost,

@@ -204,7 +204,7 @@ class EngineBridge:
         if job.hold_id is None or self.database is None:
             job.finish(result)
             return succeed(None)
-        d = self.database.run(ledger.release, job.hold_id, usage_row(job, result, "none"))
+        d = self.database.run_hot(ledger.release, job.hold_id, usage_row(job, result, "none"))
         return d.addCallbacks(lambda _: job.finish(result), job.done.errback)
 
     async def drain(self, grace: float) -> int:

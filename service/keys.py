@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, insert, select
 
-from service.db.hot import cursor, hot_path
+from service.db.hot import HotConnection, cursor, hot_path
 from service.db.tables import api_keys
 from service.ledger import now
 
@@ -71,7 +71,7 @@ def authenticate(conn: Connection, key: str) -> Caller | None:
     return caller_by_hash(conn, hash_key(key))
 
 
-def caller_by_hash(conn: Connection, digest: str) -> Caller | None:
+def caller_by_hash(conn: HotConnection, digest: str) -> Caller | None:
     """The caller whose key hashes to ``digest``; on the driver's cursor (service.db.hot)."""
     cur = cursor(conn)
     try:

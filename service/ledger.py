@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
-from service.db.hot import cursor, hot_path
+from service.db.hot import HotConnection, cursor, hot_path
 from service.db.tables import accounts, holds, ledger_entries
 
 
@@ -49,7 +49,9 @@ def available(conn: Connection, account_id: int) -> int:
     return int(row.balance - row.held)
 
 
-def hold(conn: Connection, account_id: int, amount: int, *, trial: bool, ttl_seconds: int) -> int:
+def hold(
+    conn: HotConnection, account_id: int, amount: int, *, trial: bool, ttl_seconds: int
+) -> int:
     """Reserve ``amount`` credits for one scrape, and one residential trial when ``trial``.
 
     Raises InsufficientCredits, or NoTrialLeft. Reserving the trial here, in the same
@@ -88,7 +90,7 @@ def hold(conn: Connection, account_id: int, amount: int, *, trial: bool, ttl_sec
 
 
 def _append_entry(
-    conn: Connection, account_id: int, kind: str, amount: int, balance_after: int, reference: str
+    conn: HotConnection, account_id: int, kind: str, amount: int, balance_after: int, reference: str
 ) -> int:
     sql = hot_path(conn)
     cur = cursor(conn)
@@ -110,7 +112,7 @@ def _append_entry(
 
 
 def settle(
-    conn: Connection,
+    conn: HotConnection,
     hold_id: int,
     *,
     cost: int,
@@ -184,7 +186,9 @@ def settle(
     return Settlement(charged, trial_consumed, claimed is not None)
 
 
-def release(conn: Connection, hold_id: int, usage_row: dict[str, Any] | None = None) -> Settlement:
+def release(
+    conn: HotConnection, hold_id: int, usage_row: dict[str, Any] | None = None
+) -> Settlement:
     return settle(conn, hold_id, cost=0, usage_row=usage_row)
 
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import Connection
-
 from service import keys, ledger
 from service.config import Config
 from service.db import Database
+from service.db.hot import HotConnection
 from service.engine import EngineBridge
 from service.errors import (
     RESIDENTIAL_LOCKED,
@@ -80,7 +79,7 @@ class Scraper:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
         try:
-            caller, price, hold_id = await self.database.run(
+            caller, price, hold_id = await self.database.run_hot(
                 self._authorize_and_hold, key_hash, request.engine, request.proxy_type
             )
             job = ScrapeJob(
@@ -101,7 +100,7 @@ class Scraper:
             self.active -= 1
 
     def _authorize_and_hold(
-        self, conn: Connection, key_hash: str, engine: str, tier: str
+        self, conn: HotConnection, key_hash: str, engine: str, tier: str
     ) -> tuple[keys.Caller, Quote, int]:
         caller = keys.caller_by_hash(conn, key_hash)
         if caller is None:

@@ -255,3 +255,40 @@ def test_a_kept_connection_the_server_dropped_is_replaced_without_an_error(db):
     # the hold that met the dropped connection was rolled back with it: one hold, one charge
     assert state(db, account_id) == (3, 0)
     assert db.run_sync(ledger.entries_sum, account_id) == 3
+
+
+def test_the_hot_path_runs_on_the_driver_on_a_kept_connection(db):
+    account_id = new_account(db, 5)
+
+    def driver_connection(conn):
+        return id(conn.connection.dbapi_connection)
+
+    first = db._hot_transaction(driver_connection)
+    hold_id = db._hot_transaction(ledger.hold, account_id, 3, trial=False, ttl_seconds=60)
+    with pytest.raises(ledger.InsufficientCredits):
+        db._hot_transaction(ledger.hold, account_id, 3, trial=False, ttl_seconds=60)
+    # the failed hold was rolled back and left no transaction open behind it
+    assert state(db, account_id) == (5, 3)
+    assert db._hot_transaction(ledger.settle, hold_id, cost=2).charged == 2
+    assert db._hot_transaction(driver_connection) == first
+    assert state(db, account_id) == (3, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 3
+
+
+def test_a_hot_connection_the_server_dropped_is_replaced_without_an_error(db):
+    if db.dialect != "postgresql":
+        pytest.skip("only a database server can drop a connection (the PostgreSQL pass)")
+    account_id = new_account(db, 5)
+
+    def backend(conn):
+        cur = conn.connection.cursor()
+        cur.execute("SELECT pg_backend_pid()")
+        return int(cur.fetchone()[0])
+
+    pid = db._hot_transaction(backend)
+    db.run_sync(lambda conn: conn.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"))
+    hold_id = db._hot_transaction(ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    assert db._hot_transaction(backend) != pid
+    db._hot_transaction(ledger.settle, hold_id, cost=2)
+    assert state(db, account_id) == (3, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 3

@@ -21,6 +21,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
+from service.db.hot import RawConnection
 from service.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -106,12 +107,13 @@ class Database:
             # SQLite has one writer: more threads only queue on its lock, and its busy handler
             # sleeps in steps of up to 100 ms, which showed as 1-3 s p99 latencies under load.
             threads = 1
-        # Each thread keeps one connection (below); the rest serve migrations and the CLI.
-        self.engine = make_engine(url, pool_size=threads + 2)
+        # Each thread keeps two connections (below); the rest serve migrations and the CLI.
+        self.engine = make_engine(url, pool_size=2 * threads + 2)
+        self._sqlite = make_url(url).get_backend_name() == "sqlite"
         self.pool = ThreadPool(minthreads=1, maxthreads=threads, name="scrapespy-db")
         self._started = False
         self._local = threading.local()
-        self._held: list[Connection] = []
+        self._held: list[Any] = []  # kept Connections and raw connections
         self._held_lock = threading.Lock()
 
     @property
@@ -222,6 +224,70 @@ class Database:
         from twisted.internet import reactor
 
         return deferToThreadPool(reactor, self.pool, fn, *args, **kwargs)
+
+    def run_hot(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
+        """``run`` for the scrape hot path: ``fn`` gets a :class:`RawConnection` and may use only
+        the driver's cursor (service.db.hot), in a transaction begun and committed on the
+        driver itself: SQLAlchemy's begin and commit cost more than SQLite's."""
+        from twisted.internet import reactor
+
+        return deferToThreadPool(reactor, self.pool, self._hot_transaction, fn, *args, **kwargs)
+
+    def _hot_transaction(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        for attempt in (1, 2):
+            raw: Any = None
+            reused = committing = False
+            try:
+                raw, reused = self._raw_connection()
+                if self._sqlite:
+                    # SQLite's deferred transactions upgrade to a write lock mid-way and fail;
+                    # take it up front, as the engine's begin hook does for Core transactions.
+                    raw.execute("BEGIN IMMEDIATE")
+                try:
+                    result = fn(RawConnection(raw, self.engine.dialect), *args, **kwargs)
+                except BaseException:
+                    raw.rollback()
+                    raise
+                committing = True
+                raw.commit()
+                return result
+            except Exception as exc:
+                outage, dropped = self._classify(exc)
+                if outage:
+                    if raw is not None:
+                        self._drop_raw(raw)
+                    if attempt == 1 and reused and dropped and not committing:
+                        continue
+                    log.error("database unavailable: %s", exc.__class__.__name__)
+                    raise ServiceUnavailable(DATABASE_DOWN) from exc
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _raw_connection(self) -> tuple[Any, bool]:
+        """The calling pool thread's kept DB-API connection (the pool's proxy of it)."""
+        raw = getattr(self._local, "raw", None)
+        if raw is not None and raw.is_valid:
+            return raw, True
+        if raw is not None:
+            self._drop_raw(raw)
+        raw = self.engine.raw_connection()
+        self._local.raw = raw
+        with self._held_lock:
+            self._held.append(raw)
+        return raw, False
+
+    def _drop_raw(self, raw: Any) -> None:
+        if getattr(self._local, "raw", None) is raw:
+            self._local.raw = None
+        with self._held_lock:
+            if raw in self._held:
+                self._held.remove(raw)
+        try:
+            if raw.is_valid:
+                raw.invalidate()
+            raw.close()
+        except Exception:  # it is being thrown away because it failed
+            pass
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         """Run ``fn(connection, ...)`` in one transaction on the database thread pool."""

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, DateTime
+from sqlalchemy import DateTime
 from sqlalchemy.engine import Dialect
 
 _SQL: dict[str, str] = {
@@ -92,7 +92,28 @@ def _same(value: Any) -> Any:
 _BY_DIALECT: dict[tuple[str, str], HotPath] = {}
 
 
-def hot_path(conn: Connection) -> HotPath:
+class HotConnection(Protocol):
+    """What the hot path uses of a connection: a SQLAlchemy ``Connection`` in a transaction,
+    or the raw one :meth:`service.db.Database.run_hot` hands over."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def connection(self) -> Any: ...
+
+
+class RawConnection:
+    """A kept DB-API connection (the pool's proxy of it) with its dialect, for ``run_hot``."""
+
+    __slots__ = ("connection", "dialect")
+
+    def __init__(self, connection: Any, dialect: Dialect) -> None:
+        self.connection = connection
+        self.dialect = dialect
+
+
+def hot_path(conn: HotConnection) -> HotPath:
     dialect = conn.dialect
     key = (dialect.name, dialect.driver)
     found = _BY_DIALECT.get(key)
@@ -101,6 +122,6 @@ def hot_path(conn: Connection) -> HotPath:
     return found
 
 
-def cursor(conn: Connection) -> Any:
+def cursor(conn: HotConnection) -> Any:
     """The DB-API cursor of ``conn``'s connection, inside the transaction ``conn`` began."""
     return conn.connection.cursor()
