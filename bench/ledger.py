@@ -1,7 +1,10 @@
 """The ledger's share of one scrape: key lookup + hold, then settle, as the service runs them
 (Database.run_hot's transactions, on the calling thread), in one process.
 
-python -m bench.ledger [DATABASE_URL]     # default: a throwaway SQLite file
+python -m bench.ledger [DATABASE_URL]
+
+Without an argument it uses a throwaway SQLite file. A PostgreSQL URL names a server: the figures
+come from a throwaway database made on it and dropped afterwards.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.run import postgres_database
 from service import accounts, keys, ledger
 from service.db import Database
 
@@ -30,7 +34,12 @@ USAGE = {
 
 def main(rounds: int = 1000) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        url = sys.argv[1] if len(sys.argv) > 1 else f"sqlite:///{Path(folder) / 'ledger.db'}"
+        url, drop = f"sqlite:///{Path(folder) / 'ledger.db'}", None
+        if len(sys.argv) > 1:
+            made = postgres_database(sys.argv[1])
+            if made is None:
+                raise SystemExit(f"cannot create a database on {sys.argv[1]}")
+            url, drop = made
         db = Database(url)
         db.upgrade()
         account_id = db.run_sync(accounts.create, f"bench-{uuid.uuid4().hex}@example.com", trials=0)
@@ -53,6 +62,8 @@ def main(rounds: int = 1000) -> None:
             f"{cpu / rounds * 1000:.2f} ms CPU in this process ({rounds} scrapes, {db.dialect})"
         )
         db.stop()
+        if drop is not None:
+            drop()
 
 
 if __name__ == "__main__":

@@ -159,11 +159,12 @@ class ScrapyRT:
                 self.proc.kill()
 
 
-def postgres_database() -> tuple[str, Any] | None:
+def postgres_database(server: str = POSTGRES_URL) -> tuple[str, Any] | None:
+    """A throwaway database on ``server`` (its URL and a function dropping it), or None."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    admin_url = make_url(POSTGRES_URL)
+    admin_url = make_url(server)
     name = f"scrapespy_bench_{uuid.uuid4().hex[:10]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
