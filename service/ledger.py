@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
-from service.db.hot import HotConnection, cursor, hot_path
+from service.db.hot import HotConnection, cursor, hot_path, writing
 from service.db.tables import accounts, holds, ledger_entries
 
 
@@ -33,6 +33,21 @@ class InsufficientCredits(Exception):
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+# What a settlement's usage row carries (pipelines.billing.usage_row) besides what settle adds.
+USAGE_FIELDS = (
+    "account_id",
+    "url",
+    "engine",
+    "tier_requested",
+    "tier_used",
+    "status_code",
+    "success",
+    "blocked",
+    "error",
+    "elapsed_ms",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +77,26 @@ def hold(
         raise ValueError("a hold cannot be negative")
     sql = hot_path(conn)
     cur = cursor(conn)
+    writing(conn)
     try:
+        if sql.functions:
+            created = now()
+            cur.execute(
+                sql.sql["pg_hold"],
+                {
+                    "account_id": account_id,
+                    "amount": amount,
+                    "trial": trial,
+                    "created_at": created,
+                    "expires_at": created + timedelta(seconds=ttl_seconds),
+                },
+            )
+            new_hold, left, trials_left = cur.fetchone()
+            if new_hold is None:
+                if trial and trials_left <= 0:
+                    raise NoTrialLeft()
+                raise InsufficientCredits(amount, int(left))
+            return int(new_hold)
         cur.execute(
             sql.sql["reserve_with_trial" if trial else "reserve"],
             {"account_id": account_id, "amount": amount},
@@ -94,6 +128,7 @@ def _append_entry(
 ) -> int:
     sql = hot_path(conn)
     cur = cursor(conn)
+    writing(conn)
     try:
         cur.execute(
             sql.sql["new_entry"],
@@ -129,7 +164,23 @@ def settle(
     sql = hot_path(conn)
     settled = sql.date(now())
     cur = cursor(conn)
+    writing(conn)
     try:
+        if sql.functions:
+            row = usage_row or {}
+            cur.execute(
+                sql.sql["pg_settle"],
+                {
+                    "hold_id": hold_id,
+                    "cost": cost,
+                    "consume_trial": consume_trial,
+                    "settled": settled,
+                    "usage": usage_row is not None,
+                    **{name: row.get(name) for name in USAGE_FIELDS},
+                },
+            )
+            charged, consumed, claimed = cur.fetchone()
+            return Settlement(int(charged), bool(consumed), bool(claimed))
         cur.execute(
             sql.sql["claim_hold"],
             {

@@ -287,7 +287,12 @@ def test_a_hot_connection_the_server_dropped_is_replaced_without_an_error(db):
 
     pid = db._hot_transaction(backend)
     db.run_sync(lambda conn: conn.exec_driver_sql(f"SELECT pg_terminate_backend({pid})"))
-    hold_id = db._hot_transaction(ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    # as if the connection had been idle long enough to be checked before it is used again
+    db.ping_after_idle = 0.0
+    try:
+        hold_id = db._hot_transaction(ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    finally:
+        db.ping_after_idle = 5.0
     assert db._hot_transaction(backend) != pid
     db._hot_transaction(ledger.settle, hold_id, cost=2)
     assert state(db, account_id) == (3, 0)

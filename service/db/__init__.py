@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -115,6 +116,7 @@ class Database:
         self._local = threading.local()
         self._held: list[Any] = []  # kept Connections and raw connections
         self._held_lock = threading.Lock()
+        self.ping_after_idle = 5.0  # seconds; see _raw_connection
 
     @property
     def dialect(self) -> str:
@@ -236,6 +238,7 @@ class Database:
     def _hot_transaction(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         for attempt in (1, 2):
             raw: Any = None
+            conn: RawConnection | None = None
             reused = committing = False
             try:
                 raw, reused = self._raw_connection()
@@ -243,8 +246,9 @@ class Database:
                     # SQLite's deferred transactions upgrade to a write lock mid-way and fail;
                     # take it up front, as the engine's begin hook does for Core transactions.
                     raw.execute("BEGIN IMMEDIATE")
+                conn = RawConnection(raw, self.engine.dialect)
                 try:
-                    result = fn(RawConnection(raw, self.engine.dialect), *args, **kwargs)
+                    result = fn(conn, *args, **kwargs)
                 except BaseException:
                     raw.rollback()
                     raise
@@ -256,7 +260,9 @@ class Database:
                 if outage:
                     if raw is not None:
                         self._drop_raw(raw)
-                    if attempt == 1 and reused and dropped and not committing:
+                    # in autocommit, a change may have been made before the connection went
+                    settled = committing or (not self._sqlite and conn is not None and conn.wrote)
+                    if attempt == 1 and reused and dropped and not settled:
                         continue
                     log.error("database unavailable: %s", exc.__class__.__name__)
                     raise ServiceUnavailable(DATABASE_DOWN) from exc
@@ -264,17 +270,42 @@ class Database:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _raw_connection(self) -> tuple[Any, bool]:
-        """The calling pool thread's kept DB-API connection (the pool's proxy of it)."""
+        """The calling pool thread's kept DB-API connection (the pool's proxy of it).
+
+        A server's connection that sat idle for ``ping_after_idle`` seconds is pinged first: the
+        server may have dropped it meanwhile (a restart, a proxy's idle timeout), and a change
+        sent on a dropped autocommit connection cannot safely be sent again.
+        """
         raw = getattr(self._local, "raw", None)
+        now = time.monotonic()
         if raw is not None and raw.is_valid:
-            return raw, True
+            idle = now - getattr(self._local, "raw_used", now)
+            self._local.raw_used = now
+            if self._sqlite or idle < self.ping_after_idle or self._alive(raw):
+                return raw, True
         if raw is not None:
             self._drop_raw(raw)
         raw = self.engine.raw_connection()
+        self._local.raw_used = now
+        if not self._sqlite:
+            # each statement its own transaction: the hot path is one function call per change
+            driver = raw.dbapi_connection
+            assert driver is not None
+            driver.autocommit = True
         self._local.raw = raw
         with self._held_lock:
             self._held.append(raw)
         return raw, False
+
+    def _alive(self, raw: Any) -> bool:
+        try:
+            cur = raw.cursor()
+            cur.execute("SELECT 1")
+            cur.fetchone()
+            cur.close()
+            return True
+        except Exception:
+            return False
 
     def _drop_raw(self, raw: Any) -> None:
         if getattr(self._local, "raw", None) is raw:

@@ -57,6 +57,16 @@ _SQL: dict[str, str] = {
         " created_at) VALUES (:account_id, :kind, :amount, :balance_after, :reference,"
         " :created_at) RETURNING id"
     ),
+    # PostgreSQL: the hold and the settlement in one statement each (migration 0002)
+    "pg_hold": (
+        "SELECT new_hold, available, trials_left"
+        " FROM scrapespy_hold(:account_id, :amount, :trial, :created_at, :expires_at)"
+    ),
+    "pg_settle": (
+        "SELECT charged, trial_consumed, settled_here FROM scrapespy_settle(:hold_id, :cost,"
+        " :consume_trial, :settled, :usage, :account_id, :url, :engine, :tier_requested,"
+        " :tier_used, :status_code, :success, :blocked, :error, :elapsed_ms)"
+    ),
     "new_usage": (
         "INSERT INTO usage (account_id, hold_id, created_at, url, engine, tier_requested,"
         " tier_used, status_code, success, blocked, error, elapsed_ms, credits, trial)"
@@ -71,9 +81,11 @@ _PARAM = re.compile(r":([a-z_]+)")
 class HotPath:
     """The hot-path statements in one dialect's parameter style."""
 
-    __slots__ = ("date", "sql")
+    __slots__ = ("date", "functions", "sql")
 
     def __init__(self, dialect: Dialect) -> None:
+        # PostgreSQL runs the hold and the settlement as functions: one round trip each
+        self.functions = dialect.name == "postgresql"
         if dialect.paramstyle in ("named", "qmark", "numeric"):
             # sqlite3 takes :name with a mapping whatever its declared default style
             self.sql = dict(_SQL)
@@ -104,13 +116,25 @@ class HotConnection(Protocol):
 
 
 class RawConnection:
-    """A kept DB-API connection (the pool's proxy of it) with its dialect, for ``run_hot``."""
+    """A kept DB-API connection (the pool's proxy of it) with its dialect, for ``run_hot``.
 
-    __slots__ = ("connection", "dialect")
+    On PostgreSQL it is in autocommit mode (each statement is its own transaction: the key
+    lookup, then one function call); ``wrote`` records that a statement that changes something
+    was sent, after which a lost connection must not lead to the call being run again.
+    """
+
+    __slots__ = ("connection", "dialect", "wrote")
 
     def __init__(self, connection: Any, dialect: Dialect) -> None:
         self.connection = connection
         self.dialect = dialect
+        self.wrote = False
+
+
+def writing(conn: HotConnection) -> None:
+    """Note that ``conn`` is about to send a statement that changes the database."""
+    if isinstance(conn, RawConnection):
+        conn.wrote = True
 
 
 def hot_path(conn: HotConnection) -> HotPath:
