@@ -403,10 +403,6 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         budget = min(self.settle_seconds, self._time_left(request) - READ_RESERVE)
         watch = self._watches.get(page)
         if watch is not None and budget > 0:
-            # The page has loaded and mostly waits from here: a good time to start making the
-            # next request's context, rather than during that request's navigation.
-            if self.browser is not None:
-                self.spares.refill(self.browser)
             await watch.settle(quiet=self.quiet_seconds, limit=budget)
 
 

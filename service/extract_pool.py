@@ -22,6 +22,7 @@ import os
 import signal
 import struct
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">I")
 MIN_SECONDS = 5.0
+RESPAWN_DELAY = 1.0
 PROCESSING_FAILED = "the page could not be processed"
 PROCESSING_TIMED_OUT = "the page took too long to process"
 
@@ -95,6 +97,7 @@ class _Task:
 @dataclass
 class _Worker:
     pool: ExtractionPool
+    born: float = field(default_factory=time.monotonic)
     protocol: Any = None
     task: _Task | None = None
     buffer: bytearray = field(default_factory=bytearray)
@@ -104,8 +107,9 @@ class _Worker:
 class ExtractionPool:
     """Worker processes fed one page at a time each; pages queue in order when all are busy."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, command: list[str] | None = None) -> None:
         self.size = workers
+        self.command = command or [sys.executable, "-m", "service.extract_pool"]
         self.workers: list[_Worker] = []
         self.queue: deque[_Task] = deque()
         self.stopping = False
@@ -122,14 +126,15 @@ class ExtractionPool:
         worker.protocol = protocol
         # The worker needs none of the service's secrets (database URL, Stripe keys).
         env = {name: os.environ[name] for name in _CHILD_ENV if name in os.environ}
+        self.workers.append(worker)
         running().spawnProcess(
             protocol,
-            sys.executable,
-            [sys.executable, "-m", "service.extract_pool"],
+            self.command[0],
+            self.command,
             env=env,
             childFDs={0: "w", 1: "r", 2: 2},
         )
-        self.workers.append(worker)
+        self._dispatch()  # pages that waited for a worker
 
     def extract(
         self, text: str, url: str, selectors: CompiledSelectors | None, timeout: float
@@ -201,14 +206,25 @@ class ExtractionPool:
             task.timer.cancel()
             task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
         if was_alive and not self.stopping:
-            log.warning("an extraction worker exited; starting another")
-            self._spawn()
+            if time.monotonic() - worker.born < RESPAWN_DELAY:
+                # one that cannot even start would otherwise be started again in a tight loop
+                log.error(
+                    "an extraction worker exited as it started; retrying in %g s", RESPAWN_DELAY
+                )
+                running().callLater(RESPAWN_DELAY, self._respawn)
+            else:
+                log.warning("an extraction worker exited; starting another")
+                self._spawn()
         if not self.stopping:
             self._dispatch()
         elif not self.workers and self._gone is not None and not self._gone.called:
             if self._kill_timer is not None and self._kill_timer.active():
                 self._kill_timer.cancel()
             self._gone.callback(None)
+
+    def _respawn(self) -> None:
+        if not self.stopping and len(self.workers) < self.size:
+            self._spawn()
 
     def stop(self, grace: float = 5.0) -> Deferred[None]:
         """Close the workers' input, so each exits after its page; fires once all are gone.

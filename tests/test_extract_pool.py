@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
 import pytest
 import pytest_twisted
@@ -91,3 +92,21 @@ async def test_stop_lets_the_workers_exit(pool):
 def test_a_worker_reports_a_bad_request_instead_of_dying():
     reply = extract_pool.answer(b"not a request")
     assert reply[4:] == b'{"error":"ValueError"}'
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_worker_that_cannot_start_is_retried_once_a_second_not_in_a_loop():
+    broken = ExtractionPool(1, command=[sys.executable, "-c", "raise SystemExit(3)"])
+    spawned = []
+    real_spawn = broken._spawn
+
+    def counting_spawn() -> None:
+        spawned.append(1)
+        real_spawn()
+
+    broken._spawn = counting_spawn  # type: ignore[method-assign]
+    broken.start()
+    await deferLater(reactor, 2.5, lambda: None)
+    await broken.stop()
+    # the first start, then about one retry a second
+    assert 2 <= len(spawned) <= 4
