@@ -38,17 +38,22 @@ def charge_for(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> tuple[
     return job.costs[tier_used], False
 
 
+def _storable(text: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL, which a URL's fragment may carry: store it as %00."""
+    return text.replace("\x00", "%00") if text is not None else None
+
+
 def usage_row(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> dict[str, Any]:
     return {
         "account_id": job.account_id,
-        "url": job.url[:4000],
+        "url": _storable(job.url[:4000]),
         "engine": job.engine,
         "tier_requested": job.proxy_type,
         "tier_used": tier_used,
         "status_code": result["status_code"] or None,
         "success": result["success"],
         "blocked": result["blocked"],
-        "error": result["error"],
+        "error": _storable(result["error"]),
         "elapsed_ms": result["elapsed_ms"],
     }
 

@@ -279,3 +279,14 @@ def test_a_page_that_is_slow_to_parse_does_not_hold_up_other_callers(service, si
         pool.submit(scrape, "/article").result(timeout=30)
         deep.result(timeout=60)
     assert finished == ["/article", "/deep"]
+
+
+def test_a_url_with_a_nul_in_its_fragment_is_answered_and_its_usage_recorded(
+    service, site, accounts
+):
+    # schemathesis found this one: PostgreSQL text cannot hold NUL, so the usage row refused it
+    account_id, key = accounts.create(credits=10)
+    reply = service.scrape(key, {"url": site.url("/article") + "#a\u0000b"})
+    assert reply.status == 200, reply.body
+    assert reply.json["success"] is True
+    assert accounts.summary(account_id)["balance"] == 9
