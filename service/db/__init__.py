@@ -167,15 +167,9 @@ class Database:
                     transaction.commit()
                 return result
             except Exception as exc:
-                outage, dropped = self._classify(exc)
-                if outage:
-                    if conn is not None:
-                        self._drop(conn)
-                    # a commit that failed may still have happened: never run that one again
-                    if attempt == 1 and reused and dropped and not committing:
-                        continue
-                    log.error("database unavailable: %s", exc.__class__.__name__)
-                    raise ServiceUnavailable(DATABASE_DOWN) from exc
+                # a commit that failed may still have happened: never run that one again
+                if self._retry_after(exc, attempt, reused, committing, conn, self._drop):
+                    continue
                 raise
             finally:
                 if conn is not None and not keep:
@@ -256,18 +250,37 @@ class Database:
                 raw.commit()
                 return result
             except Exception as exc:
-                outage, dropped = self._classify(exc)
-                if outage:
-                    if raw is not None:
-                        self._drop_raw(raw)
-                    # in autocommit, a change may have been made before the connection went
-                    settled = committing or (not self._sqlite and conn is not None and conn.wrote)
-                    if attempt == 1 and reused and dropped and not settled:
-                        continue
-                    log.error("database unavailable: %s", exc.__class__.__name__)
-                    raise ServiceUnavailable(DATABASE_DOWN) from exc
+                # in autocommit, a change may have been made before the connection went
+                settled = committing or (not self._sqlite and conn is not None and conn.wrote)
+                if self._retry_after(exc, attempt, reused, settled, raw, self._drop_raw):
+                    continue
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _retry_after(
+        self,
+        exc: Exception,
+        attempt: int,
+        reused: bool,
+        settled: bool,
+        connection: Any,
+        drop: Callable[[Any], None],
+    ) -> bool:
+        """After ``exc``: True to run the call once more on a new connection; raises
+        ServiceUnavailable for an outage; False for any other error, which is the caller's.
+
+        Only a kept connection that the server dropped, on the first attempt, of a call that
+        cannot have changed anything yet (``settled`` false) is worth a second attempt.
+        """
+        outage, dropped = self._classify(exc)
+        if not outage:
+            return False
+        if connection is not None:
+            drop(connection)
+        if attempt == 1 and reused and dropped and not settled:
+            return True
+        log.error("database unavailable: %s", exc.__class__.__name__)
+        raise ServiceUnavailable(DATABASE_DOWN) from exc
 
     def _raw_connection(self) -> tuple[Any, bool]:
         """The calling pool thread's kept DB-API connection (the pool's proxy of it).
