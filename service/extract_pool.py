@@ -133,8 +133,7 @@ class ExtractionPool:
             self.command,
             env=env,
             childFDs={0: "w", 1: "r", 2: 2},
-        )
-        self._dispatch()  # pages that waited for a worker
+        )  # connectionMade then hands it a page that waited, if any
 
     def extract(
         self, text: str, url: str, selectors: CompiledSelectors | None, timeout: float

@@ -203,15 +203,22 @@ class Database:
         return conn, False
 
     def _drop(self, conn: Connection) -> None:
-        if getattr(self._local, "conn", None) is conn:
-            self._local.conn = None
+        self._forget("conn", conn, conn.invalidated)
+
+    def _drop_raw(self, raw: Any) -> None:
+        self._forget("raw", raw, not raw.is_valid)
+
+    def _forget(self, slot: str, kept: Any, invalidated: bool) -> None:
+        """Let go of a kept connection (``slot``: which of the thread's two) that failed."""
+        if getattr(self._local, slot, None) is kept:
+            setattr(self._local, slot, None)
         with self._held_lock:
-            if conn in self._held:
-                self._held.remove(conn)
+            if kept in self._held:
+                self._held.remove(kept)
         try:
-            if not conn.invalidated:
-                conn.invalidate()
-            conn.close()
+            if not invalidated:
+                kept.invalidate()
+            kept.close()
         except Exception:  # it is being thrown away because it failed
             pass
 
@@ -319,19 +326,6 @@ class Database:
             return True
         except Exception:
             return False
-
-    def _drop_raw(self, raw: Any) -> None:
-        if getattr(self._local, "raw", None) is raw:
-            self._local.raw = None
-        with self._held_lock:
-            if raw in self._held:
-                self._held.remove(raw)
-        try:
-            if raw.is_valid:
-                raw.invalidate()
-            raw.close()
-        except Exception:  # it is being thrown away because it failed
-            pass
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         """Run ``fn(connection, ...)`` in one transaction on the database thread pool."""

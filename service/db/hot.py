@@ -1,10 +1,12 @@
 """The SQL of the scrape hot path (key lookup, hold, settlement), run on the driver's cursor.
 
 SQLAlchemy Core cost more Python time per statement than SQLite took to run it: each execution
-builds a context, looks up the compiled cache and wraps the result. These nine statements run
-twice per scrape, so they are written out once here and run on the DB-API cursor of the
-connection SQLAlchemy already holds, inside the transaction it began. Everything else (the
-dashboard, payments, migrations, the sweeper) stays on SQLAlchemy Core.
+builds a context, looks up the compiled cache and wraps the result. These statements run on
+every scrape, so they are written out once here and run on a DB-API cursor: in the service on a
+connection each database thread keeps (``Database.run_hot``), elsewhere (tests, the CLI) on the
+connection of a Core transaction. On PostgreSQL the hold and the settlement are one call each to
+the functions of migration 0002. Everything else (the dashboard, payments, migrations, the
+sweeper) stays on SQLAlchemy Core.
 
 The text is written with ``:name`` parameters and translated to each driver's style; dates go
 through SQLAlchemy's own bind processor for the dialect, so rows written here read back the same
