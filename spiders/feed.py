@@ -7,7 +7,7 @@ item, so success and failure take the same road through the pipelines.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from scrapy import Request, Spider, signals
@@ -70,8 +70,11 @@ class FeedSpider(Spider):
     def keep_open(self) -> None:
         raise DontCloseSpider
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        yield item_for_response(response)
+    # Lists, not generators: Scrapy reads a generator callback's source with ``ast`` to warn
+    # about return values, and its cache of that is keyed weakly by the bound method, which
+    # is a new object for every request, so the source was parsed again on every scrape.
+    def parse(self, response: Response, **kwargs: Any) -> list[dict[str, Any]]:
+        return [item_for_response(response)]
 
-    def failed(self, failure: Failure) -> Iterator[dict[str, Any]]:
-        yield item_for_failure(failure)
+    def failed(self, failure: Failure) -> list[dict[str, Any]]:
+        return [item_for_failure(failure)]
