@@ -1,14 +1,16 @@
-# scrapespy: the API with Debian's Chromium for the js engine, as a non-root user.
+# scrapespy: the API with Debian's Chromium (its headless shell) for the js engine, as a non-root
+# user.
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     SCRAPESPY_DATABASE_URL=sqlite:////data/scrapespy.db \
-    SCRAPESPY_CHROMIUM_PATH=/usr/bin/chromium
+    SCRAPESPY_CHROMIUM_PATH=/usr/bin/chromium-headless-shell
 
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-liberation \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium-headless-shell \
+    fonts-liberation \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -28,10 +28,12 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	touch $@
 
-# The js engine runs Debian's Chromium; nothing downloads a browser at run time.
+# The js engine runs Debian's Chromium headless shell (the full browser is its fallback, and
+# what the dashboard's browser tests drive); nothing downloads a browser at run time.
 chromium:
-	@[ -x $(CHROMIUM) ] || { $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@[ -x $(CHROMIUM) ] && [ -x $(CHROMIUM)-headless-shell ] || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	  chromium chromium-headless-shell >/dev/null; }
 	@$(CHROMIUM) --version 2>/dev/null | head -n 1
 
 lint: setup

@@ -45,7 +45,11 @@ def _command(pid: int) -> list[bytes]:
 def chromium(pid: int) -> tuple[list[int], list[int]]:
     """(main browser processes, all Chromium processes) below ``pid``."""
     commands = {p: _command(p) for p in tree(pid)[1:]}
-    every = [p for p, argv in commands.items() if argv and argv[0].endswith(b"/chromium")]
+    every = [
+        p
+        for p, argv in commands.items()
+        if argv and argv[0].endswith((b"/chromium", b"/chromium-headless-shell"))
+    ]
     main = [p for p in every if not any(a.startswith(b"--type=") for a in commands[p])]
     return main, every
 

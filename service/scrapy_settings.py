@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from service.config import default_chromium_path
+
 BOT_NAME = "scrapespy"
 SPIDER_MODULES = ["spiders"]
 NEWSPIDER_MODULE = "spiders"
@@ -48,7 +50,7 @@ DOWNLOAD_HANDLERS = {
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
 PLAYWRIGHT_ABORT_REQUEST = "service.browser.abort_heavy_resource"
 PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.browser_request_headers"
-SCRAPESPY_CHROMIUM_PATH = os.environ.get("SCRAPESPY_CHROMIUM_PATH", "") or "/usr/bin/chromium"
+SCRAPESPY_CHROMIUM_PATH = os.environ.get("SCRAPESPY_CHROMIUM_PATH", "") or default_chromium_path()
 SCRAPESPY_MAX_PAGES = 4
 SCRAPESPY_BLOCK_HEAVY_RESOURCES = True
 SCRAPESPY_BROWSER_SETTLE_SECONDS = 2.0

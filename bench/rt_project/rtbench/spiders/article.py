@@ -4,6 +4,7 @@ import os
 
 from scrapy import Spider
 
+from service.config import default_chromium_path
 from service.extraction import extract
 
 _ARGS = [
@@ -33,7 +34,8 @@ class ArticleJsSpider(ArticleSpider):
             "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
         },
         "PLAYWRIGHT_LAUNCH_OPTIONS": {
-            "executable_path": os.environ.get("SCRAPESPY_CHROMIUM_PATH", "/usr/bin/chromium"),
+            # the browser scrapespy runs, so that both pay the same for one
+            "executable_path": os.environ.get("SCRAPESPY_CHROMIUM_PATH") or default_chromium_path(),
             "args": _ARGS,
         },
     }
