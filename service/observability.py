@@ -119,7 +119,7 @@ class FormAwareRequest(Request):
     """A Request that parses a POST body into ``args`` only when it is a form."""
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
-        ctype = self.requestHeaders.getRawHeaders(b"Content-Type")
+        ctype = self.requestHeaders.getRawHeaders(b"Content-Type") or ()
         self._parsePOSTFormSubmission = bool(ctype) and (
             ctype[0].split(b";", 1)[0].strip().lower() in _FORM_TYPES
         )
