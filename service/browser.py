@@ -50,8 +50,10 @@ from service.browser_egress import (
     parse_test_public_hosts,
 )
 from service.browser_failures import BrowserError, navigation_failure, refused_navigation
+from service.browser_read import read_rendered
 from service.browser_settle import PageWatch
 from service.browser_spares import Spare, Spares
+from service.config import default_chromium_path
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page
@@ -77,8 +79,10 @@ READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settl
 
 def chromium_launch_options(chromium_path: str, *, as_root: bool) -> dict[str, Any]:
     """PLAYWRIGHT_LAUNCH_OPTIONS for the system Chromium (the guard's proxy is added at launch)."""
+    # the headless shell is headless by nature; the full browser is told which headless mode
+    headless = [] if is_headless_shell(chromium_path) else ["--headless=new"]
     args = [
-        "--headless=new",
+        *headless,
         "--disable-gpu",
         "--disable-dev-shm-usage",
         "--disable-quic",
@@ -97,6 +101,10 @@ def chromium_launch_options(chromium_path: str, *, as_root: bool) -> dict[str, A
     if as_root:
         args.append("--no-sandbox")
     return {"executable_path": chromium_path, "headless": True, "args": args}
+
+
+def is_headless_shell(chromium_path: str) -> bool:
+    return os.path.basename(chromium_path).startswith("chromium-headless-shell")
 
 
 def remote_browser_settings(url: str) -> dict[str, str]:
@@ -173,7 +181,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         if not remote and not self.config.launch_options:
             # ``scrapy shell`` and friends: the service's crawler sets these from its Config.
             self.config.launch_options = chromium_launch_options(
-                settings.get("SCRAPESPY_CHROMIUM_PATH") or "/usr/bin/chromium",
+                settings.get("SCRAPESPY_CHROMIUM_PATH") or default_chromium_path(),
                 as_root=os.geteuid() == 0,
             )
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS", 2.0)
@@ -349,7 +357,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             self.stats.inc_value("scrapespy/browser/spare_used")
         render.spare = spare
         spare.route.upstream = _upstream_of(request)
-        await self._prepare(request, render, spare.page)
+        self._prepare(request, render, spare)
         return spare.page
 
     async def _new_spare(
@@ -367,35 +375,39 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             if self.config.navigation_timeout_ms is not None:
                 context.set_default_navigation_timeout(self.config.navigation_timeout_ms)
             page = await context.new_page()
+            spare = Spare(browser, route, context, page)
+            await page.route("**", spare.intercept)
         except BaseException:
             if context is not None:
                 with suppress(Exception):
                     await asyncio.wait_for(context.close(), 5.0)
             route.close()
             raise
-        return Spare(browser, route, context, page)
+        return spare
 
-    async def _prepare(self, request: Request, render: _Render, page: Page) -> None:
-        render.watch = self._watches[page] = PageWatch(page)
+    def _prepare(self, request: Request, render: _Render, spare: Spare) -> None:
+        render.watch = self._watches[spare.page] = PageWatch(spare.page)
         name = request.meta.setdefault("playwright_context", f"request-{id(request)}")
-        await page.route(
-            "**",
-            self._make_request_handler(
-                context_name=name,
-                method=request.method,
-                url=request.url,
-                headers=request.headers,
-                body=request.body,
-                encoding=request.encoding,
-                spider=self._spider,
-                initial_request_done=asyncio.Event(),
-            ),
+        spare.handler = self._make_request_handler(
+            context_name=name,
+            method=request.method,
+            url=request.url,
+            headers=request.headers,
+            body=request.body,
+            encoding=request.encoding,
+            spider=self._spider,
+            initial_request_done=asyncio.Event(),
         )
         self.stats.inc_value("playwright/page_count")
 
     @property
     def _spider(self) -> Any:
         return self._crawler.spider
+
+    async def _download_request_with_page(
+        self, request: Request, page: Page, spider: Any
+    ) -> Response:
+        return await read_rendered(self, request, page, spider)
 
     async def _apply_page_methods(self, page: Page, request: Request, spider: Any) -> None:
         await super()._apply_page_methods(page, request, spider)

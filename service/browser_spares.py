@@ -2,8 +2,9 @@
 
 Most of a ``js`` request's own time goes into creating its context and page (a new renderer
 process) before navigation starts. :class:`Spares` keeps a few of them ready, each with its own
-egress route, so a request takes one and navigates at once; the request's proxy, if any, is set
-on the route then, since nothing has gone through it yet. Isolation is the same as creating
+egress route and its page's request interception already in place, so a request takes one and
+navigates at once; the request's proxy, if any, is set on the route then, and its request
+handler on the spare, since nothing has gone through either yet. Isolation is the same as creating
 the context on demand: a spare has never loaded anything. The pool refills in the background and
 drops spares of a browser that is gone.
 """
@@ -15,10 +16,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Page
+    from playwright.async_api import Browser, BrowserContext, Page, Route
+    from playwright.async_api import Request as PlaywrightRequest
 
     from service.browser_egress import EgressRoute
 
@@ -35,6 +37,15 @@ class Spare:
     route: EgressRoute
     context: BrowserContext
     page: Page
+    # Set by the request that takes the spare; the page's interception (``intercept``, routed
+    # at creation) hands every request of the page to it.
+    handler: Callable[[Route, PlaywrightRequest], Awaitable[Any]] | None = None
+
+    async def intercept(self, route: Route, request: PlaywrightRequest) -> None:
+        if self.handler is None:  # a blank page asks for nothing; nothing leaves before a taker
+            await route.abort()
+            return
+        await self.handler(route, request)
 
     def usable(self, browser: Browser) -> bool:
         return self.browser is browser and browser.is_connected() and not self.page.is_closed()

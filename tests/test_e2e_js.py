@@ -58,7 +58,8 @@ def browser_processes(pid: int) -> list[int]:
         for child in children.get(todo.pop(), []):
             todo.append(child)
             argv = commands.get(child) or [b""]
-            if argv[0].endswith(b"/chromium") and not any(a.startswith(b"--type=") for a in argv):
+            browser = argv[0].endswith((b"/chromium", b"/chromium-headless-shell"))
+            if browser and not any(a.startswith(b"--type=") for a in argv):
                 found.append(child)
     return found
 
@@ -89,6 +90,14 @@ document.getElementById("state").textContent =
   "cookie=[" + document.cookie + "] storage=[" + (localStorage.getItem("who") || "") + "]";
 </script></body></html>"""
 
+# A page that breaks the DOM methods the service reads the rendered HTML with in the page's own
+# world; the service then falls back to Playwright's reading, from a world of its own.
+BROKEN_SERIALIZER = """<!doctype html><html><head><title>Broken serializer</title></head><body>
+<h1>Still read</h1><script>
+Object.defineProperty(Element.prototype, "outerHTML", {get() { throw new Error("no"); }});
+document.body.insertAdjacentHTML("beforeend", "<p class='late'>written by script</p>");
+</script></body></html>"""
+
 HANGING_FETCH = """<html><head><title>Hanging fetch</title></head><body>
 <h1>Ready</h1><script>fetch("/slow");</script></body></html>"""
 
@@ -105,6 +114,7 @@ def pages(site: TargetSite) -> TargetSite:
     site.page("/js/write-state", STATE_WRITER, **{"Set-Cookie": "server=first; Path=/"})
     site.page("/js/read-state", STATE_READER)
     site.page("/js/hanging-fetch", HANGING_FETCH)
+    site.page("/js/broken-serializer", BROKEN_SERIALIZER)
     site.page(
         "/js/challenge",
         "<html><head><title>Just a moment...</title></head><body>Checking</body></html>",
@@ -150,6 +160,16 @@ def test_js_reads_the_page_after_it_settled(service, pages, paying):
     result = service.scrape(key, body).json
     assert result["success"] is True
     assert result["extracted"] == {"li": ["first item", "second item"]}
+
+
+def test_a_page_that_breaks_its_dom_methods_is_still_read_whole(service, pages, paying):
+    _, key = paying
+    body = {"url": pages.url("/js/broken-serializer"), "engine": "js", "selectors": {"p": "p.late"}}
+    result = service.scrape(key, body).json
+    assert result["success"] is True, result["error"]
+    assert result["title"] == "Broken serializer"
+    assert result["headings"] == {"h1": ["Still read"]}
+    assert result["extracted"] == {"p": ["written by script"]}
 
 
 def test_a_request_that_never_ends_does_not_hold_the_result_past_the_timeout(
@@ -492,6 +512,18 @@ def test_one_browser_for_the_service_and_a_new_one_after_a_crash(guarded, page_s
     assert result["success"] is True and result["title"] == "Rendered by JS", result["error"]
     (relaunched,) = browser_processes(guarded.process.pid)
     assert relaunched != browser
+
+
+def test_the_browser_is_debian_s_headless_shell_when_it_is_installed(guarded, page_site, accounts):
+    _, key = accounts.create(credits=100)
+    body = {"url": page_site.url("/js-only"), "engine": "js", "respect_robots": False}
+    assert guarded.scrape(key, body).json["success"] is True
+    assert guarded.process is not None
+    (browser,) = browser_processes(guarded.process.pid)
+    with open(f"/proc/{browser}/cmdline", "rb") as fh:
+        argv0 = fh.read().split(b"\0")[0]
+    assert os.path.exists("/usr/bin/chromium-headless-shell")  # make test installs it
+    assert argv0.endswith(b"/chromium-headless-shell"), argv0
 
 
 def test_without_a_browser_js_fails_fast_and_unbilled(

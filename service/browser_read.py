@@ -1,0 +1,104 @@
+"""Reading a rendered page into a Scrapy response, in as few round trips to the browser as it takes.
+
+scrapy-playwright's own reader asks the browser, one after the other, for the response's headers,
+the page's HTML (``page.content()``, which first sets up Playwright's utility world in the page:
+25-40 ms for a small page), the TLS details and the server's address, and then closes the page.
+Here the headers are fetched while the page settles, the HTML is read by one evaluation in the
+page's own world (``page.content()`` stays the fallback), and the page is left to its context,
+which the handler closes right after the answer. The TLS details and the address are not asked
+for: nothing in the service uses them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Response as PlaywrightResponse
+from scrapy.http.headers import Headers
+from scrapy.responsetypes import responsetypes
+from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+    from scrapy import Request
+    from scrapy.http import Response
+    from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+log = logging.getLogger(__name__)
+
+# What page.content() returns (Playwright's frame.content), computed in the page's own world.
+DOCUMENT_HTML = """() => {
+  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : "";
+  return doctype + (document.documentElement ? document.documentElement.outerHTML : "");
+}"""
+
+
+async def page_html(page: Page, request: Request, spider: Any) -> str:
+    """The page's HTML as ``page.content()`` gives it."""
+    try:
+        html = await page.evaluate(DOCUMENT_HTML)
+    except PlaywrightError:
+        html = None  # a navigation under way, or a page that broke the DOM's own methods
+    if isinstance(html, str):
+        return html
+    return await _get_page_content(
+        page=page,
+        spider=spider,
+        context_name=request.meta.get("playwright_context"),
+        scrapy_request_url=request.url,
+        scrapy_request_method=request.method,
+    )
+
+
+async def read_rendered(
+    handler: ScrapyPlaywrightDownloadHandler, request: Request, page: Page, spider: Any
+) -> Response:
+    """Navigate ``page`` to ``request``'s URL, let it settle and build the response."""
+    started = time.time()
+    response, download = await handler._get_response_and_download(request, page, spider)
+    headers_read: asyncio.Future[dict[str, str]] | None = None
+    if isinstance(response, PlaywrightResponse):
+        headers_read = asyncio.ensure_future(response.all_headers())
+        await _set_redirect_meta(request=request, response=response)
+    try:
+        await handler._apply_page_methods(page, request, spider)  # settling, in our handler
+        body_text = await page_html(page, request, spider)
+        headers = Headers(await headers_read) if headers_read is not None else Headers()
+    finally:
+        if headers_read is not None and not headers_read.done():
+            headers_read.cancel()
+    headers.pop("Content-Encoding", None)
+    request.meta["download_latency"] = time.time() - started
+
+    if download:
+        if download.exception:
+            raise download.exception
+        request.meta["playwright_suggested_filename"] = download.suggested_filename
+        download_headers = Headers(download.headers)
+        download_headers.pop("Content-Encoding", None)
+        respcls = responsetypes.from_args(url=download.url, body=download.body)
+        return respcls(
+            url=download.url,
+            status=download.response_status,
+            headers=download_headers,
+            body=download.body,
+            request=request,
+            flags=["playwright"],
+        )
+    if response is None:
+        log.debug("navigating to %s gave no response; reading the page as it is", request.url)
+    body, encoding = _encode_body(headers=headers, text=body_text)
+    respcls = responsetypes.from_args(headers=headers, url=page.url, body=body)
+    return respcls(
+        url=page.url,
+        status=response.status if response is not None else 200,
+        headers=headers,
+        body=body,
+        request=request,
+        flags=["playwright"],
+        encoding=encoding,  # type: ignore[call-arg]  # a TextResponse for HTML
+    )
