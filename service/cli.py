@@ -32,12 +32,16 @@ def configure_logging(level: str, fmt: str = "json") -> None:
     scrapy_logging(
         {"LOG_LEVEL": level, "LOG_FORMAT": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
     )
-    apply_log_format(fmt)
+    apply_log_format(fmt, level)
 
 
-def apply_log_format(fmt: str) -> None:
+def apply_log_format(fmt: str, level: str) -> None:
     """JSON lines unless asked for text; called again once the crawler has replaced the root
     handler with one of its own."""
+    # Scrapy leaves the root logger at NOTSET and its own at DEBUG, and filters in its root
+    # handler: every debug line (two a scrape) was built as a record and then dropped.
+    logging.getLogger().setLevel(level)
+    logging.getLogger("scrapy").setLevel(level)
     if fmt == "json":
         from service.observability import JsonFormatter
 

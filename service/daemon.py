@@ -7,6 +7,7 @@ hold, close the crawler and its browser, then the database.
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 from typing import Any
@@ -53,7 +54,11 @@ class ScrapespyService(Service):
         if self.reformat_logs:
             from service.cli import apply_log_format
 
-            apply_log_format(self.config.log_format)
+            apply_log_format(self.config.log_format, self.config.log_level)
+        # What start-up built lives as long as the process: out of the collector's sight, a full
+        # collection walks only what scrapes allocate (one took 75 ms with it, under load).
+        gc.collect()
+        gc.freeze()
         site = self.service.site()
         if self.inherited_fd is not None:
             self.listening = reactor.adoptStreamPort(self.inherited_fd, socket.AF_INET, site)
