@@ -19,10 +19,9 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from twisted.internet.defer import Deferred
-from twisted.internet.threads import deferToThreadPool
-from twisted.python.threadpool import ThreadPool
 
 from service.db.hot import RawConnection
+from service.db.threads import DatabaseThreads
 from service.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -111,7 +110,7 @@ class Database:
         # Each thread keeps two connections (below); the rest serve migrations and the CLI.
         self.engine = make_engine(url, pool_size=2 * threads + 2)
         self._sqlite = make_url(url).get_backend_name() == "sqlite"
-        self.pool = ThreadPool(minthreads=1, maxthreads=threads, name="scrapespy-db")
+        self.pool = DatabaseThreads(threads, name="scrapespy-db")
         self._started = False
         self._local = threading.local()
         self._held: list[Any] = []  # kept Connections and raw connections
@@ -224,17 +223,13 @@ class Database:
 
     def run_in_pool(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         """Run a blocking ``fn(*args, **kwargs)`` (no connection handed) on the database pool."""
-        from twisted.internet import reactor
-
-        return deferToThreadPool(reactor, self.pool, fn, *args, **kwargs)
+        return self.pool.submit(fn, *args, **kwargs)
 
     def run_hot(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         """``run`` for the scrape hot path: ``fn`` gets a :class:`RawConnection` and may use only
         the driver's cursor (service.db.hot), in a transaction begun and committed on the
         driver itself: SQLAlchemy's begin and commit cost more than SQLite's."""
-        from twisted.internet import reactor
-
-        return deferToThreadPool(reactor, self.pool, self._hot_transaction, fn, *args, **kwargs)
+        return self.pool.submit(self._hot_transaction, fn, *args, **kwargs)
 
     def _hot_transaction(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         for attempt in (1, 2):
@@ -329,9 +324,7 @@ class Database:
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         """Run ``fn(connection, ...)`` in one transaction on the database thread pool."""
-        from twisted.internet import reactor
-
-        return deferToThreadPool(reactor, self.pool, self._transaction, True, fn, *args, **kwargs)
+        return self.pool.submit(self._transaction, True, fn, *args, **kwargs)
 
 
 def default_url() -> str:
