@@ -94,6 +94,9 @@ class EngineBridge:
     def in_flight(self) -> int:
         return len(self._jobs)
 
+    def _alone_in_flight(self) -> bool:
+        return len(self._jobs) <= 1
+
     async def start(self) -> None:
         settings = crawler_settings(self.config, self.database)
         self.runner = CrawlerRunner(settings)
@@ -101,7 +104,9 @@ class EngineBridge:
         # Settings are deep-copied, so the database (a live pool) travels on the crawler.
         self.crawler.scrapespy_database = self.database  # type: ignore[attr-defined]
         if self.config.extract_workers > 0:
-            self.extractor = ExtractionPool(self.config.extract_workers)
+            self.extractor = ExtractionPool(
+                self.config.extract_workers, alone=self._alone_in_flight
+            )
             self.extractor.start()
             self.crawler.scrapespy_extractor = self.extractor  # type: ignore[attr-defined]
         opened: Deferred[None] = Deferred()

@@ -49,6 +49,35 @@ async def test_a_worker_gives_what_extract_gives_here(pool):
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_small_page_is_parsed_here_when_no_other_scrape_is_in_flight():
+    idle = ExtractionPool(1, alone=lambda: True)  # never started: no worker could answer
+    page = article(4)
+    d = idle.extract(page, PAGE_URL, None, 10)
+    assert d.called, "a worker was asked"
+    assert await d == extract(page, PAGE_URL)
+    assert not idle.queue
+
+
+@pytest_twisted.ensureDeferred
+async def test_pages_go_to_the_workers_under_concurrency_and_when_they_are_large():
+    others_in_flight = ExtractionPool(1, alone=lambda: False)
+    alone = ExtractionPool(1, alone=lambda: True)
+    many_tags = "<html><body>" + "<p>x</p>" * 1500 + "</body></html>"  # 3,000 tags, 12 KB
+    waiting = [
+        others_in_flight.extract(article(4), PAGE_URL, None, 10),
+        alone.extract(many_tags, PAGE_URL, None, 10),
+        alone.extract("<p>" + "x" * 70_000, PAGE_URL, None, 10),
+    ]
+    assert not any(d.called for d in waiting)
+    assert len(others_in_flight.queue) == 1 and len(alone.queue) == 2
+    for stopped in (others_in_flight, alone):
+        await stopped.stop()
+    for d in waiting:
+        with pytest.raises(ExtractionFailed):
+            await d
+
+
+@pytest_twisted.ensureDeferred
 async def test_pages_queue_when_the_worker_is_busy_and_all_are_answered(pool):
     pages = [article(i) for i in range(12)]
     results = [await d for d in [pool.extract(p, PAGE_URL, None, 10) for p in pages]]
