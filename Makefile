@@ -42,8 +42,8 @@ lint: setup
 
 # ScrapyRT, the peer, lives in a venv of its own (installed from PyPI for the benchmark only).
 bench: setup chromium bench/.venv-scrapyrt/.installed
-	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk >/dev/null; }
+	@command -v wrk >/dev/null && command -v nginx >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk nginx-light >/dev/null; }
 	$(PY) -m bench
 	$(PY) -m bench.js_soak --json bench/results/js_soak.json
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.pages import write_pages
 from bench.procinfo import count_named, cpu_seconds, rss_mb
+from bench.site import server_name
 from tests.services import Accounts, ServiceProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,10 +234,13 @@ def main() -> int:
         "memory": {},
         "workers": {},
         "machine": {"cores": os.cpu_count()},
+        "site": server_name(),
     }
     cleanups: list[Any] = []
     try:
-        print(f"bench: {REPS} x {DURATION:g} s a run, target {target}", flush=True)
+        print(
+            f"bench: {REPS} x {DURATION:g} s a run, target {target} ({server_name()})", flush=True
+        )
         rt = ScrapyRT(work / "rtlogs").start() if (RT_VENV / "bin" / "scrapyrt").exists() else None
         if rt is not None:
             cleanups.append(rt.stop)
