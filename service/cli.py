@@ -40,8 +40,11 @@ def apply_log_format(fmt: str, level: str) -> None:
     handler with one of its own."""
     # Scrapy leaves the root logger at NOTSET and its own at DEBUG, and filters in its root
     # handler: every debug line (two a scrape) was built as a record and then dropped.
+    from service.observability import lean_log_records
+
     logging.getLogger().setLevel(level)
     logging.getLogger("scrapy").setLevel(level)
+    lean_log_records()
     if fmt == "json":
         from service.observability import JsonFormatter
 

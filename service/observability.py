@@ -126,6 +126,11 @@ class FormAwareRequest(Request):
         super().requestReceived(command, path, version)
 
 
+# (endpoint, status) -> its request counter and latency histogram; labels() costs a lock and a
+# validation per call. Endpoints are a fixed set (endpoint_of), so this stays small.
+_COUNTED: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+
 class ObservedSite(Site):
     """A Site whose requests carry an id, are counted, and are logged as JSON lines."""
 
@@ -145,8 +150,14 @@ class ObservedSite(Site):
         took = time.monotonic() - started if started is not None else 0.0
         endpoint = endpoint_of(request.uri)
         status = request.code
-        HTTP_REQUESTS.labels(endpoint, str(status)).inc()
-        HTTP_LATENCY.labels(endpoint).observe(took)
+        counted = _COUNTED.get((endpoint, status))
+        if counted is None:
+            counted = _COUNTED[endpoint, status] = (
+                HTTP_REQUESTS.labels(endpoint, str(status)),
+                HTTP_LATENCY.labels(endpoint),
+            )
+        counted[0].inc()
+        counted[1].observe(took)
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(
                 "%s %s %d",
@@ -206,6 +217,15 @@ class TwistedLogHandler(logging.Handler):
             self.handleError(record)
 
 
+def lean_log_records() -> None:
+    """Log records without what no format of the service prints: the caller's file and line
+    (a walk up the stack for every record), the thread and the multiprocessing process name.
+    The Logging HOWTO's own optimisations; the pid stays (it is in every JSON line)."""
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logThreads = False
+    logging.logMultiprocessing = False
+
+
 def log_to_twisted(level: str, fmt: str) -> None:
     handler = TwistedLogHandler()
     handler.setFormatter(
@@ -213,6 +233,7 @@ def log_to_twisted(level: str, fmt: str) -> None:
         if fmt == "json"
         else logging.Formatter("%(levelname)s %(name)s: %(message)s")
     )
+    lean_log_records()
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
