@@ -123,6 +123,71 @@ def hold(
         cur.close()
 
 
+@dataclass(frozen=True, slots=True)
+class AuthorizedHold:
+    """What ``authorize_and_hold`` found and did: the key's account, and the hold or why not."""
+
+    key_hash: str
+    account_id: int
+    residential_unlocked: bool
+    residential_trials_left: int
+    amount: int  # what the hold is (or would have been) for
+    trial: bool
+    hold_id: int | None  # None: nothing was held
+    available: int | None  # when the credits were short
+    trials_left_after: int
+
+
+def authorize_and_hold(
+    conn: HotConnection,
+    key_hash: str,
+    *,
+    residential: bool,
+    amount: int,
+    trial_amount: int,
+    ttl_seconds: int,
+) -> AuthorizedHold | None:
+    """PostgreSQL only: the key lookup and :func:`hold` in one statement (migration 0003).
+
+    ``amount`` is the requested tier's cost and ``trial_amount`` the ``none`` cost, which a
+    residential trial holds; None when no key hashes to ``key_hash``. The caller checks the
+    outcome against ``service.pricing.quote`` and raises as :func:`hold` would.
+    """
+    sql = hot_path(conn)
+    cur = cursor(conn)
+    writing(conn)
+    created = now()
+    try:
+        cur.execute(
+            sql.sql["pg_authorize_hold"],
+            {
+                "digest": key_hash,
+                "residential": residential,
+                "amount": amount,
+                "trial_amount": trial_amount,
+                "created_at": created,
+                "expires_at": created + timedelta(seconds=ttl_seconds),
+            },
+        )
+        row = cur.fetchone()
+    finally:
+        cur.close()
+    if row is None:
+        return None
+    digest, account_id, unlocked, trials, held, trial, hold_id, left, trials_after = row
+    return AuthorizedHold(
+        digest,
+        int(account_id),
+        bool(unlocked),
+        int(trials),
+        int(held),
+        bool(trial),
+        None if hold_id is None else int(hold_id),
+        None if left is None else int(left),
+        int(trials_after) if trials_after is not None else int(trials),
+    )
+
+
 def _append_entry(
     conn: HotConnection, account_id: int, kind: str, amount: int, balance_after: int, reference: str
 ) -> int:

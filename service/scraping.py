@@ -9,13 +9,14 @@ database round trip per request and changes nothing for a valid key.
 
 from __future__ import annotations
 
+import hmac
 import logging
 from typing import Any
 
 from service import keys, ledger
 from service.config import Config
 from service.db import Database
-from service.db.hot import HotConnection
+from service.db.hot import HotConnection, hot_path
 from service.engine import EngineBridge
 from service.errors import (
     RESIDENTIAL_LOCKED,
@@ -102,6 +103,8 @@ class Scraper:
     def _authorize_and_hold(
         self, conn: HotConnection, key_hash: str, engine: str, tier: str
     ) -> tuple[keys.Caller, Quote, int]:
+        if hot_path(conn).functions:
+            return self._authorize_and_hold_in_one(conn, key_hash, engine, tier)
         caller = keys.caller_by_hash(conn, key_hash)
         if caller is None:
             raise Unauthorized()
@@ -119,3 +122,30 @@ class Scraper:
         except ledger.NoTrialLeft:
             raise Forbidden(RESIDENTIAL_LOCKED) from None
         return caller, price, hold_id
+
+    def _authorize_and_hold_in_one(
+        self, conn: HotConnection, key_hash: str, engine: str, tier: str
+    ) -> tuple[keys.Caller, Quote, int]:
+        """PostgreSQL: the same checks and hold as above, in one round trip."""
+        costs = self.config.costs[engine]
+        done = ledger.authorize_and_hold(
+            conn,
+            key_hash,
+            residential=tier == "residential",
+            amount=costs[tier],
+            trial_amount=costs["none"],
+            ttl_seconds=self.config.hold_ttl_seconds,
+        )
+        if done is None or not hmac.compare_digest(done.key_hash, key_hash):
+            raise Unauthorized()
+        caller = keys.Caller(
+            done.account_id, key_hash, done.residential_unlocked, done.residential_trials_left
+        )
+        price = quote(self.config, engine, tier, caller)  # Forbidden when no trial is left
+        if (price.hold, price.trial) != (done.amount, done.trial):  # pragma: no cover - a bug
+            raise RuntimeError(f"the database priced {done} where the service priced {price}")
+        if done.hold_id is None:
+            if price.trial and done.trials_left_after <= 0:
+                raise Forbidden(RESIDENTIAL_LOCKED)
+            raise insufficient_credits(price.hold, done.available or 0)
+        return caller, price, done.hold_id

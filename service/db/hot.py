@@ -59,10 +59,16 @@ _SQL: dict[str, str] = {
         " created_at) VALUES (:account_id, :kind, :amount, :balance_after, :reference,"
         " :created_at) RETURNING id"
     ),
-    # PostgreSQL: the hold and the settlement in one statement each (migration 0002)
+    # PostgreSQL: the hold and the settlement in one statement each (migration 0002), and
+    # the key lookup with the hold (0003)
     "pg_hold": (
         "SELECT new_hold, available, trials_left"
         " FROM scrapespy_hold(:account_id, :amount, :trial, :created_at, :expires_at)"
+    ),
+    "pg_authorize_hold": (
+        "SELECT key_hash, account_id, residential_unlocked, trials_left, held, trial, new_hold,"
+        " available, trials_left_after FROM scrapespy_authorize_hold(:digest, :residential,"
+        " :amount, :trial_amount, :created_at, :expires_at)"
     ),
     "pg_settle": (
         "SELECT charged, trial_consumed, settled_here FROM scrapespy_settle(:hold_id, :cost,"
