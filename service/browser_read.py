@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -55,11 +56,18 @@ async def page_html(page: Page, request: Request, spider: Any) -> str:
 
 
 async def read_rendered(
-    handler: ScrapyPlaywrightDownloadHandler, request: Request, page: Page, spider: Any
+    handler: ScrapyPlaywrightDownloadHandler,
+    request: Request,
+    page: Page,
+    spider: Any,
+    navigating: AbstractContextManager[Any] | None = None,
 ) -> Response:
-    """Navigate ``page`` to ``request``'s URL, let it settle and build the response."""
+    """Navigate ``page`` to ``request``'s URL (within ``navigating``), let it settle and build
+    the response."""
     started = time.time()
-    response, download = await handler._get_response_and_download(request, page, spider)
+    with navigating if navigating is not None else nullcontext():
+        response, download = await handler._get_response_and_download(request, page, spider)
+    request.meta["scrapespy_loaded_at"] = asyncio.get_running_loop().time()
     headers_read: asyncio.Future[dict[str, str]] | None = None
     if isinstance(response, PlaywrightResponse):
         headers_read = asyncio.ensure_future(response.all_headers())

@@ -31,7 +31,10 @@ _DOM_QUIET = """([quiet, limit]) => new Promise((resolve) => {
   });
   const all = {subtree: true, childList: true, attributes: true, characterData: true};
   observer.observe(document, all);
-  timer = setTimeout(done, quiet);
+  // quiet since the end of the load event, not since this evaluation reached the page
+  const nav = performance.getEntriesByType("navigation")[0];
+  const calm = nav && nav.loadEventEnd > 0 ? performance.now() - nav.loadEventEnd : 0;
+  timer = setTimeout(done, Math.max(0, quiet - calm));
   setTimeout(done, limit);
 })"""
 
@@ -41,6 +44,7 @@ class PageWatch:
         self.page = page
         self.in_flight: set[PlaywrightRequest] = set()
         self.changed = asyncio.Event()
+        self.last_change = 0.0  # the loop's time of the last request that began or ended
         self.last_navigation: str | None = None
         page.on("request", self._began)
         page.on("requestfinished", self._ended)
@@ -50,28 +54,43 @@ class PageWatch:
         if request.resource_type in _LONG_LIVED:
             return
         self.in_flight.add(request)
-        self.changed.set()
+        self._change()
         with suppress(PlaywrightError):
             if request.is_navigation_request() and request.frame == self.page.main_frame:
                 self.last_navigation = request.url
 
     def _ended(self, request: PlaywrightRequest) -> None:
         self.in_flight.discard(request)
+        self._change()
+
+    def _change(self) -> None:
+        self.last_change = asyncio.get_running_loop().time()
         self.changed.set()
 
-    async def settle(self, *, quiet: float, limit: float) -> None:
-        """Wait until the network and the DOM have been quiet for ``quiet`` s, or ``limit`` s."""
+    async def settle(self, *, quiet: float, limit: float, loaded_at: float | None = None) -> None:
+        """Wait until the network and the DOM have been quiet for ``quiet`` s, or ``limit`` s.
+
+        Quiet counts from ``loaded_at`` (the loop's time when the page's load was seen) or the
+        last request that began or ended, whichever is later; the DOM's, in the page, from the
+        end of its load event or its last change."""
         loop = asyncio.get_running_loop()
         end = loop.time() + limit
         dom = asyncio.ensure_future(
             self.page.evaluate(_DOM_QUIET, [int(quiet * 1000), int(limit * 1000)])
         )
+        calm_from = max(loaded_at if loaded_at is not None else loop.time(), self.last_change)
         try:
             while (left := end - loop.time()) > 0:
                 self.changed.clear()
-                wait = min(quiet, left) if not self.in_flight else left
+                if self.in_flight:
+                    wait = left
+                else:
+                    wait = min(quiet - (loop.time() - calm_from), left)
+                    if wait <= 0:
+                        break
                 try:
                     await asyncio.wait_for(self.changed.wait(), wait)
+                    calm_from = self.last_change
                 except TimeoutError:
                     if not self.in_flight:
                         break
