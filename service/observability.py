@@ -70,17 +70,26 @@ def endpoint_of(path: bytes) -> str:
     return "other"
 
 
+# (metric, label values) -> the labelled series; labels() costs a lock and a validation per call.
+# The label values are drawn from small fixed sets (endpoints, statuses, engines, tiers).
+_SERIES: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def series(metric: Any, *labels: str) -> Any:
+    found = _SERIES.get((metric, labels))
+    if found is None:
+        found = _SERIES[metric, labels] = metric.labels(*labels)
+    return found
+
+
 def record_scrape(
     result: dict[str, Any], tier_requested: str, tier_used: str, charged: int
 ) -> None:
-    SCRAPES.labels(
-        result["engine"],
-        tier_requested,
-        tier_used,
-        str(result["success"]).lower(),
-        str(result["blocked"]).lower(),
-    ).inc()
-    SCRAPE_LATENCY.labels(result["engine"]).observe(result["elapsed_ms"] / 1000)
+    engine = result["engine"]
+    success = "true" if result["success"] else "false"
+    blocked = "true" if result["blocked"] else "false"
+    series(SCRAPES, engine, tier_requested, tier_used, success, blocked).inc()
+    series(SCRAPE_LATENCY, engine).observe(result["elapsed_ms"] / 1000)
     if charged:
         CREDITS_CAPTURED.inc(charged)
 
@@ -126,11 +135,6 @@ class FormAwareRequest(Request):
         super().requestReceived(command, path, version)
 
 
-# (endpoint, status) -> its request counter and latency histogram; labels() costs a lock and a
-# validation per call. Endpoints are a fixed set (endpoint_of), so this stays small.
-_COUNTED: dict[tuple[str, int], tuple[Any, Any]] = {}
-
-
 class ObservedSite(Site):
     """A Site whose requests carry an id, are counted, and are logged as JSON lines."""
 
@@ -150,14 +154,8 @@ class ObservedSite(Site):
         took = time.monotonic() - started if started is not None else 0.0
         endpoint = endpoint_of(request.uri)
         status = request.code
-        counted = _COUNTED.get((endpoint, status))
-        if counted is None:
-            counted = _COUNTED[endpoint, status] = (
-                HTTP_REQUESTS.labels(endpoint, str(status)),
-                HTTP_LATENCY.labels(endpoint),
-            )
-        counted[0].inc()
-        counted[1].observe(took)
+        series(HTTP_REQUESTS, endpoint, str(status)).inc()
+        series(HTTP_LATENCY, endpoint).observe(took)
         if access_log.isEnabledFor(logging.INFO):
             access_log.info(
                 "%s %s %d",
