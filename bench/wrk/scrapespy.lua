@@ -5,7 +5,8 @@ local engine = os.getenv("BENCH_ENGINE") or "static"
 local page = os.getenv("BENCH_PAGE")
 local max = tonumber(os.getenv("BENCH_MAX") or "0")
 local threads = {}
-local i, seen, failures = 0, 0, 0
+local i, seen = 0, 0
+failures = 0  -- a global: done() reads every thread's through thread:get
 
 function setup(thread)
   table.insert(threads, thread)

@@ -3,7 +3,8 @@ local target = os.getenv("BENCH_TARGET")
 local engine = os.getenv("BENCH_ENGINE") or "static"
 local page = os.getenv("BENCH_PAGE")
 local threads = {}
-local i, failures = 0, 0
+local i = 0
+failures = 0  -- a global: done() reads every thread's through thread:get
 
 function setup(thread)
   table.insert(threads, thread)
