@@ -2,8 +2,8 @@
 
 scrapy-playwright's handler names contexts and keeps them until someone closes them, launches one
 browser per handler instance (Scrapy builds one per scheme) and is bounded by nothing but the
-navigation timeout. This subclass keeps its navigation, header, abort and response-building code
-and changes the lifecycle around it:
+navigation timeout. This subclass keeps its navigation, header and abort code, reads the page in
+fewer round trips (:mod:`service.browser_read`) and changes the lifecycle around it:
 
 * one handler (and so one browser) for ``http`` and ``https``, started on the first ``js``
   request; a crashed browser is launched again by the next request;
