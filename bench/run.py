@@ -188,7 +188,11 @@ def scrapespy(database_url: str, workdir: Path, args: tuple[str, ...] = ()) -> t
         "SCRAPESPY_RATE_LIMIT_BURST": "100000",
         "SCRAPESPY_MAX_PAGES": "4",
     }
-    proc = ServiceProcess(database_url, workdir, env={**env}, args=args)
+    # the access log goes to a file, as under an operator's daemon, not through a pipe that a
+    # thread of this process would read line by line on the cores being measured
+    proc = ServiceProcess(
+        database_url, workdir, env={**env}, args=args, log_path=workdir / "scrapespy.log"
+    )
     proc.env["SCRAPESPY_LOG_LEVEL"] = "INFO"  # the listening line is at INFO
     proc.start()
     made = Accounts(database_url)

@@ -67,6 +67,9 @@ class ServiceProcess:
     base: str = ""
     process: subprocess.Popen[bytes] | None = None
     output: list[str] = field(default_factory=list)
+    # The service's output goes to this file instead of a pipe read line by line here: the
+    # benchmark's choice, where a reader in this process would compete for the cores
+    log_path: Path | None = None
 
     def start(self, timeout: float = 90) -> ServiceProcess:
         env = {
@@ -78,13 +81,17 @@ class ServiceProcess:
             "SCRAPESPY_LOG_LEVEL": "INFO",
             **self.env,
         }
+        log_file = open(self.log_path, "ab") if self.log_path is not None else None
         self.process = subprocess.Popen(
             [SCRAPESPY, "serve", "--host", "127.0.0.1", "--port", "0", *self.args],
             cwd=self.workdir,
             env=env,
-            stdout=subprocess.PIPE,
+            stdout=log_file or subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
+        if log_file is not None:
+            log_file.close()
+            return self._wait_for_log(timeout)
         found = threading.Event()
 
         def pump() -> None:
@@ -105,6 +112,20 @@ class ServiceProcess:
                 raise RuntimeError("scrapespy did not start:\n" + "\n".join(self.output[-40:]))
         return self
 
+    def _wait_for_log(self, timeout: float) -> ServiceProcess:
+        assert self.process is not None and self.log_path is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            match = LISTENING.search(self.log_path.read_text("utf-8", "replace"))
+            if match:
+                self.base = match.group(1)
+                return self
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                tail = self.log_path.read_text("utf-8", "replace").splitlines()[-40:]
+                raise RuntimeError("scrapespy did not start:\n" + "\n".join(tail))
+            time.sleep(0.1)
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int | None:
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None
@@ -122,6 +143,8 @@ class ServiceProcess:
         return call("POST", self.url("/scrape"), body, key=key, **kwargs)
 
     def log_text(self) -> str:
+        if self.log_path is not None:
+            return self.log_path.read_text("utf-8", "replace")
         return "\n".join(self.output)
 
 
