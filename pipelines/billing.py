@@ -76,13 +76,16 @@ class BillingPipeline:
             return item
         result, tier_used = item["result"], item["tier_used"]
         cost, consume_trial = charge_for(job, result, tier_used)
-        d = self.database.run_hot(
-            ledger.settle,
-            job.hold_id,
-            cost=cost,
-            consume_trial=consume_trial,
-            usage_row=usage_row(job, result, tier_used),
-        )
+        usage = usage_row(job, result, tier_used)
+        d: Deferred[ledger.Settlement]
+        if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
+            d = self.database.call(
+                "pg_settle", ledger.settle_params(job.hold_id, cost, consume_trial, usage)
+            ).addCallback(ledger.settlement)
+        else:
+            d = self.database.run_hot(
+                ledger.settle, job.hold_id, cost=cost, consume_trial=consume_trial, usage_row=usage
+            )
 
         def settled(settlement: ledger.Settlement) -> dict[str, Any]:
             item["charged"] = settlement.charged

@@ -138,40 +138,23 @@ class AuthorizedHold:
     trials_left_after: int
 
 
-def authorize_and_hold(
-    conn: HotConnection,
-    key_hash: str,
-    *,
-    residential: bool,
-    amount: int,
-    trial_amount: int,
-    ttl_seconds: int,
-) -> AuthorizedHold | None:
-    """PostgreSQL only: the key lookup and :func:`hold` in one statement (migration 0003).
-
-    ``amount`` is the requested tier's cost and ``trial_amount`` the ``none`` cost, which a
-    residential trial holds; None when no key hashes to ``key_hash``. The caller checks the
-    outcome against ``service.pricing.quote`` and raises as :func:`hold` would.
-    """
-    sql = hot_path(conn)
-    cur = cursor(conn)
-    writing(conn)
+def authorize_and_hold_params(
+    key_hash: str, *, residential: bool, amount: int, trial_amount: int, ttl_seconds: int
+) -> dict[str, Any]:
+    """The parameters of the hot path's ``pg_authorize_hold`` (see :func:`authorize_and_hold`)."""
     created = now()
-    try:
-        cur.execute(
-            sql.sql["pg_authorize_hold"],
-            {
-                "digest": key_hash,
-                "residential": residential,
-                "amount": amount,
-                "trial_amount": trial_amount,
-                "created_at": created,
-                "expires_at": created + timedelta(seconds=ttl_seconds),
-            },
-        )
-        row = cur.fetchone()
-    finally:
-        cur.close()
+    return {
+        "digest": key_hash,
+        "residential": residential,
+        "amount": amount,
+        "trial_amount": trial_amount,
+        "created_at": created,
+        "expires_at": created + timedelta(seconds=ttl_seconds),
+    }
+
+
+def authorized_hold(row: Any) -> AuthorizedHold | None:
+    """What a ``pg_authorize_hold`` row says; None when no key hashes to the digest."""
     if row is None:
         return None
     digest, account_id, unlocked, trials, held, trial, hold_id, left, trials_after = row
@@ -186,6 +169,39 @@ def authorize_and_hold(
         None if left is None else int(left),
         int(trials_after) if trials_after is not None else int(trials),
     )
+
+
+def authorize_and_hold(
+    conn: HotConnection,
+    key_hash: str,
+    *,
+    residential: bool,
+    amount: int,
+    trial_amount: int,
+    ttl_seconds: int,
+) -> AuthorizedHold | None:
+    """PostgreSQL only: the key lookup and :func:`hold` in one statement (migration 0003).
+
+    ``amount`` is the requested tier's cost and ``trial_amount`` the ``none`` cost, which a
+    residential trial holds; None when no key hashes to ``key_hash``. The caller checks the
+    outcome against ``service.pricing.quote`` and raises as :func:`hold` would. The service
+    sends the same statement through ``Database.call``.
+    """
+    params = authorize_and_hold_params(
+        key_hash,
+        residential=residential,
+        amount=amount,
+        trial_amount=trial_amount,
+        ttl_seconds=ttl_seconds,
+    )
+    cur = cursor(conn)
+    writing(conn)
+    try:
+        cur.execute(hot_path(conn).sql["pg_authorize_hold"], params)
+        row = cur.fetchone()
+    finally:
+        cur.close()
+    return authorized_hold(row)
 
 
 def _append_entry(
@@ -211,6 +227,31 @@ def _append_entry(
         cur.close()
 
 
+def settle_params(
+    hold_id: int,
+    cost: int,
+    consume_trial: bool,
+    usage_row: dict[str, Any] | None,
+    settled: Any = None,
+) -> dict[str, Any]:
+    """The parameters of the hot path's ``pg_settle`` (see :func:`settle`)."""
+    row = usage_row or {}
+    return {
+        "hold_id": hold_id,
+        "cost": cost,
+        "consume_trial": consume_trial,
+        "settled": settled if settled is not None else now(),
+        "usage": usage_row is not None,
+        **{name: row.get(name) for name in USAGE_FIELDS},
+    }
+
+
+def settlement(row: Any) -> Settlement:
+    """What a ``pg_settle`` row says."""
+    charged, consumed, claimed = row
+    return Settlement(int(charged), bool(consumed), bool(claimed))
+
+
 def settle(
     conn: HotConnection,
     hold_id: int,
@@ -232,20 +273,11 @@ def settle(
     writing(conn)
     try:
         if sql.functions:
-            row = usage_row or {}
             cur.execute(
                 sql.sql["pg_settle"],
-                {
-                    "hold_id": hold_id,
-                    "cost": cost,
-                    "consume_trial": consume_trial,
-                    "settled": settled,
-                    "usage": usage_row is not None,
-                    **{name: row.get(name) for name in USAGE_FIELDS},
-                },
+                settle_params(hold_id, cost, consume_trial, usage_row, settled),
             )
-            charged, consumed, claimed = cur.fetchone()
-            return Settlement(int(charged), bool(consumed), bool(claimed))
+            return settlement(cur.fetchone())
         cur.execute(
             sql.sql["claim_hold"],
             {

@@ -80,9 +80,24 @@ class Scraper:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
         try:
-            caller, price, hold_id = await self.database.run_hot(
-                self._authorize_and_hold, key_hash, request.engine, request.proxy_type
-            )
+            if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
+                caller, price, hold_id = self._authorized(
+                    ledger.authorized_hold(
+                        await self.database.call(
+                            "pg_authorize_hold",
+                            self._authorize_and_hold_params(
+                                key_hash, request.engine, request.proxy_type
+                            ),
+                        )
+                    ),
+                    key_hash,
+                    request.engine,
+                    request.proxy_type,
+                )
+            else:
+                caller, price, hold_id = await self.database.run_hot(
+                    self._authorize_and_hold, key_hash, request.engine, request.proxy_type
+                )
             job = ScrapeJob(
                 url=request.url,
                 engine=request.engine,
@@ -123,6 +138,16 @@ class Scraper:
             raise Forbidden(RESIDENTIAL_LOCKED) from None
         return caller, price, hold_id
 
+    def _authorize_and_hold_params(self, key_hash: str, engine: str, tier: str) -> dict[str, Any]:
+        costs = self.config.costs[engine]
+        return ledger.authorize_and_hold_params(
+            key_hash,
+            residential=tier == "residential",
+            amount=costs[tier],
+            trial_amount=costs["none"],
+            ttl_seconds=self.config.hold_ttl_seconds,
+        )
+
     def _authorize_and_hold_in_one(
         self, conn: HotConnection, key_hash: str, engine: str, tier: str
     ) -> tuple[keys.Caller, Quote, int]:
@@ -136,6 +161,12 @@ class Scraper:
             trial_amount=costs["none"],
             ttl_seconds=self.config.hold_ttl_seconds,
         )
+        return self._authorized(done, key_hash, engine, tier)
+
+    def _authorized(
+        self, done: ledger.AuthorizedHold | None, key_hash: str, engine: str, tier: str
+    ) -> tuple[keys.Caller, Quote, int]:
+        """The caller, the price and the hold of a PostgreSQL authorize-and-hold, or raises."""
         if done is None or not hmac.compare_digest(done.key_hash, key_hash):
             raise Unauthorized()
         caller = keys.Caller(

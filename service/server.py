@@ -66,7 +66,7 @@ class Service:
 
 
 async def build(config: Config, *, migrate: bool = True) -> Service:
-    database = Database(config.database_url, threads=config.db_threads)
+    database = Database(config.database_url, threads=config.db_threads, reactor_calls=True)
     # Before any thread starts: payment settings that would lose money stop the start cleanly.
     payments = make_provider(config, database)
     database.start()

@@ -2,7 +2,9 @@
 
 Every call that touches the database goes through :meth:`Database.run`, which runs a function
 inside one transaction on a thread pool of our own and returns a Deferred. The CLI, which has
-no reactor, uses :meth:`Database.run_sync`.
+no reactor, uses :meth:`Database.run_sync`. The service's scrape hot path on PostgreSQL goes
+through :meth:`Database.call` instead: one statement on an asynchronous connection driven by
+the reactor (service.db.reactor_pg), which never blocks it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from twisted.internet.defer import Deferred
 
-from service.db.hot import RawConnection
+from service.db.hot import HotPath, RawConnection
+from service.db.reactor_pg import DATABASE_DOWN, ReactorPostgres
 from service.db.threads import DatabaseThreads
 from service.errors import ServiceUnavailable
 
@@ -31,8 +34,6 @@ T = TypeVar("T")
 MIGRATIONS = Path(__file__).with_name("migrations")
 # Held for the whole migration so that two instances starting at once migrate one after the other.
 ADVISORY_LOCK_ID = 0x5C2A9E59
-
-DATABASE_DOWN = "the database is unavailable, retry later"
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -101,7 +102,11 @@ def is_outage(exc: BaseException) -> bool:
 
 
 class Database:
-    def __init__(self, url: str, threads: int = 8):
+    """``threads``: the database threads; ``reactor_calls``: on PostgreSQL, serve :meth:`call`
+    on as many asynchronous connections driven by the reactor (the service does; the CLI and
+    the tests' helpers, which have no running reactor, do not)."""
+
+    def __init__(self, url: str, threads: int = 8, *, reactor_calls: bool = False):
         self.url = url
         if make_url(url).get_backend_name() == "sqlite":
             # SQLite has one writer: more threads only queue on its lock, and its busy handler
@@ -116,6 +121,9 @@ class Database:
         self._held: list[Any] = []  # kept Connections and raw connections
         self._held_lock = threading.Lock()
         self.ping_after_idle = 5.0  # seconds; see _raw_connection
+        self._reactor_calls = reactor_calls and not self._sqlite
+        self._calls: ReactorPostgres | None = None
+        self._hot = HotPath(self.engine.dialect)
 
     @property
     def dialect(self) -> str:
@@ -125,8 +133,27 @@ class Database:
         if not self._started:
             self.pool.start()
             self._started = True
+            if self._reactor_calls:
+                args, kwargs = self.engine.dialect.create_connect_args(self.engine.url)
+                self._calls = ReactorPostgres(
+                    tuple(args), dict(kwargs), self.pool.size, self.pool.submit
+                )
+
+    @property
+    def reactor_calls(self) -> bool:
+        """Whether :meth:`call` serves the hot path (PostgreSQL, in the service)."""
+        return self._calls is not None
+
+    def call(self, statement: str, params: dict[str, Any]) -> Deferred[tuple[Any, ...] | None]:
+        """The first row of the hot-path ``statement`` (a name in service.db.hot), run as one
+        transaction on the reactor's own connections; only when :attr:`reactor_calls`."""
+        assert self._calls is not None
+        return self._calls.call(self._hot.sql[statement], params)
 
     def stop(self) -> None:
+        if self._calls is not None:
+            self._calls.close()
+            self._calls = None
         if self._started:
             self.pool.stop()
             self._started = False
