@@ -10,6 +10,7 @@ has its own crawler and browser; per-key rate limits are exact across workers on
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -37,10 +38,12 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _spawn(fd: int) -> subprocess.Popen[bytes]:
+def _spawn(fd: int, index: int) -> subprocess.Popen[bytes]:
+    """Worker ``index`` (service.affinity gives each index its own core)."""
     return subprocess.Popen(
         [sys.executable, "-m", "service.cli", "serve", "--inherit-fd", str(fd)],
         pass_fds=(fd,),
+        env={**os.environ, "SCRAPESPY_WORKER_INDEX": str(index)},
     )
 
 
@@ -55,7 +58,8 @@ def supervise(config: Config, host: str, port: int, workers: int) -> int:
     sock = bind(host, port)
     address = sock.getsockname()
     log.info("scrapespy supervising %d workers on http://%s:%d", workers, address[0], address[1])
-    procs = [_spawn(sock.fileno()) for _ in range(workers)]
+    procs = [_spawn(sock.fileno(), index) for index in range(workers)]
+    slots = {proc.pid: index for index, proc in enumerate(procs)}
     stopping = False
     restarts: list[float] = []
 
@@ -87,7 +91,9 @@ def supervise(config: Config, host: str, port: int, workers: int) -> int:
                 codes.append(code or 1)
                 continue
             log.error("worker %d exited with %s; starting another", proc.pid, code)
-            procs.append(_spawn(sock.fileno()))
+            index = slots.pop(proc.pid)
+            procs.append(_spawn(sock.fileno(), index))
+            slots[procs[-1].pid] = index
     sock.close()
     return 0 if all(code == 0 for code in codes) else 1
 

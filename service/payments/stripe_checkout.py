@@ -16,6 +16,7 @@ import stripe
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
+from service.affinity import unpinned
 from service.config import Config
 from service.db import Database
 from service.errors import BadGateway, ServiceUnavailable
@@ -87,8 +88,10 @@ class StripeCheckout:
         from twisted.internet import reactor
 
         params = session_params(self.config, account_id, order)
+        with unpinned():  # a thread started for this runs on any core (service.affinity)
+            created = deferToThreadPool(reactor, self.pool, self._create_session, params)
         try:
-            session = await deferToThreadPool(reactor, self.pool, self._create_session, params)
+            session = await created
         except (stripe.AuthenticationError, stripe.PermissionError) as exc:
             log.error("Stripe refused the secret key (STRIPE_SECRET_KEY): %s", exc.user_message)
             raise ServiceUnavailable(MISCONFIGURED) from None
