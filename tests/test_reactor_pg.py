@@ -51,12 +51,12 @@ async def backend_pid(db: Database) -> int:
 @pytest_twisted.ensureDeferred
 async def test_calls_beyond_the_connections_wait_their_turn_and_all_answer(db: Database):
     calls = db._calls
-    assert calls is not None and calls.size == 2
+    assert calls is not None and calls.size == 4  # twice the database threads
     rows = await defer.gatherResults(
         [calls.call("SELECT %(n)s::int, pg_sleep(0.01)", {"n": n}) for n in range(20)]
     )
     assert [row[0] for row in rows] == list(range(20))
-    assert calls.open_connections == 2
+    assert calls.open_connections == 4
 
 
 @pytest_twisted.ensureDeferred

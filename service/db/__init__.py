@@ -101,6 +101,15 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 
 
+def reactor_connections(threads: int) -> int:
+    """The reactor's PostgreSQL connections for ``threads`` database threads.
+
+    Each statement commits, and a commit waits for the server's disk: with two connections (2
+    cores) the service served 230 scrapes a second at c=32, with four 262, with eight 240.
+    """
+    return min(16, 2 * threads)
+
+
 class Database:
     """``threads``: the database threads; ``reactor_calls``: on PostgreSQL, serve :meth:`call`
     on as many asynchronous connections driven by the reactor (the service does; the CLI and
@@ -136,7 +145,7 @@ class Database:
             if self._reactor_calls:
                 args, kwargs = self.engine.dialect.create_connect_args(self.engine.url)
                 self._calls = ReactorPostgres(
-                    tuple(args), dict(kwargs), self.pool.size, self.pool.submit
+                    tuple(args), dict(kwargs), reactor_connections(self.pool.size), self.pool.submit
                 )
 
     @property
