@@ -13,6 +13,8 @@ import hmac
 import logging
 from typing import Any
 
+from twisted.internet.defer import Deferred
+
 from service import keys, ledger
 from service.config import Config
 from service.db import Database
@@ -80,24 +82,7 @@ class Scraper:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
         try:
-            if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
-                caller, price, hold_id = self._authorized(
-                    ledger.authorized_hold(
-                        await self.database.call(
-                            "pg_authorize_hold",
-                            self._authorize_and_hold_params(
-                                key_hash, request.engine, request.proxy_type
-                            ),
-                        )
-                    ),
-                    key_hash,
-                    request.engine,
-                    request.proxy_type,
-                )
-            else:
-                caller, price, hold_id = await self.database.run_hot(
-                    self._authorize_and_hold, key_hash, request.engine, request.proxy_type
-                )
+            caller, price, hold_id = await self._hold(key_hash, request.engine, request.proxy_type)
             job = ScrapeJob(
                 url=request.url,
                 engine=request.engine,
@@ -114,6 +99,17 @@ class Scraper:
             return await self.bridge.submit(job)
         finally:
             self.active -= 1
+
+    def _hold(
+        self, key_hash: str, engine: str, tier: str
+    ) -> Deferred[tuple[keys.Caller, Quote, int]]:
+        """The key's caller, the price and the hold, in one round trip to the database."""
+        if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
+            params = ledger.authorize_and_hold_params(key_hash, **self._hold_terms(engine, tier))
+            return self.database.call("pg_authorize_hold", params).addCallback(
+                lambda row: self._authorized(ledger.authorized_hold(row), key_hash, engine, tier)
+            )
+        return self.database.run_hot(self._authorize_and_hold, key_hash, engine, tier)
 
     def _authorize_and_hold(
         self, conn: HotConnection, key_hash: str, engine: str, tier: str
@@ -138,29 +134,21 @@ class Scraper:
             raise Forbidden(RESIDENTIAL_LOCKED) from None
         return caller, price, hold_id
 
-    def _authorize_and_hold_params(self, key_hash: str, engine: str, tier: str) -> dict[str, Any]:
+    def _hold_terms(self, engine: str, tier: str) -> dict[str, Any]:
+        """What PostgreSQL's authorize-and-hold needs besides the key (see the ledger)."""
         costs = self.config.costs[engine]
-        return ledger.authorize_and_hold_params(
-            key_hash,
-            residential=tier == "residential",
-            amount=costs[tier],
-            trial_amount=costs["none"],
-            ttl_seconds=self.config.hold_ttl_seconds,
-        )
+        return {
+            "residential": tier == "residential",
+            "amount": costs[tier],
+            "trial_amount": costs["none"],
+            "ttl_seconds": self.config.hold_ttl_seconds,
+        }
 
     def _authorize_and_hold_in_one(
         self, conn: HotConnection, key_hash: str, engine: str, tier: str
     ) -> tuple[keys.Caller, Quote, int]:
         """PostgreSQL: the same checks and hold as above, in one round trip."""
-        costs = self.config.costs[engine]
-        done = ledger.authorize_and_hold(
-            conn,
-            key_hash,
-            residential=tier == "residential",
-            amount=costs[tier],
-            trial_amount=costs["none"],
-            ttl_seconds=self.config.hold_ttl_seconds,
-        )
+        done = ledger.authorize_and_hold(conn, key_hash, **self._hold_terms(engine, tier))
         return self._authorized(done, key_hash, engine, tier)
 
     def _authorized(
