@@ -84,6 +84,95 @@ async def test_the_hot_path_holds_and_settles_on_the_reactor(db: Database):
     made.close()
 
 
+def usage_for(account_id: int) -> dict[str, object]:
+    return {
+        "account_id": account_id,
+        "url": "http://example.com/",
+        "engine": "static",
+        "tier_requested": "none",
+        "tier_used": "none",
+        "status_code": 200,
+        "success": True,
+        "blocked": False,
+        "error": None,
+        "elapsed_ms": 12,
+    }
+
+
+def test_the_hold_commits_without_waiting_for_the_disk_and_the_settlement_waits(
+    database_url: str,
+):
+    made = Accounts(database_url)
+    _, key = made.create(credits=10)
+    conn = psycopg2.connect(
+        make_url(database_url)
+        .render_as_string(hide_password=False)
+        .replace("postgresql+psycopg2://", "postgresql://")
+    )
+    try:
+        cur = conn.cursor()  # one transaction per block, as the service's statements run
+        params = ledger.authorize_and_hold_params(
+            keys.hash_key(key), residential=False, amount=3, trial_amount=1, ttl_seconds=60
+        )
+        cur.execute(
+            "SELECT new_hold FROM scrapespy_authorize_hold(%(digest)s, %(residential)s,"
+            " %(amount)s, %(trial_amount)s, %(created_at)s, %(expires_at)s)",
+            params,
+        )
+        (hold_id,) = cur.fetchone()
+        cur.execute("SELECT current_setting('synchronous_commit')")
+        assert cur.fetchone() == ("off",)  # what the hold's commit reads
+        conn.commit()
+
+        cur.execute("SELECT current_setting('synchronous_commit')")
+        assert cur.fetchone() == ("on",)  # only for the hold's own transaction
+        cur.execute(
+            "SELECT charged FROM scrapespy_settle(%(hold_id)s, %(cost)s, %(consume_trial)s,"
+            " %(settled)s, %(usage)s, %(account_id)s, %(url)s, %(engine)s,"
+            " %(tier_requested)s, %(tier_used)s, %(status_code)s, %(success)s, %(blocked)s,"
+            " %(error)s, %(elapsed_ms)s)",
+            ledger.settle_params(hold_id, 2, False, None),
+        )
+        assert cur.fetchone() == (2,)
+        cur.execute("SELECT current_setting('synchronous_commit')")
+        assert cur.fetchone() == ("on",)  # the charge is flushed before it is answered
+        conn.commit()
+    finally:
+        conn.close()
+        made.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_settlement_claims_only_a_hold_of_its_own_account(db: Database):
+    # after a database crash a lost hold's id can be handed out again, to someone else's hold
+    made = Accounts(db.url)
+    mine, _ = made.create(credits=10)
+    theirs, their_key = made.create(credits=10)
+    params = ledger.authorize_and_hold_params(
+        keys.hash_key(their_key), residential=False, amount=3, trial_amount=1, ttl_seconds=60
+    )
+    their_hold = ledger.authorized_hold(await db.call("pg_authorize_hold", params))
+    assert their_hold is not None and their_hold.hold_id is not None
+
+    stray = ledger.settlement(
+        await db.call(
+            "pg_settle", ledger.settle_params(their_hold.hold_id, 3, False, usage_for(mine))
+        )
+    )
+    assert stray.charged == 0 and not stray.settled_here
+    assert made.summary(theirs)["held"] == 3 and made.summary(theirs)["balance"] == 10
+    assert made.summary(mine)["balance"] == 10
+
+    own = ledger.settlement(
+        await db.call(
+            "pg_settle", ledger.settle_params(their_hold.hold_id, 3, False, usage_for(theirs))
+        )
+    )
+    assert own.charged == 3 and own.settled_here
+    assert made.summary(theirs)["held"] == 0 and made.entries_sum(theirs) == 7
+    made.close()
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error(
     db: Database, database_url: str
