@@ -27,32 +27,15 @@ def _database(config: Config, *, migrate: bool = True) -> Database:
 
 
 def configure_logging(level: str, fmt: str = "json") -> None:
+    """The service's own handler on stderr, not Scrapy's root handler: a crawler replaces that
+    one with its own, in Scrapy's text format, so its start-up lines (settings and components,
+    pretty-printed over many lines) broke the JSON lines."""
     from scrapy.utils.log import configure_logging as scrapy_logging
 
-    scrapy_logging(
-        {"LOG_LEVEL": level, "LOG_FORMAT": "%(asctime)s %(levelname)s %(name)s: %(message)s"}
-    )
-    apply_log_format(fmt, level)
+    from service.observability import log_through
 
-
-def apply_log_format(fmt: str, level: str) -> None:
-    """JSON lines unless asked for text; called again once the crawler has replaced the root
-    handler with one of its own."""
-    # Scrapy leaves the root logger at NOTSET and its own at DEBUG, and filters in its root
-    # handler: every debug line (two a scrape) was built as a record and then dropped.
-    from service.observability import lean_log_records
-
-    logging.getLogger().setLevel(level)
-    logging.getLogger("scrapy").setLevel(level)
-    lean_log_records()
-    if fmt == "json":
-        from service.observability import JsonFormatter
-
-        for handler in logging.getLogger().handlers:
-            handler.setFormatter(JsonFormatter())
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    # An unreachable target's robots.txt is the caller's business, not an operator's error.
-    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
+    scrapy_logging({"LOG_LEVEL": level, "LOG_INSTALL_ROOT_HANDLER": False})
+    log_through(logging.StreamHandler(), level, fmt)
 
 
 def serve(config: Config, host: str, port: int, inherited_fd: int | None = None) -> int:

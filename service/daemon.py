@@ -28,9 +28,7 @@ class ScrapespyService(Service):
         port: int = 8080,
         *,
         inherited_fd: int | None = None,
-        reformat_logs: bool = True,
     ):
-        self.reformat_logs = reformat_logs
         self.config = config
         self.host = host
         self.port = port
@@ -51,10 +49,6 @@ class ScrapespyService(Service):
 
         reactor = running()
         self.service = await build(self.config)
-        if self.reformat_logs:
-            from service.cli import apply_log_format
-
-            apply_log_format(self.config.log_format, self.config.log_level)
         # What start-up built lives as long as the process: out of the collector's sight, a full
         # collection walks only what scrapes allocate (one took 75 ms with it, under load).
         gc.collect()

@@ -177,7 +177,8 @@ class ObservedSite(Site):
             )
 
 
-_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# the record's own fields, and the objects Scrapy attaches to its records for its own handlers
+_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "crawler", "spider"}
 
 
 class JsonFormatter(logging.Formatter):
@@ -224,16 +225,27 @@ def lean_log_records() -> None:
     logging.logMultiprocessing = False
 
 
-def log_to_twisted(level: str, fmt: str) -> None:
-    handler = TwistedLogHandler()
-    handler.setFormatter(
-        JsonFormatter()
-        if fmt == "json"
-        else logging.Formatter("%(levelname)s %(name)s: %(message)s")
-    )
+def log_through(
+    handler: logging.Handler,
+    level: str,
+    fmt: str,
+    text: str = "%(asctime)s %(levelname)s %(name)s: %(message)s",
+) -> None:
+    """The service's logging: ``handler`` alone on the root logger, JSON lines unless ``fmt``
+    asks for ``text``."""
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(text))
     lean_log_records()
     root = logging.getLogger()
     root.handlers[:] = [handler]
+    # Scrapy leaves the root logger at NOTSET and its own at DEBUG: every debug line (two a
+    # scrape) would be built as a record, only for the handler to drop it.
     root.setLevel(level)
+    logging.getLogger("scrapy").setLevel(level)
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    # An unreachable target's robots.txt is the caller's business, not an operator's error.
     logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
+
+
+def log_to_twisted(level: str, fmt: str) -> None:
+    # twistd's log file puts its own time on every line
+    log_through(TwistedLogHandler(), level, fmt, "%(levelname)s %(name)s: %(message)s")

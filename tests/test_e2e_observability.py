@@ -97,3 +97,20 @@ def test_every_response_carries_a_request_id_that_the_access_log_names(service, 
         time.sleep(0.05)
     assert mine and mine[0]["status"] == 200 and mine[0]["path"] == "/healthz"
     assert all("spy_" not in json.dumps(entry) for entry in access)
+
+
+def test_every_line_the_service_writes_from_its_start_is_one_json_object(service, site, accounts):
+    _, key = accounts.create(credits=10)
+    assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
+    lines = list(service.output)
+    # the crawler's start-up report (settings, components) is among them, on one line each
+    assert any("Overridden settings" in line for line in lines)
+    not_json = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        if not isinstance(entry, dict) or not {"ts", "level", "logger", "msg"} <= entry.keys():
+            not_json.append(line)
+    assert not_json == []

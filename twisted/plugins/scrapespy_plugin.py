@@ -47,7 +47,7 @@ class ScrapespyServiceMaker:
         config = Config.from_env()
         # twistd owns the log file and captures stdout; Python logging goes into it directly
         log_to_twisted(config.log_level, config.log_format)
-        return ScrapespyService(config, options["host"], int(options["port"]), reformat_logs=False)
+        return ScrapespyService(config, options["host"], int(options["port"]))
 
 
 service_maker = ScrapespyServiceMaker()
