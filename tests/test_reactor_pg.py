@@ -17,6 +17,7 @@ from twisted.internet import defer
 
 from service import keys, ledger
 from service.db import Database
+from service.db.hot import HotPath
 from service.errors import ServiceUnavailable
 from tests.relay import Relay
 from tests.services import Accounts
@@ -104,41 +105,31 @@ def test_the_hold_commits_without_waiting_for_the_disk_and_the_settlement_waits(
 ):
     made = Accounts(database_url)
     _, key = made.create(credits=10)
-    conn = psycopg2.connect(
-        make_url(database_url)
-        .render_as_string(hide_password=False)
-        .replace("postgresql+psycopg2://", "postgresql://")
-    )
+    engine = create_engine(database_url)
+    hot = HotPath(engine.dialect)  # the service's own two statements
+    conn = engine.raw_connection()
     try:
         cur = conn.cursor()  # one transaction per block, as the service's statements run
         params = ledger.authorize_and_hold_params(
             keys.hash_key(key), residential=False, amount=3, trial_amount=1, ttl_seconds=60
         )
-        cur.execute(
-            "SELECT new_hold FROM scrapespy_authorize_hold(%(digest)s, %(residential)s,"
-            " %(amount)s, %(trial_amount)s, %(created_at)s, %(expires_at)s)",
-            params,
-        )
-        (hold_id,) = cur.fetchone()
+        cur.execute(hot.sql["pg_authorize_hold"], params)
+        hold = ledger.authorized_hold(cur.fetchone())
+        assert hold is not None and hold.hold_id is not None
         cur.execute("SELECT current_setting('synchronous_commit')")
         assert cur.fetchone() == ("off",)  # what the hold's commit reads
         conn.commit()
 
         cur.execute("SELECT current_setting('synchronous_commit')")
         assert cur.fetchone() == ("on",)  # only for the hold's own transaction
-        cur.execute(
-            "SELECT charged FROM scrapespy_settle(%(hold_id)s, %(cost)s, %(consume_trial)s,"
-            " %(settled)s, %(usage)s, %(account_id)s, %(url)s, %(engine)s,"
-            " %(tier_requested)s, %(tier_used)s, %(status_code)s, %(success)s, %(blocked)s,"
-            " %(error)s, %(elapsed_ms)s)",
-            ledger.settle_params(hold_id, 2, False, None),
-        )
-        assert cur.fetchone() == (2,)
+        cur.execute(hot.sql["pg_settle"], ledger.settle_params(hold.hold_id, 2, False, None))
+        assert ledger.settlement(cur.fetchone()).charged == 2
         cur.execute("SELECT current_setting('synchronous_commit')")
         assert cur.fetchone() == ("on",)  # the charge is flushed before it is answered
         conn.commit()
     finally:
         conn.close()
+        engine.dispose()
         made.close()
 
 
