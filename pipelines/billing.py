@@ -6,11 +6,21 @@ through the residential pool costs nothing and uses up one trial. The usage row 
 the same transaction. Settling is at most once per hold (see ``service.ledger.settle``), so a
 late item after the watchdog answered, or after the sweeper expired the hold, charges nothing.
 
+Two stages around the parsing of the page (pipelines.result.FieldsPipeline). On PostgreSQL the
+settlement is sent as soon as the outcome is known (:class:`SettlePipeline`), so its round trip
+overlaps the parse; :class:`BillingPipeline` waits for it before the answer goes out. When the
+page then could not be parsed, a success became a failure, and what was charged is given back
+(``service.ledger.refund``) before the answer too: the caller is never billed for it. On SQLite
+:class:`BillingPipeline` settles after the parse.
+
 Needs the service's database on the crawler (``crawler.scrapespy_database``, set by the
 engine bridge); without it (for
-instance ``scrapy crawl page``) the pipeline is not configured.
+instance ``scrapy crawl page``) the pipelines are not configured.
 
-    ITEM_PIPELINES = {"pipelines.billing.BillingPipeline": 200}
+    ITEM_PIPELINES = {
+        "pipelines.billing.SettlePipeline": 200,
+        "pipelines.billing.BillingPipeline": 400,
+    }
 """
 
 from __future__ import annotations
@@ -58,41 +68,86 @@ def usage_row(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> dict[st
     }
 
 
+def database_of(crawler: Crawler) -> Database:
+    database = getattr(crawler, "scrapespy_database", None)
+    if database is None:
+        raise NotConfigured
+    return database  # type: ignore[no-any-return]
+
+
+def send_settlement(database: Database, item: dict[str, Any]) -> Deferred[ledger.Settlement]:
+    """Settles ``item``'s hold on the outcome in ``item["result"]``."""
+    job: ScrapeJob = item["job"]
+    assert job.hold_id is not None
+    result, tier_used = item["result"], item["tier_used"]
+    cost, consume_trial = charge_for(job, result, tier_used)
+    usage = usage_row(job, result, tier_used)
+    if database.reactor_calls:  # PostgreSQL: one statement, on the reactor
+        return database.call(
+            "pg_settle", ledger.settle_params(job.hold_id, cost, consume_trial, usage)
+        ).addCallback(ledger.settlement)
+    return database.run_hot(
+        ledger.settle, job.hold_id, cost=cost, consume_trial=consume_trial, usage_row=usage
+    )
+
+
+class SettlePipeline:
+    """Sends the settlement before the page is parsed, where it can travel meanwhile: on
+    PostgreSQL, whose statements the reactor sends and another process runs. SQLite's run on a
+    database thread that shares the reactor's core and the GIL with the parse (service.affinity),
+    so there :class:`BillingPipeline` settles after the parse, on the final outcome."""
+
+    def __init__(self, database: Database):
+        self.database = database
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SettlePipeline:
+        return cls(database_of(crawler))
+
+    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        if item["job"].hold_id is not None and self.database.reactor_calls:
+            item["settlement"] = send_settlement(self.database, item)
+        return item
+
+
 class BillingPipeline:
+    """Waits for the settlement; gives back what it charged for a success that then failed."""
+
     def __init__(self, crawler: Crawler, database: Database):
         self.stats = crawler.stats
         self.database = database
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BillingPipeline:
-        database = getattr(crawler, "scrapespy_database", None)
-        if database is None:
-            raise NotConfigured
-        return cls(crawler, database)
+        return cls(crawler, database_of(crawler))
 
     def process_item(self, item: dict[str, Any]) -> Deferred[dict[str, Any]] | dict[str, Any]:
+        settling: Deferred[ledger.Settlement] | None = item.pop("settlement", None)
+        if settling is None:
+            if item["job"].hold_id is None:
+                return item
+            settling = send_settlement(self.database, item)
+        return settling.addCallback(self._settled, item)
+
+    def _settled(
+        self, settlement: ledger.Settlement, item: dict[str, Any]
+    ) -> Deferred[dict[str, Any]] | dict[str, Any]:
         job: ScrapeJob = item["job"]
-        if job.hold_id is None:
-            return item
-        result, tier_used = item["result"], item["tier_used"]
-        cost, consume_trial = charge_for(job, result, tier_used)
-        usage = usage_row(job, result, tier_used)
-        d: Deferred[ledger.Settlement]
-        if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
-            d = self.database.call(
-                "pg_settle", ledger.settle_params(job.hold_id, cost, consume_trial, usage)
-            ).addCallback(ledger.settlement)
-        else:
-            d = self.database.run_hot(
-                ledger.settle, job.hold_id, cost=cost, consume_trial=consume_trial, usage_row=usage
-            )
+        result = item["result"]
+        charged_for_nothing = (settlement.charged or settlement.trial_consumed) and charge_for(
+            job, result, item["tier_used"]
+        ) == (0, False)
+        if not charged_for_nothing:
+            return self._charged(item, settlement.charged, settlement.settled_here)
+        d = self.database.run(ledger.refund, job.hold_id, _storable(result["error"]))
+        return d.addCallback(
+            lambda refunded: self._charged(item, settlement.charged - refunded, True)
+        )
 
-        def settled(settlement: ledger.Settlement) -> dict[str, Any]:
-            item["charged"] = settlement.charged
-            if self.stats is not None:
-                self.stats.inc_value("scrapespy/billing/captured", settlement.charged)
-                if not settlement.settled_here:
-                    self.stats.inc_value("scrapespy/billing/already_settled")
-            return item
-
-        return d.addCallback(settled)
+    def _charged(self, item: dict[str, Any], charged: int, settled_here: bool) -> dict[str, Any]:
+        item["charged"] = charged
+        if self.stats is not None:
+            self.stats.inc_value("scrapespy/billing/captured", charged)
+            if not settled_here:
+                self.stats.inc_value("scrapespy/billing/already_settled")
+        return item

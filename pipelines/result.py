@@ -2,9 +2,17 @@
 
 The item comes from the feed spider: ``{"job", "response", "failure"}``. Every field is filled
 from what was received, even for an error status (a 404 page still has its title and text).
-Adds ``item["result"]`` and leaves the rest for the billing pipeline.
 
-    ITEM_PIPELINES = {"pipelines.result.ResultPipeline": 100}
+Two stages, with the billing's settlement sent between them (service.scrapy_settings):
+:class:`ResultPipeline` fills ``item["result"]`` with everything the bill rests on (status,
+success, blocked, the tier used, ``elapsed_ms``) and leaves the page in ``item["page"]``;
+:class:`FieldsPipeline` then parses the page's fields while the settlement is on its way. A page
+that cannot be parsed turns a success into a failure, which the billing gives back.
+
+    ITEM_PIPELINES = {
+        "pipelines.result.ResultPipeline": 100,
+        "pipelines.result.FieldsPipeline": 300,
+    }
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
 from service.browser_failures import BrowserError
-from service.extract_pool import ExtractionFailed, ExtractionPool
+from service.extract_pool import PROCESSING_FAILED, ExtractionFailed, ExtractionPool
 from service.extraction import empty_fields, extract
 from service.jobs import ScrapeJob
 
@@ -72,19 +80,13 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
 
 
 class ResultPipeline:
-    """Fills ``item["result"]``; the page's fields come from the service's extraction workers
-    (``crawler.scrapespy_extractor``, service.extract_pool) when it has them, else from this
-    thread (``scrapy shell``, ``scrapy crawl page``, ``SCRAPESPY_EXTRACT_WORKERS=0``)."""
-
-    def __init__(self, crawler: Crawler):
-        self.stats = crawler.stats
-        self.extractor: ExtractionPool | None = getattr(crawler, "scrapespy_extractor", None)
+    """Fills ``item["result"]``, all but the page's fields: the outcome that the bill rests on."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResultPipeline:
-        return cls(crawler)
+        return cls()
 
-    def process_item(self, item: dict[str, Any]) -> Deferred[dict[str, Any]] | dict[str, Any]:
+    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
         job: ScrapeJob = item["job"]
         response: Response | None = item.get("response")
         failure: Failure | None = item.get("failure")
@@ -101,63 +103,78 @@ class ResultPipeline:
             "error": None,
             "blocked": block_reason is not None,
             "proxy_used": tier_used != "none",
+            **empty_fields(job.selectors),
         }
-        item["result"] = result
-        item["tier_used"] = tier_used
         if response is None:
             assert failure is not None
-            result.update(empty_fields(job.selectors))
             result["error"] = describe_failure(failure, job)
-            return self._finish(item, block_reason)
-        if not isinstance(response, TextResponse):
-            return self._page_done(empty_fields(job.selectors), item, response, block_reason)
-        if self.extractor is None:
-            fields = extract(response.text, response.url, job.selectors)
-            return self._page_done(fields, item, response, block_reason)
-        d = self.extractor.extract(
-            response.text, response.url, job.selectors, job.deadline - time.monotonic()
-        )
-        d.addCallbacks(
-            self._page_done,
-            self._page_failed,
-            callbackArgs=(item, response, block_reason),
-            errbackArgs=(item, block_reason),
-        )
-        return d
-
-    def _page_done(
-        self,
-        fields: dict[str, Any],
-        item: dict[str, Any],
-        response: Response,
-        block_reason: str | None,
-    ) -> dict[str, Any]:
-        result = item["result"]
-        result.update(fields)
-        if response.status >= 400:
+        elif response.status >= 400:
             result["error"] = f"the target answered HTTP {response.status}"
         else:
             result["success"] = True
-        return self._finish(item, block_reason)
-
-    def _page_failed(
-        self, failure: Failure, item: dict[str, Any], block_reason: str | None
-    ) -> dict[str, Any]:
-        failure.trap(ExtractionFailed)
-        result = item["result"]
-        result.update(empty_fields(item["job"].selectors))
-        result["error"] = str(failure.value)
-        return self._finish(item, block_reason)
-
-    def _finish(self, item: dict[str, Any], block_reason: str | None) -> dict[str, Any]:
-        job: ScrapeJob = item["job"]
-        result = item["result"]
         if block_reason is not None:
             result["block_reason"] = block_reason
+        # The billing basis (SPEC.md), the same figure in the usage row and in the answer.
         result["elapsed_ms"] = job.elapsed_ms()
+        item["result"] = result
+        item["tier_used"] = tier_used
+        if isinstance(response, TextResponse):
+            item["page"] = response
+        return item
+
+
+class FieldsPipeline:
+    """Parses the page's fields into ``item["result"]``, in the service's extraction workers
+    (``crawler.scrapespy_extractor``, service.extract_pool) when it has them, else on this
+    thread (``scrapy shell``, ``scrapy crawl page``, ``SCRAPESPY_EXTRACT_WORKERS=0``)."""
+
+    def __init__(self, crawler: Crawler):
+        self.stats = crawler.stats
+        self.extractor: ExtractionPool | None = getattr(crawler, "scrapespy_extractor", None)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FieldsPipeline:
+        return cls(crawler)
+
+    def process_item(self, item: dict[str, Any]) -> Deferred[dict[str, Any]] | dict[str, Any]:
+        job: ScrapeJob = item["job"]
+        page: TextResponse | None = item.pop("page", None)
+        if page is None:
+            return self._counted(item)
+        if self.extractor is None:
+            try:
+                fields = extract(page.text, page.url, job.selectors)
+            except Exception:
+                return self._not_parsed(Failure(), item)
+            return self._parsed(fields, item)
+        left = job.deadline - time.monotonic()
+        d = self.extractor.extract(page.text, page.url, job.selectors, left)
+        d.addCallbacks(self._parsed, self._not_parsed, callbackArgs=(item,), errbackArgs=(item,))
+        return d
+
+    def _parsed(self, fields: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+        item["result"].update(fields)
+        return self._counted(item)
+
+    def _not_parsed(self, failure: Failure, item: dict[str, Any]) -> dict[str, Any]:
+        if not failure.check(ExtractionFailed):  # a bug: the caller still gets an honest answer
+            log.error(
+                "extraction failed",
+                exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+            )
+        result = item["result"]
+        if result["success"]:
+            result["success"] = False
+            result["error"] = (
+                str(failure.value) if failure.check(ExtractionFailed) else PROCESSING_FAILED
+            )
+        return self._counted(item)
+
+    def _counted(self, item: dict[str, Any]) -> dict[str, Any]:
         if self.stats is not None:
+            result = item["result"]
             outcome = (
                 "blocked" if result["blocked"] else ("success" if result["success"] else "failed")
             )
-            self.stats.inc_value(f"scrapespy/result/{job.engine}/{outcome}")
+            self.stats.inc_value(f"scrapespy/result/{item['job'].engine}/{outcome}")
         return item

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select, update
 
 from service.db.hot import HotConnection, cursor, hot_path, writing
-from service.db.tables import accounts, holds, ledger_entries
+from service.db.tables import accounts, holds, ledger_entries, usage
 
 
 class NoTrialLeft(Exception):
@@ -338,6 +338,45 @@ def release(
     conn: HotConnection, hold_id: int, usage_row: dict[str, Any] | None = None
 ) -> Settlement:
     return settle(conn, hold_id, cost=0, usage_row=usage_row)
+
+
+def refund(conn: Connection, hold_id: int, error: str) -> int:
+    """Give back what settling ``hold_id`` charged, at most once; returns the credits given back.
+
+    For a scrape whose settlement went out on a success and whose page then could not be parsed
+    (pipelines.billing): its usage row becomes the failure the caller is told about, the credits
+    come back with a ledger entry of their own (``refund:hold:<id>``), and a residential trial it
+    used is given back.
+    """
+    charged = conn.execute(
+        select(usage.c.id, usage.c.account_id, usage.c.credits, usage.c.trial).where(
+            usage.c.hold_id == hold_id, usage.c.success.is_(True)
+        )
+    ).one_or_none()
+    if charged is None:
+        return 0
+    claimed = conn.execute(
+        update(usage)
+        .where(usage.c.id == charged.id, usage.c.success.is_(True))
+        .values(success=False, error=error, credits=0, trial=False)
+    ).rowcount
+    if not claimed:  # refunded by someone else in the meantime
+        return 0
+    if charged.trial:
+        conn.execute(
+            update(accounts)
+            .where(accounts.c.id == charged.account_id)
+            .values(residential_trials_left=accounts.c.residential_trials_left + 1)
+        )
+    if charged.credits:
+        credit(
+            conn,
+            charged.account_id,
+            int(charged.credits),
+            kind="scrape",
+            reference=f"refund:hold:{hold_id}",
+        )
+    return int(charged.credits)
 
 
 def expire_holds(conn: Connection, *, limit: int = 500) -> int:

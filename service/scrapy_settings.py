@@ -99,7 +99,10 @@ SPIDER_MIDDLEWARES = {
 # CoreStats counts every response and item through signal handlers; the service counts its own.
 EXTENSIONS = {"scrapy.extensions.corestats.CoreStats": None}
 
+# The settlement goes out as soon as the outcome is known and travels while the page is parsed.
 ITEM_PIPELINES = {
     "pipelines.result.ResultPipeline": 100,
-    "pipelines.billing.BillingPipeline": 200,
+    "pipelines.billing.SettlePipeline": 200,
+    "pipelines.result.FieldsPipeline": 300,
+    "pipelines.billing.BillingPipeline": 400,
 }

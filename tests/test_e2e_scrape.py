@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from service import ledger
+from service.dashboard.usage import usage_page
 from tests.services import Accounts, call
 
 UNAUTHORIZED = {"error": "API key (X-API-Key header) is missing or invalid"}
@@ -279,6 +283,55 @@ def test_a_page_that_is_slow_to_parse_does_not_hold_up_other_callers(service, si
         pool.submit(scrape, "/article").result(timeout=30)
         deep.result(timeout=60)
     assert finished == ["/article", "/deep"]
+
+
+def extraction_workers(pid: int) -> list[int]:
+    """The service's extraction worker processes (``python -m service.extract_pool``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):  # not a process, or one that ended meanwhile
+            continue
+        if parent == pid and b"service.extract_pool" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_success_whose_page_cannot_be_parsed_is_answered_as_a_failure_and_not_billed(
+    service, site, accounts
+):
+    # The settlement goes out while the page is parsed (pipelines.billing): when the parse then
+    # fails, the capture is given back before the answer, and the usage row says what happened.
+    site.page("/deep-doomed", DEEP)
+    account_id, key = accounts.create(credits=100)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(service.scrape, key, {"url": site.url("/deep-doomed")})
+        while site.count("/deep-doomed") == 0:
+            time.sleep(0.005)
+        time.sleep(0.5)  # the page is with a worker, which parses it for seconds
+        workers = extraction_workers(service.process.pid)
+        assert workers
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        reply = pending.result(timeout=60)
+    assert reply.status == 200, reply.body
+    result = reply.json
+    assert (result["success"], result["status_code"]) == (False, 200)
+    assert result["error"] == "the page could not be processed"
+    summary = accounts.summary(account_id)
+    assert (summary["balance"], summary["held"]) == (100, 0)
+    assert accounts.entries_sum(account_id) == 100
+    usage = accounts.database.run_sync(usage_page, account_id, 1, 10).rows
+    assert [(row["success"], row["error"], row["credits"]) for row in usage] == [
+        (False, "the page could not be processed", 0)
+    ]
+    assert usage[0]["elapsed_ms"] == result["elapsed_ms"]  # the billing basis, as answered
+    # the workers are back: the next page is parsed and billed
+    again = service.scrape(key, {"url": site.url("/article")}).json
+    assert again["success"] is True and again["title"] == "The Article"
+    assert accounts.summary(account_id)["balance"] == 99
 
 
 def test_a_url_with_a_nul_in_its_fragment_is_answered_and_its_usage_recorded(

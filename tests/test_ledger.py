@@ -9,13 +9,13 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from service import accounts, ledger
 from service.db import Database
 from service.db.tables import accounts as accounts_table
-from service.db.tables import holds
+from service.db.tables import holds, usage
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +108,63 @@ def test_a_trial_is_reserved_at_hold_and_given_back_when_not_used(db):
     db.run_sync(ledger.settle, second, cost=0, consume_trial=True)
     summary = db.run_sync(accounts.summary, account_id)
     assert (summary["balance"], summary["residential_trials_left"]) == (9, 1)
+
+
+def usage_of(db: Database, hold_id: int) -> tuple[bool, str | None, int, bool]:
+    def read(conn):
+        row = conn.execute(
+            select(usage.c.success, usage.c.error, usage.c.credits, usage.c.trial).where(
+                usage.c.hold_id == hold_id
+            )
+        ).one()
+        return tuple(row)
+
+    return db.run_sync(read)
+
+
+def a_success(account_id: int, tier: str = "none") -> dict:
+    return {
+        "account_id": account_id,
+        "url": "http://example.com/",
+        "engine": "static",
+        "tier_requested": tier,
+        "tier_used": tier,
+        "status_code": 200,
+        "success": True,
+        "blocked": False,
+        "error": None,
+        "elapsed_ms": 12,
+    }
+
+
+def test_a_refund_gives_back_a_capture_once_and_marks_its_usage_failed(db):
+    account_id = new_account(db, 10)
+    hold_id = db.run_sync(ledger.hold, account_id, 5, trial=False, ttl_seconds=60)
+    db.run_sync(ledger.settle, hold_id, cost=5, usage_row=a_success(account_id))
+    assert state(db, account_id) == (5, 0)
+    assert db.run_sync(ledger.refund, hold_id, "the page could not be processed") == 5
+    assert db.run_sync(ledger.refund, hold_id, "the page could not be processed") == 0
+    assert state(db, account_id) == (10, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 10
+    assert usage_of(db, hold_id) == (False, "the page could not be processed", 0, False)
+
+
+def test_a_refund_gives_back_a_used_trial_and_leaves_a_failure_alone(db):
+    account_id = new_account(db, 10)  # two trials
+    trial = db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
+    row = a_success(account_id, "residential")
+    db.run_sync(ledger.settle, trial, cost=0, consume_trial=True, usage_row=row)
+    assert db.run_sync(accounts.summary, account_id)["residential_trials_left"] == 1
+    assert db.run_sync(ledger.refund, trial, "the page took too long to process") == 0
+    summary = db.run_sync(accounts.summary, account_id)
+    assert (summary["balance"], summary["residential_trials_left"]) == (10, 2)
+    assert usage_of(db, trial) == (False, "the page took too long to process", 0, False)
+    failed = db.run_sync(ledger.hold, account_id, 1, trial=False, ttl_seconds=60)
+    row = {**a_success(account_id), "success": False, "error": "the target answered HTTP 404"}
+    db.run_sync(ledger.settle, failed, cost=0, usage_row=row)
+    assert db.run_sync(ledger.refund, failed, "the page could not be processed") == 0
+    assert usage_of(db, failed) == (False, "the target answered HTTP 404", 0, False)
+    assert db.run_sync(ledger.entries_sum, account_id) == 10
 
 
 def test_concurrent_trials_never_exceed_the_allowance(db):

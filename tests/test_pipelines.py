@@ -1,0 +1,125 @@
+"""The item pipelines' order: the settlement is on its way while the page is parsed.
+
+A unit test of the pipelines on their own, with a stand-in database that records what is sent
+and answers when told; the end-to-end tests (test_e2e_scrape) show the billing on a real one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse
+from scrapy.utils.misc import load_object
+from twisted.internet.defer import Deferred
+
+from service import ledger
+from service.jobs import ScrapeJob
+from service.scrapy_settings import ITEM_PIPELINES
+
+PAGE = b"<html><head><title>Parsed</title></head><body><h1>Hi</h1></body></html>"
+
+
+class Crawler:
+    stats = None
+
+    def __init__(self, database: Any):
+        self.scrapespy_database = database
+
+
+class Database:
+    """Records each settlement when it is sent; ``answer`` makes the database reply."""
+
+    reactor_calls = True
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any], str | None]] = []
+        self.pending: list[Deferred[Any]] = []
+        self.item: dict[str, Any] = {}
+
+    def call(self, statement: str, params: dict[str, Any]) -> Deferred[Any]:
+        title = self.item["result"].get("title")  # what was parsed when this went out
+        self.sent.append((statement, params, title))
+        d: Deferred[Any] = Deferred()
+        self.pending.append(d)
+        return d
+
+    def run_hot(self, fn: Any, hold_id: int, **params: Any) -> Deferred[Any]:
+        return self.call(fn.__name__, {"hold_id": hold_id, **params})
+
+    def answer(self, row: Any) -> None:
+        self.pending.pop().callback(row)
+
+
+class ThreadedDatabase(Database):
+    """SQLite's way: the settlement runs on a database thread (service.db.Database.run_hot)."""
+
+    reactor_calls = False
+
+
+def pipelines(database: Database) -> list[Any]:
+    ordered = sorted(ITEM_PIPELINES.items(), key=lambda pair: pair[1])
+    return [load_object(path).from_crawler(Crawler(database)) for path, _ in ordered]
+
+
+def item_for(job: ScrapeJob) -> dict[str, Any]:
+    request = Request(job.url)
+    response = HtmlResponse(job.url, status=200, body=PAGE, request=request)
+    return {"job": job, "response": response, "failure": None, "request": request}
+
+
+def run(stages: list[Any], item: dict[str, Any]) -> Deferred[dict[str, Any]]:
+    d: Deferred[dict[str, Any]] = Deferred()
+    for stage in stages:
+        d.addCallback(stage.process_item)
+    d.callback(item)
+    return d
+
+
+def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_before_the_answer():
+    database = Database()
+    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
+    item = database.item = item_for(job)
+    answered: list[dict[str, Any]] = []
+    run(pipelines(database), item).addCallback(answered.append)
+
+    [(statement, params, title_when_sent)] = database.sent
+    assert statement == "pg_settle"
+    assert (params["hold_id"], params["cost"], params["success"]) == (7, 1, True)
+    assert title_when_sent is None, "the settlement waited for the parse"
+    assert item["result"]["title"] == "Parsed", "the parse waited for the settlement"
+    assert not answered, "the answer did not wait for the settlement"
+    database.answer((1, False, True))
+    assert answered == [item] and item["charged"] == 1
+    assert params["elapsed_ms"] == item["result"]["elapsed_ms"]  # the billing basis, as answered
+
+
+def test_on_sqlite_the_settlement_waits_for_the_parse():
+    # its database thread shares the reactor's core and the GIL: nothing would travel meanwhile
+    database = ThreadedDatabase()
+    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
+    item = database.item = item_for(job)
+    answered: list[dict[str, Any]] = []
+    run(pipelines(database), item).addCallback(answered.append)
+    [(statement, params, title_when_sent)] = database.sent
+    assert (statement, params["cost"], title_when_sent) == ("settle", 1, "Parsed")
+    assert not answered
+    database.answer(ledger.Settlement(1, False, True))
+    assert answered == [item] and item["charged"] == 1
+
+
+def test_without_a_database_the_page_is_still_parsed():
+    ordered = sorted(ITEM_PIPELINES.items(), key=lambda pair: pair[1])
+    stages = []
+    for path, _ in ordered:
+        cls = load_object(path)
+        try:
+            stages.append(cls.from_crawler(Crawler(None)))
+        except NotConfigured:  # billing needs the service's database
+            continue
+    item = item_for(ScrapeJob(url="http://example.com/"))
+    done = run(stages, item)
+    assert done.called
+    assert item["result"]["title"] == "Parsed" and item["result"]["success"] is True
+    assert "page" not in item and "settlement" not in item
