@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from service import ledger
@@ -121,33 +122,24 @@ class BillingPipeline:
     def from_crawler(cls, crawler: Crawler) -> BillingPipeline:
         return cls(crawler, database_of(crawler))
 
-    def process_item(self, item: dict[str, Any]) -> Deferred[dict[str, Any]] | dict[str, Any]:
+    async def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
         settling: Deferred[ledger.Settlement] | None = item.pop("settlement", None)
+        job: ScrapeJob = item["job"]
         if settling is None:
-            if item["job"].hold_id is None:
+            if job.hold_id is None:
                 return item
             settling = send_settlement(self.database, item)
-        return settling.addCallback(self._settled, item)
-
-    def _settled(
-        self, settlement: ledger.Settlement, item: dict[str, Any]
-    ) -> Deferred[dict[str, Any]] | dict[str, Any]:
-        job: ScrapeJob = item["job"]
+        settlement = await maybe_deferred_to_future(settling)
+        charged = settlement.charged
         result = item["result"]
-        charged_for_nothing = (settlement.charged or settlement.trial_consumed) and charge_for(
+        if (charged or settlement.trial_consumed) and charge_for(
             job, result, item["tier_used"]
-        ) == (0, False)
-        if not charged_for_nothing:
-            return self._charged(item, settlement.charged, settlement.settled_here)
-        d = self.database.run(ledger.refund, job.hold_id, _storable(result["error"]))
-        return d.addCallback(
-            lambda refunded: self._charged(item, settlement.charged - refunded, True)
-        )
-
-    def _charged(self, item: dict[str, Any], charged: int, settled_here: bool) -> dict[str, Any]:
+        ) == (0, False):  # a success whose page then could not be parsed
+            refund = self.database.run(ledger.refund, job.hold_id, _storable(result["error"]))
+            charged -= await maybe_deferred_to_future(refund)
         item["charged"] = charged
         if self.stats is not None:
             self.stats.inc_value("scrapespy/billing/captured", charged)
-            if not settled_here:
+            if not settlement.settled_here:
                 self.stats.inc_value("scrapespy/billing/already_settled")
         return item

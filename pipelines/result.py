@@ -30,8 +30,8 @@ from scrapy.exceptions import (
     ResponseDataLossError,
 )
 from scrapy.http import TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import error as net_error
-from twisted.internet.defer import Deferred
 from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
@@ -136,39 +136,32 @@ class FieldsPipeline:
     def from_crawler(cls, crawler: Crawler) -> FieldsPipeline:
         return cls(crawler)
 
-    def process_item(self, item: dict[str, Any]) -> Deferred[dict[str, Any]] | dict[str, Any]:
+    async def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
         job: ScrapeJob = item["job"]
         page: TextResponse | None = item.pop("page", None)
         if page is None:
             return self._counted(item)
-        if self.extractor is None:
-            try:
+        try:
+            if self.extractor is None:
                 fields = extract(page.text, page.url, job.selectors)
-            except Exception:
-                return self._not_parsed(Failure(), item)
-            return self._parsed(fields, item)
-        left = job.deadline - time.monotonic()
-        d = self.extractor.extract(page.text, page.url, job.selectors, left)
-        d.addCallbacks(self._parsed, self._not_parsed, callbackArgs=(item,), errbackArgs=(item,))
-        return d
-
-    def _parsed(self, fields: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-        item["result"].update(fields)
+            else:
+                left = job.deadline - time.monotonic()
+                parsing = self.extractor.extract(page.text, page.url, job.selectors, left)
+                fields = await maybe_deferred_to_future(parsing)
+        except Exception as exc:
+            self._not_parsed(exc, item)
+        else:
+            item["result"].update(fields)
         return self._counted(item)
 
-    def _not_parsed(self, failure: Failure, item: dict[str, Any]) -> dict[str, Any]:
-        if not failure.check(ExtractionFailed):  # a bug: the caller still gets an honest answer
-            log.error(
-                "extraction failed",
-                exc_info=(failure.type, failure.value, failure.getTracebackObject()),
-            )
+    def _not_parsed(self, exc: Exception, item: dict[str, Any]) -> None:
+        expected = isinstance(exc, ExtractionFailed)
+        if not expected:  # a bug: the caller still gets an honest answer, unbilled
+            log.error("extraction failed", exc_info=exc)
         result = item["result"]
         if result["success"]:
             result["success"] = False
-            result["error"] = (
-                str(failure.value) if failure.check(ExtractionFailed) else PROCESSING_FAILED
-            )
-        return self._counted(item)
+            result["error"] = str(exc) if expected else PROCESSING_FAILED
 
     def _counted(self, item: dict[str, Any]) -> dict[str, Any]:
         if self.stats is not None:

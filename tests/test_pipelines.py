@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest_twisted
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
+from scrapy.utils.defer import deferred_from_coro, ensure_awaitable
 from scrapy.utils.misc import load_object
+from twisted.internet import reactor
 from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
 
 from service import ledger
 from service.jobs import ScrapeJob
@@ -69,47 +73,58 @@ def item_for(job: ScrapeJob) -> dict[str, Any]:
     return {"job": job, "response": response, "failure": None, "request": request}
 
 
-def run(stages: list[Any], item: dict[str, Any]) -> Deferred[dict[str, Any]]:
-    d: Deferred[dict[str, Any]] = Deferred()
+async def chain(stages: list[Any], item: dict[str, Any]) -> dict[str, Any]:
+    """What Scrapy's item pipeline manager does with an item (``_process_chain``)."""
     for stage in stages:
-        d.addCallback(stage.process_item)
-    d.callback(item)
-    return d
+        item = await ensure_awaitable(stage.process_item(item))
+    return item
 
 
-def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_before_the_answer():
+def through(stages: list[Any], item: dict[str, Any]) -> Deferred[dict[str, Any]]:
+    return deferred_from_coro(chain(stages, item))
+
+
+async def turns(count: int = 5) -> None:
+    for _ in range(count):
+        await deferLater(reactor, 0, lambda: None)
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_before_the_answer():
     database = Database()
     job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
     item = database.item = item_for(job)
-    answered: list[dict[str, Any]] = []
-    run(pipelines(database), item).addCallback(answered.append)
+    answered = through(pipelines(database), item)
+    await turns()
 
     [(statement, params, title_when_sent)] = database.sent
     assert statement == "pg_settle"
     assert (params["hold_id"], params["cost"], params["success"]) == (7, 1, True)
     assert title_when_sent is None, "the settlement waited for the parse"
     assert item["result"]["title"] == "Parsed", "the parse waited for the settlement"
-    assert not answered, "the answer did not wait for the settlement"
+    assert not answered.called, "the answer did not wait for the settlement"
     database.answer((1, False, True))
-    assert answered == [item] and item["charged"] == 1
+    assert await answered is item and item["charged"] == 1
     assert params["elapsed_ms"] == item["result"]["elapsed_ms"]  # the billing basis, as answered
 
 
-def test_on_sqlite_the_settlement_waits_for_the_parse():
+@pytest_twisted.ensureDeferred
+async def test_on_sqlite_the_settlement_waits_for_the_parse():
     # its database thread shares the reactor's core and the GIL: nothing would travel meanwhile
     database = ThreadedDatabase()
     job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
     item = database.item = item_for(job)
-    answered: list[dict[str, Any]] = []
-    run(pipelines(database), item).addCallback(answered.append)
+    answered = through(pipelines(database), item)
+    await turns()
     [(statement, params, title_when_sent)] = database.sent
     assert (statement, params["cost"], title_when_sent) == ("settle", 1, "Parsed")
-    assert not answered
+    assert not answered.called
     database.answer(ledger.Settlement(1, False, True))
-    assert answered == [item] and item["charged"] == 1
+    assert await answered is item and item["charged"] == 1
 
 
-def test_without_a_database_the_page_is_still_parsed():
+@pytest_twisted.ensureDeferred
+async def test_without_a_database_the_page_is_still_parsed():
     ordered = sorted(ITEM_PIPELINES.items(), key=lambda pair: pair[1])
     stages = []
     for path, _ in ordered:
@@ -118,8 +133,6 @@ def test_without_a_database_the_page_is_still_parsed():
             stages.append(cls.from_crawler(Crawler(None)))
         except NotConfigured:  # billing needs the service's database
             continue
-    item = item_for(ScrapeJob(url="http://example.com/"))
-    done = run(stages, item)
-    assert done.called
+    item = await through(stages, item_for(ScrapeJob(url="http://example.com/")))
     assert item["result"]["title"] == "Parsed" and item["result"]["success"] is True
     assert "page" not in item and "settlement" not in item
