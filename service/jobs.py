@@ -29,6 +29,7 @@ class ScrapeJob:
     id: int = field(default_factory=lambda: next(_ids))
     started: float = field(default_factory=time.monotonic)
     done: Deferred[dict[str, Any]] = field(default_factory=Deferred)
+    answer: dict[str, Any] | None = None  # what the caller was told, once ``done`` fired
 
     @property
     def deadline(self) -> float:
@@ -41,5 +42,6 @@ class ScrapeJob:
         """Fire ``done`` once; later results (a late item after the watchdog) are dropped."""
         if self.done.called:
             return False
+        self.answer = result
         self.done.callback(result)
         return True

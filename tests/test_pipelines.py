@@ -15,7 +15,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.defer import deferred_from_coro, ensure_awaitable
 from scrapy.utils.misc import load_object
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import deferLater
 
 from service import ledger
@@ -51,6 +51,10 @@ class Database:
 
     def run_hot(self, fn: Any, hold_id: int, **params: Any) -> Deferred[Any]:
         return self.call(fn.__name__, {"hold_id": hold_id, **params})
+
+    def run(self, fn: Any, *args: Any) -> Deferred[Any]:
+        self.sent.append((fn.__name__, {"args": args}, None))
+        return succeed(1)  # the credits given back
 
     def answer(self, row: Any) -> None:
         self.pending.pop().callback(row)
@@ -106,6 +110,20 @@ async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_befo
     database.answer((1, False, True))
     assert await answered is item and item["charged"] == 1
     assert params["elapsed_ms"] == item["result"]["elapsed_ms"]  # the billing basis, as answered
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back():
+    database = Database()
+    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
+    item = database.item = item_for(job)
+    answered = through(pipelines(database), item)
+    await turns()
+    timed_out = {**item["result"], "success": False, "error": "timed out after 20 s"}
+    assert job.finish(timed_out)  # what service.engine's watchdog does
+    database.answer((1, False, True))  # the capture was already on its way
+    assert await answered is item and item["charged"] == 0
+    assert database.sent[-1] == ("refund", {"args": (7, "timed out after 20 s")}, None)
 
 
 @pytest_twisted.ensureDeferred
