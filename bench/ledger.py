@@ -20,18 +20,7 @@ from service import accounts, keys, ledger
 from service.config import Config
 from service.db import Database
 from service.scraping import Scraper
-
-USAGE = {
-    "url": "http://127.0.0.1/article",
-    "engine": "static",
-    "tier_requested": "none",
-    "tier_used": "none",
-    "status_code": 200,
-    "success": True,
-    "blocked": False,
-    "error": None,
-    "elapsed_ms": 3,
-}
+from tests.usage_rows import a_success
 
 
 def main(rounds: int = 1000) -> None:
@@ -54,7 +43,7 @@ def main(rounds: int = 1000) -> None:
         def authorize_and_hold(conn):  # type: ignore[no-untyped-def]
             return scraper._authorize_and_hold(conn, digest, "static", "none")[2]
 
-        usage = {**USAGE, "account_id": account_id}
+        usage = a_success(account_id, url="http://127.0.0.1/article", elapsed_ms=3)
         for n in (200, rounds):  # the first pass warms SQLAlchemy's caches
             wall, cpu = time.perf_counter(), time.process_time()
             for _ in range(n):

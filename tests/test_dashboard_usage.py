@@ -21,6 +21,7 @@ from service.dashboard.usage import (
 from service.db import Database
 from service.db.tables import usage
 from service.payments import purchases
+from tests.usage_rows import a_success
 
 _n = count(1)
 TODAY = date(2025, 6, 30)
@@ -43,17 +44,9 @@ def new_account(db: Database, credits: int = 0) -> int:
 
 def add_usage(db: Database, account_id: int, when: datetime, **values) -> int:
     row = {
-        "account_id": account_id,
+        **a_success(account_id),
         "created_at": when,
         "url": f"https://example.com/{account_id}/{when.isoformat()}",
-        "engine": "static",
-        "tier_requested": "none",
-        "tier_used": "none",
-        "status_code": 200,
-        "success": True,
-        "blocked": False,
-        "error": None,
-        "elapsed_ms": 12,
         "credits": 1,
         "trial": False,
         **values,

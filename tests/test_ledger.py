@@ -16,6 +16,7 @@ from service import accounts, ledger
 from service.db import Database
 from service.db.tables import accounts as accounts_table
 from service.db.tables import holds, usage
+from tests.usage_rows import a_success
 
 
 @pytest.fixture(scope="module")
@@ -122,21 +123,6 @@ def usage_of(db: Database, hold_id: int) -> tuple[bool, str | None, int, bool]:
     return db.run_sync(read)
 
 
-def a_success(account_id: int, tier: str = "none") -> dict:
-    return {
-        "account_id": account_id,
-        "url": "http://example.com/",
-        "engine": "static",
-        "tier_requested": tier,
-        "tier_used": tier,
-        "status_code": 200,
-        "success": True,
-        "blocked": False,
-        "error": None,
-        "elapsed_ms": 12,
-    }
-
-
 def test_a_refund_gives_back_a_capture_once_and_marks_its_usage_failed(db):
     account_id = new_account(db, 10)
     hold_id = db.run_sync(ledger.hold, account_id, 5, trial=False, ttl_seconds=60)
@@ -152,7 +138,7 @@ def test_a_refund_gives_back_a_capture_once_and_marks_its_usage_failed(db):
 def test_a_refund_gives_back_a_used_trial_and_leaves_a_failure_alone(db):
     account_id = new_account(db, 10)  # two trials
     trial = db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
-    row = a_success(account_id, "residential")
+    row = a_success(account_id, tier_requested="residential", tier_used="residential")
     db.run_sync(ledger.settle, trial, cost=0, consume_trial=True, usage_row=row)
     assert db.run_sync(accounts.summary, account_id)["residential_trials_left"] == 1
     assert db.run_sync(ledger.refund, trial, "the page took too long to process") == 0

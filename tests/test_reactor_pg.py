@@ -21,6 +21,7 @@ from service.db.hot import HotPath
 from service.errors import ServiceUnavailable
 from tests.relay import Relay
 from tests.services import Accounts
+from tests.usage_rows import a_success
 
 pytestmark = pytest.mark.postgres
 
@@ -85,21 +86,6 @@ async def test_the_hot_path_holds_and_settles_on_the_reactor(db: Database):
     made.close()
 
 
-def usage_for(account_id: int) -> dict[str, object]:
-    return {
-        "account_id": account_id,
-        "url": "http://example.com/",
-        "engine": "static",
-        "tier_requested": "none",
-        "tier_used": "none",
-        "status_code": 200,
-        "success": True,
-        "blocked": False,
-        "error": None,
-        "elapsed_ms": 12,
-    }
-
-
 def test_the_hold_commits_without_waiting_for_the_disk_and_the_settlement_waits(
     database_url: str,
 ):
@@ -147,7 +133,7 @@ async def test_a_settlement_claims_only_a_hold_of_its_own_account(db: Database):
 
     stray = ledger.settlement(
         await db.call(
-            "pg_settle", ledger.settle_params(their_hold.hold_id, 3, False, usage_for(mine))
+            "pg_settle", ledger.settle_params(their_hold.hold_id, 3, False, a_success(mine))
         )
     )
     assert stray.charged == 0 and not stray.settled_here
@@ -156,7 +142,7 @@ async def test_a_settlement_claims_only_a_hold_of_its_own_account(db: Database):
 
     own = ledger.settlement(
         await db.call(
-            "pg_settle", ledger.settle_params(their_hold.hold_id, 3, False, usage_for(theirs))
+            "pg_settle", ledger.settle_params(their_hold.hold_id, 3, False, a_success(theirs))
         )
     )
     assert own.charged == 3 and own.settled_here
