@@ -288,7 +288,11 @@ def main() -> int:
         for c in STATIC_CONCURRENCY:
             turns: dict[str, list[dict[str, Any]]] = {}
             for rep in range(REPS):
-                for name, run in contenders(c):
+                # each round starts with the next contender, so that none is always first: in
+                # alternating A/B runs a variant's place in the round moved its c=1 figure by
+                # up to 0.1x the ceiling
+                order = contenders(c)
+                for name, run in order[rep % len(order) :] + order[: rep % len(order)]:
                     figures = run()
                     turns.setdefault(name, []).append(figures)
                     print(f"  {name:<22} c={c:<3} turn {rep + 1}: {figures}", flush=True)
