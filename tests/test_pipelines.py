@@ -93,13 +93,21 @@ async def turns(count: int = 5) -> None:
         await deferLater(reactor, 0, lambda: None)
 
 
-@pytest_twisted.ensureDeferred
-async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_before_the_answer():
-    database = Database()
+async def billed_scrape_under_way(
+    database: Database,
+) -> tuple[ScrapeJob, dict[str, Any], Deferred[dict[str, Any]]]:
+    """A scrape holding 7 (1 credit) whose page arrived, left to go through the pipelines."""
     job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
     item = database.item = item_for(job)
     answered = through(pipelines(database), item)
     await turns()
+    return job, item, answered
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_before_the_answer():
+    database = Database()
+    job, item, answered = await billed_scrape_under_way(database)
 
     [(statement, params, title_when_sent)] = database.sent
     assert statement == "pg_settle"
@@ -115,10 +123,7 @@ async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_befo
 @pytest_twisted.ensureDeferred
 async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back():
     database = Database()
-    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
-    item = database.item = item_for(job)
-    answered = through(pipelines(database), item)
-    await turns()
+    job, item, answered = await billed_scrape_under_way(database)
     timed_out = {**item["result"], "success": False, "error": "timed out after 20 s"}
     assert job.finish(timed_out)  # what service.engine's watchdog does
     database.answer((1, False, True))  # the capture was already on its way
@@ -130,10 +135,7 @@ async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back(
 async def test_on_sqlite_the_settlement_waits_for_the_parse():
     # its database thread shares the reactor's core and the GIL: nothing would travel meanwhile
     database = ThreadedDatabase()
-    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
-    item = database.item = item_for(job)
-    answered = through(pipelines(database), item)
-    await turns()
+    job, item, answered = await billed_scrape_under_way(database)
     [(statement, params, title_when_sent)] = database.sent
     assert (statement, params["cost"], title_when_sent) == ("settle", 1, "Parsed")
     assert not answered.called
