@@ -12,8 +12,7 @@ overlaps the parse; :class:`BillingPipeline` waits for it before the answer goes
 page then could not be parsed, a success became a failure, and what was charged is given back
 (``service.ledger.refund``) before the answer too: the caller is never billed for it. So is
 what was charged for a scrape that the watchdog answered (timed out) while its parse or its
-settlement was still on its way. On SQLite
-:class:`BillingPipeline` settles after the parse.
+settlement was still on its way. On SQLite :class:`BillingPipeline` settles after the parse.
 
 Needs the service's database on the crawler (``crawler.scrapespy_database``, set by the
 engine bridge); without it (for
@@ -136,10 +135,8 @@ class BillingPipeline:
         # What the caller is told: this result, or the watchdog's (or a shutdown's) answer if it
         # came first, while the parse or the settlement was still on its way.
         told = job.answer if job.answer is not None else item["result"]
-        if (charged or settlement.trial_consumed) and charge_for(job, told, item["tier_used"]) == (
-            0,
-            False,
-        ):  # not a billed success after all
+        billable = charge_for(job, told, item["tier_used"]) != (0, False)
+        if (charged or settlement.trial_consumed) and not billable:
             refund = self.database.run(ledger.refund, job.hold_id, _storable(told["error"]))
             charged -= await maybe_deferred_to_future(refund)
         item["charged"] = charged
