@@ -99,7 +99,8 @@ class ResultPipeline:
             "status_code": response.status if response is not None else 0,
             "success": False,
             "engine": job.engine,
-            "elapsed_ms": 0,
+            # the billing basis (SPEC.md): the same figure in the usage row and in the answer
+            "elapsed_ms": job.elapsed_ms(),
             "error": None,
             "blocked": block_reason is not None,
             "proxy_used": tier_used != "none",
@@ -114,8 +115,6 @@ class ResultPipeline:
             result["success"] = True
         if block_reason is not None:
             result["block_reason"] = block_reason
-        # The billing basis (SPEC.md), the same figure in the usage row and in the answer.
-        result["elapsed_ms"] = job.elapsed_ms()
         item["result"] = result
         item["tier_used"] = tier_used
         if isinstance(response, TextResponse):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.procinfo import tree
 from service import ledger
 from service.dashboard.usage import usage_page
 from tests.services import Accounts, call
@@ -288,14 +289,13 @@ def test_a_page_that_is_slow_to_parse_does_not_hold_up_other_callers(service, si
 def extraction_workers(pid: int) -> list[int]:
     """The service's extraction worker processes (``python -m service.extract_pool``)."""
     found = []
-    for entry in Path("/proc").iterdir():
+    for child in tree(pid)[1:]:
         try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, ValueError):  # not a process, or one that ended meanwhile
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:  # a process that ended meanwhile
             continue
-        if parent == pid and b"service.extract_pool" in command:
-            found.append(int(entry.name))
+        if b"service.extract_pool" in command:
+            found.append(child)
     return found
 
 

@@ -66,9 +66,15 @@ class ThreadedDatabase(Database):
     reactor_calls = False
 
 
-def pipelines(database: Database) -> list[Any]:
-    ordered = sorted(ITEM_PIPELINES.items(), key=lambda pair: pair[1])
-    return [load_object(path).from_crawler(Crawler(database)) for path, _ in ordered]
+def pipelines(database: Database | None) -> list[Any]:
+    """The service's item pipelines, in their order; without a database, those that need none."""
+    stages = []
+    for path, _ in sorted(ITEM_PIPELINES.items(), key=lambda pair: pair[1]):
+        try:
+            stages.append(load_object(path).from_crawler(Crawler(database)))
+        except NotConfigured:  # billing needs the service's database
+            continue
+    return stages
 
 
 def item_for(job: ScrapeJob) -> dict[str, Any]:
@@ -145,14 +151,6 @@ async def test_on_sqlite_the_settlement_waits_for_the_parse():
 
 @pytest_twisted.ensureDeferred
 async def test_without_a_database_the_page_is_still_parsed():
-    ordered = sorted(ITEM_PIPELINES.items(), key=lambda pair: pair[1])
-    stages = []
-    for path, _ in ordered:
-        cls = load_object(path)
-        try:
-            stages.append(cls.from_crawler(Crawler(None)))
-        except NotConfigured:  # billing needs the service's database
-            continue
-    item = await through(stages, item_for(ScrapeJob(url="http://example.com/")))
+    item = await through(pipelines(None), item_for(ScrapeJob(url="http://example.com/")))
     assert item["result"]["title"] == "Parsed" and item["result"]["success"] is True
     assert "page" not in item and "settlement" not in item
