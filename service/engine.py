@@ -145,17 +145,47 @@ class EngineBridge:
             self.extractor = None
 
     def submit(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
+        """Scrape ``job``, whose credits (if any) are held already."""
+        done = self.enter(job)
+        self.clear(job)
+        return done
+
+    def enter(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
+        """Hand ``job``'s request to the engine before its credits are held: the engine
+        schedules it while the hold is on its way, and it waits at the hold gate
+        (middlewares.gate) for :meth:`clear` or :meth:`withdraw`. Returns the job's answer."""
         assert self.crawler is not None and self.crawler.engine is not None
         assert self.spider is not None
-        if job.hold_id is not None:
-            HOLDS_OPEN.inc()
+        job.cleared = None
         self._jobs[job.id] = job
-        self._watchdogs[job.id] = running().callLater(
-            job.timeout + WATCHDOG_MARGIN, self._overran, job
-        )
         job.done.addBoth(self._forget, job)
         self.crawler.engine.crawl(request_for(job, self.spider))
         return job.done
+
+    def clear(self, job: ScrapeJob) -> None:
+        """The hold is in (``job.hold_id``, who pays and the price are set): let it through."""
+        if job.done.called:
+            # answered meanwhile (the service is shutting down): give the hold straight back
+            if job.hold_id is not None and self.database is not None:
+                assert job.answer is not None
+                row = usage_row(job, job.answer, "none")
+                self.database.run_hot(ledger.release, job.hold_id, row).addErrback(
+                    lambda failure: log.error(
+                        "could not release hold %s: %s", job.hold_id, failure.getErrorMessage()
+                    )
+                )
+            return
+        if job.hold_id is not None:
+            HOLDS_OPEN.inc()
+        self._watchdogs[job.id] = running().callLater(
+            job.timeout + WATCHDOG_MARGIN, self._overran, job
+        )
+        job.decide(True)
+
+    def withdraw(self, job: ScrapeJob) -> None:
+        """The API refused the request before its hold: it leaves the engine unfetched."""
+        job.decide(False)
+        self._forget(None, job)
 
     def _forget(self, result: Any, job: ScrapeJob) -> Any:
         if job.hold_id is not None:

@@ -82,7 +82,6 @@ class Scraper:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
         try:
-            caller, price, hold_id = await self._hold(key_hash, request.engine, request.proxy_type)
             job = ScrapeJob(
                 url=request.url,
                 engine=request.engine,
@@ -90,13 +89,21 @@ class Scraper:
                 respect_robots=request.respect_robots,
                 timeout=request.timeout,
                 proxy_type=request.proxy_type,
-                account_id=caller.account_id,
-                hold_id=hold_id,
-                trial=price.trial,
-                costs=price.costs,
                 request_id=request_id,
             )
-            return await self.bridge.submit(job)
+            # The request is scheduled while the hold is on its way; it waits at the hold
+            # gate, before anything that may touch the network, until the hold is in.
+            done = self.bridge.enter(job)
+            try:
+                caller, price, job.hold_id = await self._hold(
+                    key_hash, request.engine, request.proxy_type
+                )
+            except BaseException:
+                self.bridge.withdraw(job)
+                raise
+            job.account_id, job.trial, job.costs = caller.account_id, price.trial, price.costs
+            self.bridge.clear(job)
+            return await done
         finally:
             self.active -= 1
 

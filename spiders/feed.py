@@ -16,9 +16,8 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from service.jobs import ScrapeJob
-
-JOB = "scrapespy_job"
+from middlewares.gate import Withdrawn
+from service.jobs import JOB, ScrapeJob
 
 
 def request_for(job: ScrapeJob, spider: Spider) -> Request:
@@ -77,4 +76,6 @@ class FeedSpider(Spider):
         return [item_for_response(response)]
 
     def failed(self, failure: Failure) -> list[dict[str, Any]]:
+        if failure.check(Withdrawn):  # refused before its hold: the API answered already
+            return []
         return [item_for_failure(failure)]

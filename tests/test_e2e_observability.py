@@ -7,6 +7,7 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from service import keys
 from tests.services import call
 
 
@@ -24,11 +25,15 @@ def value(data, name: str, **labels: str) -> float:
 
 def test_metrics_count_requests_scrapes_and_credits(service, site, accounts):
     account_id, key = accounts.create(credits=10)
+    _, broke = accounts.create(credits=0)
     before = samples(call("GET", service.url("/metrics")).body.decode())
     assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
     assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
     assert service.scrape(key, {"url": site.url("/status/404")}).json["success"] is False
     assert service.scrape("spy_bad", {"url": site.url("/article")}).status == 401
+    # refused after the request was scheduled (middlewares.gate): counted as requests only
+    assert service.scrape(keys.generate_key(), {"url": site.url("/article")}).status == 401
+    assert service.scrape(broke, {"url": site.url("/article")}).status == 402
     reply = call("GET", service.url("/metrics"))
     assert reply.status == 200
     assert reply.headers["Content-Type"].startswith("text/plain")
@@ -42,7 +47,8 @@ def test_metrics_count_requests_scrapes_and_credits(service, site, accounts):
     assert delta("scrapespy_scrapes_total", success="false", **ok) == 1
     assert delta("scrapespy_credits_captured_total") == 2
     assert delta("scrapespy_http_requests_total", endpoint="/scrape", status="200") == 3
-    assert delta("scrapespy_http_requests_total", endpoint="/scrape", status="401") == 1
+    assert delta("scrapespy_http_requests_total", endpoint="/scrape", status="401") == 2
+    assert delta("scrapespy_http_requests_total", endpoint="/scrape", status="402") == 1
     assert delta("scrapespy_scrape_seconds_count", engine="static") == 3
     assert value(after, "scrapespy_holds_open") == 0
 

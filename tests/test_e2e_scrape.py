@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from bench.procinfo import tree
-from service import ledger
+from service import keys, ledger
 from service.dashboard.usage import usage_page
 from tests.services import Accounts, call
+from tests.sites import TargetSite
 
 UNAUTHORIZED = {"error": "API key (X-API-Key header) is missing or invalid"}
 
@@ -193,6 +194,22 @@ def test_insufficient_credits_is_402_before_anything_is_fetched(service, site, a
     accounts.database.run_sync(ledger.credit, account_id, 1, kind="grant", reference="test")
     assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
     assert accounts.summary(account_id)["balance"] == 0
+
+
+def test_a_refused_scrape_fetches_nothing_not_even_robots_txt(service, accounts):
+    # The request is scheduled while its key and hold are checked, and waits at the hold gate;
+    # a site the service has never seen shows that a refused one got no further.
+    fresh = TargetSite().start()
+    try:
+        _, broke = accounts.create(credits=0)
+        for key, status in ((keys.generate_key(), 401), (broke, 402)):
+            assert service.scrape(key, {"url": fresh.url("/article")}).status == status
+        assert fresh.count("/robots.txt") == 0 and fresh.count("/article") == 0
+        _, paid = accounts.create(credits=1)
+        assert service.scrape(paid, {"url": fresh.url("/article")}).json["success"] is True
+        assert fresh.count("/robots.txt") == 1 and fresh.count("/article") == 1
+    finally:
+        fresh.stop()
 
 
 def test_regenerated_key_invalidates_the_old_one(service, site, accounts):
