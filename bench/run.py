@@ -4,6 +4,9 @@
 Every load is bounded in time (``BENCH_DURATION`` seconds a run, default 5; js runs at least 10)
 and targets only 127.0.0.1. The static contenders take ``BENCH_REPS`` turns each (default 3) at
 every concurrency, one after the other, and each figure is the median of a contender's turns.
+At concurrency 1, where the target is a latency, they take ``BENCH_LATENCY_REPS`` shorter turns
+(default 7 of 3 s). A ratio against the ceiling or the peer is the median of the ratios of the
+turns taken in the same round, so that the machine's drift between rounds cancels out.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ RESULTS = BENCH / "results"
 RT_VENV = BENCH / ".venv-scrapyrt"
 DURATION = float(os.environ.get("BENCH_DURATION", "5"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
+LATENCY_REPS = int(os.environ.get("BENCH_LATENCY_REPS", "7"))
+LATENCY_DURATION = float(os.environ.get("BENCH_LATENCY_DURATION", "3"))
 JS_DURATION = max(DURATION, 10.0)
 STATIC_CONCURRENCY = (1, 8, 32)
 JS_CONCURRENCY = (1, 4)
@@ -111,13 +116,13 @@ def measured(
     }
 
 
-def ceiling(urls_file: Path, concurrency: int) -> dict[str, Any]:
+def ceiling(urls_file: Path, concurrency: int, duration: float = DURATION) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.ceiling", str(urls_file), str(concurrency), str(DURATION)],
+        [sys.executable, "-m", "bench.ceiling", str(urls_file), str(concurrency), str(duration)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=DURATION + 120,
+        timeout=duration + 120,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -216,6 +221,23 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
 
+def paired_ratios(turns: dict[str, list[dict[str, Any]]], against: str) -> dict[str, Any]:
+    """Each contender's throughput and p50 against ``against``, turn by turn within a round:
+    the median of those ratios, and the ratios themselves."""
+    out: dict[str, Any] = {}
+    for name, runs in turns.items():
+        for figure in ("rps", "p50_ms"):
+            each = [
+                r
+                for run, base in zip(runs, turns.get(against, []), strict=False)
+                if (r := ratio(run[figure], base[figure])) is not None
+            ]
+            key = f"{figure.removesuffix('_ms')}_x_{against}"
+            out.setdefault(name, {})[key] = statistics.median(each) if each else None
+            out[name][f"{key}_turns"] = each
+    return out
+
+
 def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-"))
@@ -267,19 +289,22 @@ def main() -> int:
         # The machine's speed drifts by tens of percent from one minute to the next (a shared
         # VM), so the contenders take turns, REPS times at each concurrency, and each figure is
         # the median of its turns.
-        def contenders(c: int) -> list[tuple[str, Any]]:
-            out: list[tuple[str, Any]] = [("ceiling", lambda: ceiling(urls_file, c))]
+        def contenders(c: int, seconds: float) -> list[tuple[str, Any]]:
+            out: list[tuple[str, Any]] = [("ceiling", lambda: ceiling(urls_file, c, seconds))]
             if rt is not None:
                 rt_env = {"BENCH_TARGET": target}
                 out.append(
-                    ("scrapyrt", lambda: measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, rt_env))
+                    (
+                        "scrapyrt",
+                        lambda: measured(rt.proc.pid, "scrapyrt.lua", rt.base, c, rt_env, seconds),
+                    )
                 )
             for backend, (proc, env) in services.items():
                 out.append(
                     (
                         f"scrapespy_{backend}",
                         lambda proc=proc, env=env: measured(
-                            proc.process.pid, "scrapespy.lua", proc.base, c, env
+                            proc.process.pid, "scrapespy.lua", proc.base, c, env, seconds
                         ),
                     )
                 )
@@ -287,17 +312,22 @@ def main() -> int:
 
         for c in STATIC_CONCURRENCY:
             turns: dict[str, list[dict[str, Any]]] = {}
-            for rep in range(REPS):
+            reps, seconds = (LATENCY_REPS, LATENCY_DURATION) if c == 1 else (REPS, DURATION)
+            for rep in range(reps):
                 # each round starts with the next contender, so that none is always first: in
                 # alternating A/B runs a variant's place in the round moved its c=1 figure by
                 # up to 0.1x the ceiling
-                order = contenders(c)
+                order = contenders(c, seconds)
                 for name, run in order[rep % len(order) :] + order[: rep % len(order)]:
                     figures = run()
                     turns.setdefault(name, []).append(figures)
                     print(f"  {name:<22} c={c:<3} turn {rep + 1}: {figures}", flush=True)
+            paired = [paired_ratios(turns, "ceiling"), paired_ratios(turns, "scrapyrt")]
             for name, runs in turns.items():
-                results["static"].setdefault(name, {})[c] = median_of(runs)
+                figures = median_of(runs)
+                for ratios in paired:
+                    figures.update(ratios.get(name, {}))
+                results["static"].setdefault(name, {})[c] = figures
 
         proc, env = services["sqlite"]
         # js on the same instance
@@ -378,19 +408,17 @@ def main() -> int:
 
 def report(results: dict[str, Any]) -> None:
     static = results["static"]
-    print("\nstatic        c   rps     p50 ms  p99 ms  cpu s/1k  rss MB  x ceiling  x scrapyrt")
+    print(
+        "\nstatic                c   rps     p50 ms  p99 ms  cpu s/1k  rss MB"
+        "   rps x ceiling/scrapyrt   p50 x ceiling/scrapyrt"
+    )
     for name in ("ceiling", "scrapyrt", "scrapespy_sqlite", "scrapespy_postgresql"):
         for c, f in static.get(name, {}).items():
-            ceil = static["ceiling"][c]
-            peer = static.get("scrapyrt", {}).get(c, {})
-            f["rps_x_ceiling"] = ratio(f["rps"], ceil["rps"])
-            f["rps_x_scrapyrt"] = ratio(f["rps"], peer.get("rps"))
-            f["p50_x_ceiling"] = ratio(f["p50_ms"], ceil["p50_ms"])
-            f["p50_x_scrapyrt"] = ratio(f["p50_ms"], peer.get("p50_ms"))
             print(
                 f"{name:<22}{c:>3} {f['rps']:7.1f} {f['p50_ms']:7.1f} {f['p99_ms']:7.1f} "
-                f"{f['cpu_s_per_1000']:8.2f} {f['peak_rss_mb']:7.1f}  "
-                f"{f['rps_x_ceiling']!s:>8}  {f['rps_x_scrapyrt']!s:>8}"
+                f"{f['cpu_s_per_1000']:8.2f} {f['peak_rss_mb']:7.1f}"
+                f"   {f.get('rps_x_ceiling')!s:>8} {f.get('rps_x_scrapyrt')!s:>8}"
+                f"        {f.get('p50_x_ceiling')!s:>8} {f.get('p50_x_scrapyrt')!s:>8}"
             )
     js = results["js"]
     print("\njs            c   rps     p50 ms  p99 ms  cpu s/1k  p50 x scrapyrt")
