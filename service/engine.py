@@ -165,7 +165,9 @@ class EngineBridge:
     def clear(self, job: ScrapeJob) -> None:
         """The hold is in (``job.hold_id``, who pays and the price are set): let it through."""
         if job.done.called:
-            # answered meanwhile (the service is shutting down): give the hold straight back
+            # answered meanwhile (the service is shutting down): the request leaves the engine
+            # unfetched, so the engine can close, and the hold is given straight back
+            job.decide(False)
             if job.hold_id is not None and self.database is not None:
                 assert job.answer is not None
                 row = usage_row(job, job.answer, "none")

@@ -86,7 +86,7 @@ class Database:
         return succeed(None)
 
 
-def test_a_hold_that_comes_in_after_the_answer_is_released_and_never_opens_the_gate():
+def test_a_hold_that_comes_in_after_the_answer_is_released_and_its_request_withdrawn():
     # The service's shutdown answered a scrape whose hold was still on its way.
     database = Database()
     bridge = EngineBridge(Config.from_env({}), database)  # type: ignore[arg-type]
@@ -96,5 +96,5 @@ def test_a_hold_that_comes_in_after_the_answer_is_released_and_never_opens_the_g
     job.account_id, job.hold_id = 7, 42
     bridge.clear(job)
     assert [(fn, hold_id) for fn, hold_id, _ in database.calls] == [(ledger.release, 42)]
-    assert job.cleared is None  # the request stays parked; no watchdog was started
+    assert job.cleared is False  # withdrawn: a request left waiting would hold the engine open
     assert bridge._watchdogs == {}
