@@ -1,10 +1,11 @@
 """The engine bridge: one long-lived Scrapy crawler, fed one request per API call.
 
 The HTTP front talks to Scrapy only through this module. :meth:`EngineBridge.start` builds the
-crawler once; :meth:`EngineBridge.submit` turns a :class:`ScrapeJob` into one request for the
-running engine and returns the job's Deferred, which fires with the result once the pipelines
-(result building, billing) are through. A watchdog answers a job that overran its timeout by a
-margin, and releases its hold, whatever Scrapy is doing with it.
+crawler once; :meth:`EngineBridge.enter` turns a :class:`ScrapeJob` into one request for the
+running engine, which waits at the hold gate until :meth:`EngineBridge.clear` (or
+:meth:`EngineBridge.withdraw`), and returns the job's Deferred, which fires with the result once
+the pipelines (result building, billing) are through. A watchdog answers a job that overran its
+timeout by a margin, and releases its hold, whatever Scrapy is doing with it.
 """
 
 from __future__ import annotations
@@ -144,12 +145,6 @@ class EngineBridge:
             await self.extractor.stop()
             self.extractor = None
 
-    def submit(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
-        """Scrape ``job``, whose credits (if any) are held already."""
-        done = self.enter(job)
-        self.clear(job)
-        return done
-
     def enter(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
         """Hand ``job``'s request to the engine before its credits are held: the engine
         schedules it while the hold is on its way, and it waits at the hold gate
@@ -170,8 +165,7 @@ class EngineBridge:
             job.decide(False)
             if job.hold_id is not None and self.database is not None:
                 assert job.answer is not None
-                row = usage_row(job, job.answer, "none")
-                self.database.run_hot(ledger.release, job.hold_id, row).addErrback(
+                self._release(job, job.answer).addErrback(
                     lambda failure: log.error(
                         "could not release hold %s: %s", job.hold_id, failure.getErrorMessage()
                     )
@@ -241,8 +235,14 @@ class EngineBridge:
         if job.hold_id is None or self.database is None:
             job.finish(result)
             return succeed(None)
-        d = self.database.run_hot(ledger.release, job.hold_id, usage_row(job, result, "none"))
-        return d.addCallbacks(lambda _: job.finish(result), job.done.errback)
+        return self._release(job, result).addCallbacks(
+            lambda _: job.finish(result), job.done.errback
+        )
+
+    def _release(self, job: ScrapeJob, result: dict[str, Any]) -> Deferred[Any]:
+        """Release ``job``'s hold, unbilled, with a usage row for the answer ``result``."""
+        assert self.database is not None and job.hold_id is not None
+        return self.database.run_hot(ledger.release, job.hold_id, usage_row(job, result, "none"))
 
     async def drain(self, grace: float) -> int:
         """Wait up to ``grace`` seconds for the scrapes in flight; answer and release the rest.
