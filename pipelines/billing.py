@@ -96,8 +96,8 @@ def send_settlement(database: Database, item: dict[str, Any]) -> Deferred[ledger
 class SettlePipeline:
     """Sends the settlement before the page is parsed, where it can travel meanwhile: on
     PostgreSQL, whose statements the reactor sends and another process runs. SQLite's run on a
-    database thread that shares the reactor's core and the GIL with the parse (service.affinity),
-    so there :class:`BillingPipeline` settles after the parse, on the final outcome."""
+    database thread that shares the GIL with the parse, so there :class:`BillingPipeline`
+    settles after the parse, on the final outcome."""
 
     def __init__(self, database: Database):
         self.database = database

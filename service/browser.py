@@ -43,7 +43,6 @@ from scrapy.exceptions import DownloadTimeoutError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from scrapy_playwright.headers import use_scrapy_headers
 
-from service.affinity import unpinned
 from service.browser_egress import (
     BrowserEgressGuard,
     EgressRoute,
@@ -247,13 +246,11 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             ],
         }
         self.browser_provider = self.browser_provider_cls(self.config)
-        with unpinned():  # Playwright's driver, and the browser it starts, get every core
-            await self.browser_provider.start()
+        await self.browser_provider.start()
 
     async def _launch_browser(self) -> None:
         try:
-            with unpinned():
-                await self._maybe_launch_browser()
+            await self._maybe_launch_browser()
         except Exception as error:
             log.error("could not start the browser for the js engine: %s", error)
             raise BrowserError("the js engine's browser could not be started") from None

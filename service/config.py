@@ -68,13 +68,6 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
-def _affinity(env: Mapping[str, str], name: str) -> str:
-    raw = env.get(name, "").strip().lower() or "auto"
-    if raw in ("auto", "off") or (raw.isdigit() and len(raw) < 5):
-        return raw
-    raise ConfigError(f"{name} must be auto, off or a core number, not {raw!r}")
-
-
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name, "").strip()
     if not raw:
@@ -172,8 +165,6 @@ class Config:
     sweep_interval_seconds: float = 30.0
     shutdown_grace_seconds: float = 30.0
     db_threads: int = DEFAULT_DB_THREADS
-    # "auto", "off" or a core number: see service.affinity
-    cpu_affinity: str = "auto"
     # processes that parse pages (service.extract_pool); 0 parses on the reactor thread.
     # Two, so that one page that is slow to parse does not queue every other page behind it.
     extract_workers: int = 2
@@ -213,7 +204,6 @@ class Config:
             shutdown_grace_seconds=_float(env, "SCRAPESPY_SHUTDOWN_GRACE_SECONDS", 30.0),
             db_threads=_int(env, "SCRAPESPY_DB_THREADS", DEFAULT_DB_THREADS, minimum=1),
             extract_workers=_int(env, "SCRAPESPY_EXTRACT_WORKERS", 2),
-            cpu_affinity=_affinity(env, "SCRAPESPY_CPU_AFFINITY"),
             robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
             session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),
             trust_forwarded_for=_bool(env, "SCRAPESPY_TRUST_X_FORWARDED_FOR", False),

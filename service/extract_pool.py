@@ -38,7 +38,6 @@ import orjson
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.protocol import ProcessProtocol
 
-from service.affinity import unpinned
 from service.extraction import CompiledSelectors, extract, selectors_from_wire, selectors_to_wire
 from service.reactor import running
 
@@ -143,14 +142,13 @@ class ExtractionPool:
         # The worker needs none of the service's secrets (database URL, Stripe keys).
         env = {name: os.environ[name] for name in _CHILD_ENV if name in os.environ}
         self.workers.append(worker)
-        with unpinned():  # the worker may run on every core (service.affinity)
-            running().spawnProcess(
-                protocol,
-                self.command[0],
-                self.command,
-                env=env,
-                childFDs={0: "w", 1: "r", 2: 2},
-            )  # connectionMade then hands it a page that waited, if any
+        running().spawnProcess(
+            protocol,
+            self.command[0],
+            self.command,
+            env=env,
+            childFDs={0: "w", 1: "r", 2: 2},
+        )  # connectionMade then hands it a page that waited, if any
 
     def extract(
         self, text: str, url: str, selectors: CompiledSelectors | None, timeout: float

@@ -6,7 +6,6 @@ Import this only after the asyncio reactor is installed (``service.reactor.insta
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +13,8 @@ from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
 
 from service import ledger
-from service.affinity import choose_core, pin
 from service.app import ScrapespyApp
-from service.config import Config, ConfigError
+from service.config import Config
 from service.dashboard.app import Dashboard
 from service.db import Database
 from service.engine import EngineBridge
@@ -88,23 +86,10 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     dashboard = Dashboard(config, database, scraper, payments)
     dashboard.start()
     http = ScrapespyApp(config, database, scraper, payments, dashboard=dashboard)
-    _keep_on_one_core(config, database)
     sweeper = LoopingCall(_sweep, database)
     sweeper.clock = reactor  # type: ignore[assignment]
     sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)
     return Service(config, database, bridge, scraper, http, sweeper)
-
-
-def _keep_on_one_core(config: Config, database: Database) -> None:
-    """The reactor thread and the database threads on one core (service.affinity), once the
-    extraction workers have started; the supervisor of ``--workers`` numbers its workers."""
-    index = int(os.environ.get("SCRAPESPY_WORKER_INDEX", "0") or 0)
-    try:
-        core = choose_core(config.cpu_affinity, index)
-    except ValueError as exc:
-        raise ConfigError(f"SCRAPESPY_CPU_AFFINITY: {exc}") from None
-    if core is not None:
-        pin(core, database.pool.native_ids)
 
 
 def _sweep(database: Database) -> Any:

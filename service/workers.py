@@ -10,7 +10,6 @@ has its own crawler and browser; per-key rate limits are exact across workers on
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import socket
 import subprocess
@@ -38,12 +37,10 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _spawn(fd: int, index: int) -> subprocess.Popen[bytes]:
-    """Worker ``index`` (service.affinity gives each index its own core)."""
+def _spawn(fd: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "service.cli", "serve", "--inherit-fd", str(fd)],
         pass_fds=(fd,),
-        env={**os.environ, "SCRAPESPY_WORKER_INDEX": str(index)},
     )
 
 
@@ -58,8 +55,7 @@ def supervise(config: Config, host: str, port: int, workers: int) -> int:
     sock = bind(host, port)
     address = sock.getsockname()
     log.info("scrapespy supervising %d workers on http://%s:%d", workers, address[0], address[1])
-    procs = [_spawn(sock.fileno(), index) for index in range(workers)]
-    slots = {proc.pid: index for index, proc in enumerate(procs)}
+    procs = [_spawn(sock.fileno()) for _ in range(workers)]
     stopping = False
     restarts: list[float] = []
 
@@ -91,9 +87,7 @@ def supervise(config: Config, host: str, port: int, workers: int) -> int:
                 codes.append(code or 1)
                 continue
             log.error("worker %d exited with %s; starting another", proc.pid, code)
-            index = slots.pop(proc.pid)
-            procs.append(_spawn(sock.fileno(), index))
-            slots[procs[-1].pid] = index
+            procs.append(_spawn(sock.fileno()))
     sock.close()
     return 0 if all(code == 0 for code in codes) else 1
 

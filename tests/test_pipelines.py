@@ -139,7 +139,7 @@ async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back(
 
 @pytest_twisted.ensureDeferred
 async def test_on_sqlite_the_settlement_waits_for_the_parse():
-    # its database thread shares the reactor's core and the GIL: nothing would travel meanwhile
+    # its database thread shares the GIL with the parse: nothing would travel meanwhile
     database = ThreadedDatabase()
     job, item, answered = await billed_scrape_under_way(database)
     [(statement, params, title_when_sent)] = database.sent

@@ -17,7 +17,6 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
 from service import accounts
-from service.affinity import unpinned
 from service.db import Database
 from service.db.tables import accounts as accounts_table
 from service.passwords import hash_password, verify_password
@@ -76,8 +75,7 @@ class PasswordWork:
     def _run(self, fn: Any, *args: Any) -> Deferred[Any]:
         from twisted.internet import reactor
 
-        with unpinned():  # a thread started for this hashes on any core (service.affinity)
-            return deferToThreadPool(reactor, self.pool, fn, *args)  # type: ignore[arg-type]
+        return deferToThreadPool(reactor, self.pool, fn, *args)  # type: ignore[arg-type]
 
     def hash(self, password: str) -> Deferred[str]:
         return self._run(hash_password, password)

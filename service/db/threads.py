@@ -44,11 +44,6 @@ class DatabaseThreads:
             thread.start()
             self._threads.append(thread)
 
-    @property
-    def native_ids(self) -> list[int]:
-        """The operating system's ids of the running threads (service.affinity)."""
-        return [thread.native_id for thread in self._threads if thread.native_id is not None]
-
     def stop(self) -> None:
         self._stopped = True
         for _ in self._threads:

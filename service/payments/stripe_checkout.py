@@ -16,7 +16,6 @@ import stripe
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
-from service.affinity import unpinned
 from service.config import Config
 from service.db import Database
 from service.errors import BadGateway, ServiceUnavailable
@@ -88,8 +87,7 @@ class StripeCheckout:
         from twisted.internet import reactor
 
         params = session_params(self.config, account_id, order)
-        with unpinned():  # a thread started for this runs on any core (service.affinity)
-            created = deferToThreadPool(reactor, self.pool, self._create_session, params)
+        created = deferToThreadPool(reactor, self.pool, self._create_session, params)
         try:
             session = await created
         except (stripe.AuthenticationError, stripe.PermissionError) as exc:
