@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from middlewares.egress_guard import is_public_address, parse_host_literal
 from service.browser_egress_wire import (
     Upstream,
     authority,
@@ -43,6 +42,7 @@ from service.browser_egress_wire import (
     parse_request_head,
     response_status,
 )
+from service.egress.addresses import is_public_address, parse_host_literal
 
 __all__ = [
     "MARKER_HEADER",

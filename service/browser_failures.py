@@ -21,8 +21,8 @@ from scrapy.exceptions import (
 )
 from twisted.internet.error import ConnectError, ConnectionRefusedError
 
-from middlewares.egress_guard import EgressBlocked
 from service.browser_egress import MARKER_HEADER
+from service.egress.addresses import EgressBlocked
 
 if TYPE_CHECKING:
     from playwright.async_api import Error as PlaywrightError

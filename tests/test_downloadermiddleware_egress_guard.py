@@ -1,9 +1,7 @@
-"""Tests for middlewares.egress_guard: address rules, the guarded resolver and real downloads."""
+"""Tests for middlewares.egress_guard: the middleware alone and real downloads through it."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,379 +9,44 @@ from urllib.parse import urlsplit
 import pytest
 import pytest_twisted
 import scrapy
-from hypothesis import given
-from hypothesis import strategies as st
 from scrapy.crawler import CrawlerRunner
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigured
 from scrapy.http import Request
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.test import get_crawler
 from twisted.internet import reactor as _reactor
-from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TimeoutError
-from twisted.internet.interfaces import IHostnameResolver, IHostResolution, IResolutionReceiver
+from twisted.internet.interfaces import IHostnameResolver
 from twisted.web import resource, server
 from zope.interface import implementer
 
 from middlewares import egress_guard
-from middlewares.egress_guard import (
+from middlewares.egress_guard import STATS_KEY_BLOCKED, EgressGuardMiddleware
+from service.egress import resolver
+from service.egress.addresses import (
     BLOCKED_MESSAGE,
-    STATS_KEY_BLOCKED,
     UNSUPPORTED_SCHEME_MESSAGE,
     EgressBlocked,
-    EgressGuardMiddleware,
-    GuardedResolver,
     UnsupportedScheme,
+)
+from service.egress.resolver import (
+    GuardedResolver,
+    HostAllowList,
     find_guarded_resolver,
     install_guarded_resolver,
-    is_public_address,
-    parse_host_literal,
     uninstall_guarded_resolver,
+)
+from tests.resolvers import (
+    TABLE,
+    FakeReactor,
+    FakeResolver,
+    FakeStats,
+    RecordingReceiver,
+    Resolution,
 )
 
 reactor: Any = _reactor
 MW_PATH = "middlewares.egress_guard.EgressGuardMiddleware"
-
-# ---------------------------------------------------------------------------------------------
-# is_public_address
-
-PUBLIC = [
-    "8.8.8.8",
-    "1.1.1.1",
-    "93.184.216.34",
-    "2606:4700::1",
-    "2a00:1450:4001:80b::200e",
-    "::ffff:8.8.8.8",
-    "64:ff9b::808:808",  # NAT64 of 8.8.8.8
-    "2002:808:808::1",  # 6to4 of 8.8.8.8
-    "[2606:4700::1]",
-]
-
-NOT_PUBLIC = [
-    "127.0.0.1",
-    "127.255.255.254",
-    "10.1.2.3",
-    "172.16.0.1",
-    "172.31.255.255",
-    "192.168.1.1",
-    "169.254.169.254",
-    "100.64.0.1",
-    "100.127.255.254",
-    "224.0.0.1",
-    "239.255.255.250",
-    "0.0.0.0",
-    "0.1.2.3",
-    "255.255.255.255",
-    "240.0.0.1",
-    "192.0.0.1",
-    "192.0.2.1",
-    "198.18.0.1",
-    "198.51.100.7",
-    "203.0.113.9",
-    "::1",
-    "::",
-    "fe80::1",
-    "fe80::1%eth0",
-    "[fe80::1%25eth0]",
-    "fc00::1",
-    "fd12:3456:789a::1",
-    "fec0::1",
-    "ff02::1",
-    "100::1",
-    "::ffff:127.0.0.1",
-    "::ffff:10.0.0.1",
-    "::ffff:169.254.169.254",
-    "::127.0.0.1",  # IPv4-compatible
-    "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
-    "64:ff9b:1::a00:1",  # local-use NAT64
-    "2002:7f00:1::",  # 6to4 of 127.0.0.1
-    "2002:a00:1::1",  # 6to4 of 10.0.0.1
-    "2001::1",  # Teredo
-    "2001:2::1",  # benchmarking
-    "2001:db8::1",
-    "3fff::1",
-    "[::1]",
-    "localhost",
-    "not an address",
-    "",
-]
-
-
-@pytest.mark.parametrize("address", PUBLIC)
-def test_public_addresses(address: str) -> None:
-    assert is_public_address(address)
-
-
-@pytest.mark.parametrize("address", NOT_PUBLIC)
-def test_non_public_addresses(address: str) -> None:
-    assert not is_public_address(address)
-
-
-def test_is_public_address_takes_ipaddress_objects() -> None:
-    assert is_public_address(ipaddress.ip_address("8.8.8.8"))
-    assert is_public_address(ipaddress.ip_address("2606:4700::1"))
-    assert not is_public_address(ipaddress.ip_address("127.0.0.1"))
-    assert not is_public_address(ipaddress.ip_address("::ffff:127.0.0.1"))
-    assert not is_public_address(ipaddress.IPv6Address("fe80::1%eth0"))
-
-
-# ---------------------------------------------------------------------------------------------
-# parse_host_literal
-
-LOOPBACK = ipaddress.IPv4Address("127.0.0.1")
-
-
-@pytest.mark.parametrize(
-    ("host", "expected"),
-    [
-        ("127.0.0.1", LOOPBACK),
-        ("127.1", LOOPBACK),
-        ("127.0.1", LOOPBACK),
-        ("2130706433", LOOPBACK),
-        ("0x7f000001", LOOPBACK),
-        ("0X7F000001", LOOPBACK),
-        ("017700000001", LOOPBACK),
-        ("0x7f.1", LOOPBACK),
-        ("0177.0.0.01", LOOPBACK),
-        ("127.0.0.1.", LOOPBACK),
-        ("0", ipaddress.IPv4Address("0.0.0.0")),
-        ("0.0.0.0", ipaddress.IPv4Address("0.0.0.0")),
-        ("4294967295", ipaddress.IPv4Address("255.255.255.255")),
-        ("[::1]", ipaddress.IPv6Address("::1")),
-        ("::1", ipaddress.IPv6Address("::1")),
-        ("[::ffff:127.0.0.1]", ipaddress.IPv6Address("::ffff:127.0.0.1")),
-        ("[fe80::1%25eth0]", ipaddress.IPv6Address("fe80::1")),
-        ("[::]", ipaddress.IPv6Address("::")),
-        ("8.8.8.8", ipaddress.IPv4Address("8.8.8.8")),
-    ],
-)
-def test_parse_host_literal(host: str, expected: ipaddress.IPv4Address) -> None:
-    assert parse_host_literal(host) == expected
-
-
-@pytest.mark.parametrize(
-    "host",
-    [
-        "localhost",
-        "example.com",
-        "",
-        "4294967296",
-        "256.0.0.1",
-        "1.2.3.4.5",
-        "08",
-        "0x",
-        "1..2",
-        "+1",
-        "1_0",
-        "[not-ipv6]",
-        "0x7f.example",
-    ],
-)
-def test_parse_host_literal_names(host: str) -> None:
-    assert parse_host_literal(host) is None
-
-
-def _inet_aton(text: str) -> ipaddress.IPv4Address | None:
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(text))
-    except OSError:
-        return None
-
-
-@given(st.text(alphabet="0123456789xXaAfF.", max_size=24))
-def test_parse_host_literal_agrees_with_inet_aton(text: str) -> None:
-    # The C library is what getaddrinfo() uses, so every form it accepts must be recognised.
-    if text.endswith("."):
-        return
-    assert parse_host_literal(text) == _inet_aton(text)
-
-
-# ---------------------------------------------------------------------------------------------
-# GuardedResolver with a fake wrapped resolver
-
-
-@implementer(IHostResolution)
-class _Resolution:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def cancel(self) -> None:
-        pass
-
-
-@implementer(IHostnameResolver)
-class FakeResolver:
-    """Answers synchronously from a table; unknown names get zero addresses."""
-
-    def __init__(self, table: dict[str, list[Any]]) -> None:
-        self.table = table
-        self.calls: list[str] = []
-
-    def resolveHostName(
-        self,
-        resolutionReceiver: Any,
-        hostName: str,
-        portNumber: int = 0,
-        addressTypes: Any = None,
-        transportSemantics: str = "TCP",
-    ) -> Any:
-        self.calls.append(hostName)
-        resolution = _Resolution(hostName)
-        resolutionReceiver.resolutionBegan(resolution)
-        for entry in self.table.get(hostName, []):
-            if isinstance(entry, str):
-                cls = IPv6Address if ":" in entry else IPv4Address
-                entry = cls("TCP", entry, portNumber)
-            resolutionReceiver.addressResolved(entry)
-        resolutionReceiver.resolutionComplete()
-        return resolution
-
-
-@implementer(IResolutionReceiver)
-class RecordingReceiver:
-    def __init__(self) -> None:
-        self.began: list[Any] = []
-        self.addresses: list[str] = []
-        self.completed = 0
-
-    def resolutionBegan(self, resolutionInProgress: Any) -> None:
-        self.began.append(resolutionInProgress)
-
-    def addressResolved(self, address: Any) -> None:
-        self.addresses.append(address.host)
-
-    def resolutionComplete(self) -> None:
-        self.completed += 1
-
-
-class FakeStats:
-    def __init__(self) -> None:
-        self.values: dict[str, int] = {}
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.values[key] = self.values.get(key, start) + count
-
-
-TABLE: dict[str, list[Any]] = {
-    "mixed.example": ["10.0.0.1", "93.184.216.34", "::1", "2606:4700::1", "fe80::1%eth0"],
-    "private.example": ["127.0.0.1", "::1", "169.254.169.254"],
-    "public.example": ["93.184.216.34"],
-    "rebind.example": ["127.0.0.1"],
-    "proxy.internal": ["10.0.0.5"],
-    "unix.example": [UNIXAddress("/tmp/sock")],
-}
-
-
-def test_guarded_resolver_forwards_only_public_addresses() -> None:
-    stats = FakeStats()
-    guard = GuardedResolver(FakeResolver(TABLE), stats=stats)
-    assert IHostnameResolver.providedBy(guard)
-    receiver = RecordingReceiver()
-    guard.resolveHostName(receiver, "mixed.example", 443)
-    assert receiver.addresses == ["93.184.216.34", "2606:4700::1"]
-    assert len(receiver.began) == 1 and receiver.completed == 1
-    assert guard.dropped_count == 3
-    assert not guard.was_blocked("mixed.example")
-    assert stats.values == {"scrapespy/egress_guard/dropped_addresses": 3}
-
-
-def test_guarded_resolver_all_dropped_is_remembered() -> None:
-    stats = FakeStats()
-    guard = GuardedResolver(FakeResolver(TABLE), stats=stats)
-    receiver = RecordingReceiver()
-    guard.resolveHostName(receiver, "private.example", 80)
-    assert receiver.addresses == [] and receiver.completed == 1
-    assert guard.was_blocked("private.example")
-    assert guard.was_blocked("PRIVATE.example.")
-    assert not guard.was_blocked("public.example")
-    assert guard.blocked_count == 1
-    assert stats.values["scrapespy/egress_guard/resolver_blocked"] == 1
-
-
-def test_guarded_resolver_non_ip_addresses_are_dropped() -> None:
-    guard = GuardedResolver(FakeResolver(TABLE))
-    receiver = RecordingReceiver()
-    guard.resolveHostName(receiver, "unix.example")
-    assert receiver.addresses == []
-    assert guard.was_blocked("unix.example")
-
-
-def test_guarded_resolver_real_dns_failure_is_not_a_block() -> None:
-    guard = GuardedResolver(FakeResolver(TABLE))
-    receiver = RecordingReceiver()
-    guard.resolveHostName(receiver, "nxdomain.example")
-    assert receiver.addresses == [] and receiver.completed == 1
-    assert not guard.was_blocked("nxdomain.example")
-    assert guard.blocked_count == 0
-
-
-def test_guarded_resolver_allow_host_passes_through() -> None:
-    guard = GuardedResolver(FakeResolver(TABLE), allow_host=lambda host: host == "proxy.internal")
-    receiver = RecordingReceiver()
-    guard.resolveHostName(receiver, "proxy.internal", 3128)
-    assert receiver.addresses == ["10.0.0.5"]
-    other = RecordingReceiver()
-    guard.resolveHostName(other, "rebind.example")
-    assert other.addresses == []
-
-
-def test_guarded_resolver_block_memory_expires_and_is_bounded() -> None:
-    now = [1000.0]
-    guard = GuardedResolver(
-        FakeResolver({f"h{i}.example": ["10.0.0.1"] for i in range(10)}),
-        block_ttl=5.0,
-        max_remembered=3,
-        clock=lambda: now[0],
-    )
-    for i in range(10):
-        guard.resolveHostName(RecordingReceiver(), f"h{i}.example")
-    assert len(guard._blocked) == 3
-    assert not guard.was_blocked("h0.example")
-    assert guard.was_blocked("h9.example")
-    now[0] += 6
-    assert not guard.was_blocked("h9.example")
-
-
-class FakeReactor:
-    def __init__(self) -> None:
-        self.nameResolver: Any = FakeResolver(TABLE)
-        self.resolver: Any = object()
-
-    def installNameResolver(self, resolver: Any) -> Any:
-        previous, self.nameResolver = self.nameResolver, resolver
-        self.resolver = ("simplified", resolver)
-        return previous
-
-
-def test_install_is_idempotent_and_uninstall_restores() -> None:
-    fake = FakeReactor()
-    original_name, original_simple = fake.nameResolver, fake.resolver
-    assert install_guarded_resolver(fake, allow_private=True) is None
-    assert fake.nameResolver is original_name
-
-    guard = install_guarded_resolver(fake, allow_private=False, allow_hosts=["proxy.internal"])
-    assert isinstance(guard, GuardedResolver)
-    assert fake.nameResolver is guard and guard.wrapped is original_name
-    again = install_guarded_resolver(fake, allow_private=False, allow_hosts=["LOCALHOST"])
-    assert again is guard
-    assert guard.allow_host is not None
-    assert guard.allow_host("proxy.internal") and guard.allow_host("localhost")
-    assert not guard.allow_host("127.0.0.1")
-
-    # Something else wrapping the guard: still found, not wrapped twice.
-    class Wrapper:
-        def __init__(self, original_resolver: Any) -> None:
-            self.original_resolver = original_resolver
-
-    fake.nameResolver = Wrapper(guard)
-    assert find_guarded_resolver(fake) is guard
-    assert install_guarded_resolver(fake, allow_private=False) is guard
-    fake.nameResolver = guard
-
-    assert uninstall_guarded_resolver(fake)
-    assert fake.nameResolver is original_name and fake.resolver is original_simple
-    assert not uninstall_guarded_resolver(fake)
-
 
 # ---------------------------------------------------------------------------------------------
 # EgressGuardMiddleware, unit level
@@ -393,7 +56,7 @@ def make_mw(
     table: dict[str, list[Any]] | None = None, allow_hosts: tuple[str, ...] = ()
 ) -> tuple[EgressGuardMiddleware, FakeStats, FakeResolver]:
     wrapped = FakeResolver(TABLE if table is None else table)
-    guard = GuardedResolver(wrapped, allow_host=egress_guard._HostAllowList(allow_hosts))
+    guard = GuardedResolver(wrapped, allow_host=HostAllowList(allow_hosts))
     stats = FakeStats()
     return EgressGuardMiddleware(guard, allow_hosts=allow_hosts, stats=stats), stats, wrapped
 
@@ -550,13 +213,6 @@ def test_process_exception_for_a_refused_proxy_name() -> None:
     request = Request("http://public.example/", meta={"proxy": "http://proxy.internal:3128"})
     with pytest.raises(EgressBlocked):
         mw.process_exception(request, DNSLookupError("no results"))
-
-
-def test_egress_blocked_message() -> None:
-    error = EgressBlocked(host="127.0.0.1")
-    assert str(error) == BLOCKED_MESSAGE
-    assert error.host == "127.0.0.1"
-    assert isinstance(error, IgnoreRequest)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -740,6 +396,7 @@ def second_loopback_is_public(monkeypatch: pytest.MonkeyPatch) -> str:
         return str(ip).strip("[]") == "127.0.0.2" or original(ip)
 
     monkeypatch.setattr(egress_guard, "is_public_address", patched)
+    monkeypatch.setattr(resolver, "is_public_address", patched)
     return "127.0.0.2"
 
 
@@ -817,7 +474,7 @@ class SilentResolver:
     """Never answers, like a DNS server that has gone away."""
 
     def resolveHostName(self, resolutionReceiver: Any, hostName: str, *args: Any) -> Any:
-        resolution = _Resolution(hostName)
+        resolution = Resolution(hostName)
         resolutionReceiver.resolutionBegan(resolution)
         return resolution
 

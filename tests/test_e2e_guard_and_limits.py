@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from middlewares.egress_guard import BLOCKED_MESSAGE
+from service.egress.addresses import BLOCKED_MESSAGE
 from tests.services import Accounts, ServiceProcess
 from tests.sites import TargetSite
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from middlewares.egress_guard import BLOCKED_MESSAGE
+from service.egress.addresses import BLOCKED_MESSAGE
 from tests.services import Accounts, ServiceProcess
 from tests.sites import JS_ONLY, TargetSite
 
