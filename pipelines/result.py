@@ -36,7 +36,7 @@ from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
-from service.browser_failures import BrowserError
+from service.browser.failures import BrowserError
 from service.extract_pool import PROCESSING_FAILED, ExtractionFailed, ExtractionPool
 from service.extraction import empty_fields, extract
 from service.jobs import ScrapeJob

@@ -44,12 +44,12 @@ COOKIES_ENABLED = True
 # The js engine: a request with meta["playwright"] renders in the system Chromium, one browser
 # context per request (service.browser); every other request goes to Scrapy's HTTP/1.1 handler.
 DOWNLOAD_HANDLERS = {
-    "http": "service.browser.BrowserDownloadHandler",
-    "https": "service.browser.BrowserDownloadHandler",
+    "http": "service.browser.handler.BrowserDownloadHandler",
+    "https": "service.browser.handler.BrowserDownloadHandler",
 }
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
-PLAYWRIGHT_ABORT_REQUEST = "service.browser.abort_heavy_resource"
-PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.browser_request_headers"
+PLAYWRIGHT_ABORT_REQUEST = "service.browser.handler.abort_heavy_resource"
+PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.handler.browser_request_headers"
 SCRAPESPY_CHROMIUM_PATH = os.environ.get("SCRAPESPY_CHROMIUM_PATH", "") or default_chromium_path()
 SCRAPESPY_MAX_PAGES = 4
 SCRAPESPY_BLOCK_HEAVY_RESOURCES = True

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from service.browser_egress import (
+from service.browser.egress import (
     MARKER_HEADER,
     BrowserEgressGuard,
     EgressRoute,

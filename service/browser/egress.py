@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from service.browser_egress_wire import (
+from service.browser.wire import (
     Upstream,
     authority,
     closing_head,

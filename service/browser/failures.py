@@ -3,7 +3,7 @@
 A ``js`` scrape that fails must read like a ``static`` one (``the target refused the
 connection``, ``could not resolve the target's host name``, the egress guard's refusal ...), and
 the proxy pool must see the exceptions it knows. The browser reaches targets only through its
-egress route (:mod:`service.browser_egress`), which remembers why it could not reach a target;
+egress route (:mod:`service.browser.egress`), which remembers why it could not reach a target;
 Chromium itself only says ``net::ERR_TUNNEL_CONNECTION_FAILED`` or shows the guard's answer.
 """
 
@@ -21,14 +21,14 @@ from scrapy.exceptions import (
 )
 from twisted.internet.error import ConnectError, ConnectionRefusedError
 
-from service.browser_egress import MARKER_HEADER
+from service.browser.egress import MARKER_HEADER
 from service.egress.addresses import EgressBlocked
 
 if TYPE_CHECKING:
     from playwright.async_api import Error as PlaywrightError
     from scrapy.http import Response
 
-    from service.browser_egress import EgressRoute
+    from service.browser.egress import EgressRoute
 
 log = logging.getLogger(__name__)
 

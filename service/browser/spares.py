@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Page, Route
     from playwright.async_api import Request as PlaywrightRequest
 
-    from service.browser_egress import EgressRoute
+    from service.browser.egress import EgressRoute
 
 log = logging.getLogger(__name__)
 

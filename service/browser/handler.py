@@ -3,13 +3,13 @@
 scrapy-playwright's handler names contexts and keeps them until someone closes them, launches one
 browser per handler instance (Scrapy builds one per scheme) and is bounded by nothing but the
 navigation timeout. This subclass keeps its navigation, header and abort code, reads the page in
-fewer round trips (:mod:`service.browser_read`) and changes the lifecycle around it:
+fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around it:
 
 * one handler (and so one browser) for ``http`` and ``https``, started on the first ``js``
   request; a crashed browser is launched again by the next request;
 * every request gets a fresh browser context, with its own route through the browser egress
-  guard (:mod:`service.browser_egress`), closed when the request ends, whatever the outcome;
-  ``SCRAPESPY_BROWSER_SPARES`` of them are made ahead of demand (:mod:`service.browser_spares`),
+  guard (:mod:`service.browser.egress`), closed when the request ends, whatever the outcome;
+  ``SCRAPESPY_BROWSER_SPARES`` of them are made ahead of demand (:mod:`service.browser.spares`),
   never reused;
 * the request's deadline (``meta["scrapespy_deadline"]``) bounds everything: waiting for one of
   the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
@@ -21,8 +21,8 @@ fewer round trips (:mod:`service.browser_read`) and changes the lifecycle around
 Requests without ``meta["playwright"]`` go straight to Scrapy's HTTP/1.1 handler. Switch it on::
 
     DOWNLOAD_HANDLERS = {
-        "http": "service.browser.BrowserDownloadHandler",
-        "https": "service.browser.BrowserDownloadHandler",
+        "http": "service.browser.handler.BrowserDownloadHandler",
+        "https": "service.browser.handler.BrowserDownloadHandler",
     }
 """
 
@@ -43,16 +43,16 @@ from scrapy.exceptions import DownloadTimeoutError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from scrapy_playwright.headers import use_scrapy_headers
 
-from service.browser_egress import (
+from service.browser.egress import (
     BrowserEgressGuard,
     EgressRoute,
     Upstream,
     parse_test_public_hosts,
 )
-from service.browser_failures import BrowserError, navigation_failure, refused_navigation
-from service.browser_read import read_rendered
-from service.browser_settle import PageWatch
-from service.browser_spares import Spare, Spares
+from service.browser.failures import BrowserError, navigation_failure, refused_navigation
+from service.browser.read import read_rendered
+from service.browser.settle import PageWatch
+from service.browser.spares import Spare, Spares
 from service.config import default_chromium_path
 
 if TYPE_CHECKING:

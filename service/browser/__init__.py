@@ -1,0 +1,26 @@
+"""The ``js`` engine's download handler and what it is made of.
+
+``handler``: :class:`BrowserDownloadHandler` (one Chromium, one context per request) and the
+``PLAYWRIGHT_*`` hooks; ``egress`` and ``wire``: the forward proxy on loopback that Chromium must
+go through (the browser's SSRF guard); ``failures``: Chromium's errors told as a static download
+tells them; ``read``: the rendered page into a Scrapy response; ``settle``: when a page has
+settled; ``spares``: contexts made ahead of demand.
+"""
+
+from service.browser.failures import BrowserError
+from service.browser.handler import (
+    BrowserDownloadHandler,
+    abort_heavy_resource,
+    browser_request_headers,
+    chromium_launch_options,
+    remote_browser_settings,
+)
+
+__all__ = [
+    "BrowserDownloadHandler",
+    "BrowserError",
+    "abort_heavy_resource",
+    "browser_request_headers",
+    "chromium_launch_options",
+    "remote_browser_settings",
+]
