@@ -18,8 +18,9 @@ from scrapy.http import Headers, HtmlResponse, Response, TextResponse
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from middlewares import antibot
-from middlewares.antibot import META_KEY, VENDORS, AntiBotMiddleware, detect_block
+from middlewares.antibot import META_KEY, AntiBotMiddleware
+from service.antibot import VENDORS, detect_block
+from service.antibot import detector as antibot
 
 CORPUS = Path(__file__).parent / "antibot_corpus"
 MANIFEST: dict[str, dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text())
