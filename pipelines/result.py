@@ -37,8 +37,8 @@ from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
 from service.browser.failures import BrowserError
-from service.extract_pool import PROCESSING_FAILED, ExtractionFailed, ExtractionPool
 from service.extraction import empty_fields, extract
+from service.extraction.pool import PROCESSING_FAILED, ExtractionFailed, ExtractionPool
 from service.jobs import ScrapeJob
 
 if TYPE_CHECKING:

@@ -165,7 +165,7 @@ class Config:
     sweep_interval_seconds: float = 30.0
     shutdown_grace_seconds: float = 30.0
     db_threads: int = DEFAULT_DB_THREADS
-    # processes that parse pages (service.extract_pool); 0 parses on the reactor thread.
+    # processes that parse pages (service.extraction.pool); 0 parses on the reactor thread.
     # Two, so that one page that is slow to parse does not queue every other page behind it.
     extract_workers: int = 2
     robots_ttl_seconds: int = 3600

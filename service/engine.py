@@ -33,8 +33,8 @@ from service.browser import (
 )
 from service.config import Config
 from service.db import Database
-from service.extract_pool import ExtractionPool
 from service.extraction import empty_fields
+from service.extraction.pool import ExtractionPool
 from service.jobs import ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
 from service.reactor import running

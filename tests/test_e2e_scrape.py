@@ -304,14 +304,14 @@ def test_a_page_that_is_slow_to_parse_does_not_hold_up_other_callers(service, si
 
 
 def extraction_workers(pid: int) -> list[int]:
-    """The service's extraction worker processes (``python -m service.extract_pool``)."""
+    """The service's extraction worker processes (``python -m service.extraction.pool``)."""
     found = []
     for child in tree(pid)[1:]:
         try:
             command = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:  # a process that ended meanwhile
             continue
-        if b"service.extract_pool" in command:
+        if b"service.extraction.pool" in command:
             found.append(child)
     return found
 

@@ -1,4 +1,4 @@
-"""The extraction workers (service.extract_pool): real child processes on the test's reactor."""
+"""The extraction workers (service.extraction.pool): real child processes on the test's reactor."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
 from bench.pages import article
-from service import extract_pool
-from service.extract_pool import (
+from service.extraction import compile_selectors, extract
+from service.extraction import pool as extract_pool
+from service.extraction.pool import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
     ExtractionFailed,
     ExtractionPool,
 )
-from service.extraction import compile_selectors, extract
 
 PAGE_URL = "http://example.com/news/article.html"
 # Deep enough that lexbor takes a good while on it: the page a hostile target would serve.

@@ -451,7 +451,7 @@ def test_any_markup_gives_every_field(html: str | bytes, base_url: str) -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from service.extraction import _UrlResolver  # noqa: E402
+from service.extraction.fields import _UrlResolver  # noqa: E402
 
 _URL_ALPHABET = "ab/.?#;:%=&-_ ~"
 

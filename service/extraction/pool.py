@@ -3,7 +3,7 @@
 Extraction was half of the reactor thread's time per static scrape (py-spy, ``make bench``),
 and lexbor holds the GIL for as long as it parses: a hostile page of deeply nested elements
 kept the reactor, and every other caller, waiting for seconds. The parent sends each page to
-one of ``SCRAPESPY_EXTRACT_WORKERS`` child processes (``python -m service.extract_pool``) over
+one of ``SCRAPESPY_EXTRACT_WORKERS`` child processes (``python -m service.extraction.pool``) over
 its stdin and reads the fields back from its stdout; the reactor only moves bytes.
 
 Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
@@ -124,7 +124,7 @@ class ExtractionPool:
     ) -> None:
         self.size = workers
         self.alone = alone
-        self.command = command or [sys.executable, "-m", "service.extract_pool"]
+        self.command = command or [sys.executable, "-m", "service.extraction.pool"]
         self.workers: list[_Worker] = []
         self.queue: deque[_Task] = deque()
         self.stopping = False

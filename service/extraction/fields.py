@@ -299,7 +299,7 @@ def extract(
 
 
 def selectors_to_wire(selectors: CompiledSelectors | None) -> list[list[str]] | None:
-    """``selectors`` as plain lists, for an extraction worker (service.extract_pool)."""
+    """``selectors`` as plain lists, for an extraction worker (service.extraction.pool)."""
     if selectors is None:
         return None
     return [[e.name, e.query, e.mode.value, e.attr] for e in selectors._entries]

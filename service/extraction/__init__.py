@@ -1,0 +1,28 @@
+"""What a scrape extracts from a fetched HTML page: the standard fields and user selectors.
+
+The library half (no Twisted, no Scrapy) is re-exported here. The worker processes that run
+it off the reactor thread are :mod:`service.extraction.pool`; that module is not imported
+here, as it is also the workers' entry point (``python -m service.extraction.pool``).
+"""
+
+from __future__ import annotations
+
+from service.extraction.fields import (
+    CompiledSelectors,
+    InvalidSelector,
+    compile_selectors,
+    empty_fields,
+    extract,
+    selectors_from_wire,
+    selectors_to_wire,
+)
+
+__all__ = [
+    "CompiledSelectors",
+    "InvalidSelector",
+    "compile_selectors",
+    "empty_fields",
+    "extract",
+    "selectors_from_wire",
+    "selectors_to_wire",
+]
