@@ -8,7 +8,7 @@ its stdin and reads the fields back from its stdout; the reactor only moves byte
 
 Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
 ``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
-reply is the orjson of the fields (``service.extraction.extract``) or ``{"error": "..."}``.
+reply is the orjson of the fields (``service.extraction.fields.extract``) or ``{"error": "..."}``.
 
 A worker that does not answer within the scrape's remaining time (at least
 ``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
@@ -38,7 +38,8 @@ import orjson
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.protocol import ProcessProtocol
 
-from service.extraction import CompiledSelectors, extract, selectors_from_wire, selectors_to_wire
+from service.extraction.fields import extract
+from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
 from service.reactor import running
 
 log = logging.getLogger(__name__)
