@@ -78,6 +78,13 @@ class Rule:
     #: html: the page's shape, checked last
     shape: Callable[[Page], bool] = block_page
 
+    def __post_init__(self) -> None:
+        # A row the detector would silently never try, or try on the wrong thing.
+        if (self.scope == "html") != bool(self.needles):
+            raise ValueError(f"{self.vendor}: needles are for html rules, which need them")
+        if self.scope == "headers" and (self.header is None or self.markers or self.absent):
+            raise ValueError(f"{self.vendor}: a headers rule tests a header and no body")
+
     def holds(self, status: int, headers: Mapping[str, str], low: bytes) -> bool:
         """Whether the status, header and marker conditions hold (not needles nor shape)."""
         if self.statuses is not None and status not in self.statuses:
