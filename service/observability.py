@@ -1,9 +1,10 @@
 """What an operator sees: Prometheus metrics, request ids, JSON access and event logs.
 
 ``ObservedSite`` gives every HTTP request an id (a sane incoming ``X-Request-Id`` is kept),
-returns it in the ``X-Request-Id`` header, counts the request by endpoint and status, and writes
-one JSON access-log line when it ends. Event logs go through the standard ``logging`` module;
-:class:`JsonFormatter` renders them one JSON object a line.
+returns it in the ``X-Request-Id`` header with the service's security headers, counts the
+request by endpoint and status, and writes one JSON access-log line when it ends. Event logs go
+through the standard ``logging`` module; :class:`JsonFormatter` renders them one JSON object a
+line.
 """
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ KNOWN_ENDPOINTS = (
     "/metrics",
 )
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+NOSNIFF = (b"X-Content-Type-Options", b"nosniff")
+# A year, the common floor; no includeSubDomains nor preload: the operator's other hosts under
+# the same domain are not the service's to commit to HTTPS.
+HSTS = (b"Strict-Transport-Security", b"max-age=31536000")
+
+
+def security_headers(public_url: str) -> tuple[tuple[bytes, bytes], ...]:
+    """The headers of every answer: HSTS only when the service is reached over HTTPS."""
+    if public_url.lower().startswith("https://"):
+        return (NOSNIFF, HSTS)
+    return (NOSNIFF,)
 
 
 def endpoint_of(path: bytes) -> str:
@@ -136,9 +149,16 @@ class FormAwareRequest(Request):
 
 
 class ObservedSite(Site):
-    """A Site whose requests carry an id, are counted, and are logged as JSON lines."""
+    """A Site whose requests carry an id and the security headers, are counted, and are logged
+    as JSON lines."""
 
     requestFactory = FormAwareRequest
+
+    def __init__(
+        self, resource: Any, headers: tuple[tuple[bytes, bytes], ...] = (NOSNIFF,), **kwargs: Any
+    ) -> None:
+        super().__init__(resource, **kwargs)
+        self.answer_headers = headers
 
     def getResourceFor(self, request: Request) -> Any:  # noqa: N802 - Twisted's name
         incoming = request.getHeader(b"X-Request-Id")
@@ -147,6 +167,8 @@ class ObservedSite(Site):
         request.scrapespy_request_id = request_id  # type: ignore[attr-defined]
         request.scrapespy_started = time.monotonic()  # type: ignore[attr-defined]
         request.setHeader(b"X-Request-Id", request_id.encode())
+        for name, value in self.answer_headers:
+            request.setHeader(name, value)
         return super().getResourceFor(request)
 
     def log(self, request: http.Request) -> None:

@@ -18,7 +18,7 @@ from service.config import Config
 from service.dashboard.app import Dashboard
 from service.db import Database
 from service.engine import EngineBridge
-from service.observability import ObservedSite
+from service.observability import ObservedSite, security_headers
 from service.payments import make_provider
 from service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from service.scraping import Scraper
@@ -44,7 +44,7 @@ class Service:
     sweeper: LoopingCall
 
     def site(self) -> ObservedSite:
-        site = ObservedSite(self.http.resource())
+        site = ObservedSite(self.http.resource(), security_headers(self.config.public_url))
         site.displayTracebacks = False
         site.noisy = False
         return site
