@@ -5,6 +5,7 @@ Errors are mapped in one place; a caller never sees a traceback.
 
 from __future__ import annotations
 
+import hmac
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from service.errors import (
     MethodNotAllowed,
     NotFound,
     ServiceUnavailable,
+    Unauthorized,
 )
 from service.observability import metrics_page, request_id_of
 from service.openapi import document
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 256 * 1024
+METRICS_TOKEN_REQUIRED = "/metrics needs the operator's token: Authorization: Bearer <token>"
 
 
 def render_json(request: Request, body: Any, status: int = 200) -> bytes:
@@ -66,8 +69,15 @@ def api_key_of(request: Request) -> str | None:
     return raw.decode("utf-8", "replace").strip() if raw else None
 
 
+def bearer_token_of(request: Request) -> bytes:
+    scheme, _, token = (request.getHeader(b"Authorization") or b"").strip().partition(b" ")
+    return token.strip() if scheme.lower() == b"bearer" else b""
+
+
 class ScrapespyApp:
     app = Klein()
+    # werkzeug answers "//" in a path with a redirect to a URL built from the Host header
+    app.url_map.merge_slashes = False
 
     def __init__(
         self,
@@ -89,6 +99,7 @@ class ScrapespyApp:
         )
         self._prices = orjson.dumps(price_list(config))
         self._openapi = orjson.dumps(document(config.public_url))
+        self._metrics_token = config.metrics_token.encode()
 
     def resource(self) -> Any:
         return ScrapeFirst(self, self.app.resource())
@@ -181,6 +192,10 @@ class ScrapespyApp:
 
     @app.route("/metrics", methods=["GET"])
     def metrics(self, request: Request) -> bytes:
+        if self._metrics_token and not hmac.compare_digest(
+            bearer_token_of(request), self._metrics_token
+        ):
+            raise Unauthorized(METRICS_TOKEN_REQUIRED, headers={"WWW-Authenticate": "Bearer"})
         body, content_type = metrics_page()
         request.setHeader(b"Content-Type", content_type.encode())
         return body

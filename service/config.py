@@ -173,6 +173,8 @@ class Config:
     trust_forwarded_for: bool = False
     log_level: str = "INFO"
     log_format: str = "json"
+    # empty: /metrics is open; else it needs "Authorization: Bearer <token>"
+    metrics_token: str = field(default="", repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -209,4 +211,5 @@ class Config:
             trust_forwarded_for=_bool(env, "SCRAPESPY_TRUST_X_FORWARDED_FOR", False),
             log_level=env.get("SCRAPESPY_LOG_LEVEL", "").strip().upper() or "INFO",
             log_format=env.get("SCRAPESPY_LOG_FORMAT", "").strip().lower() or "json",
+            metrics_token=env.get("SCRAPESPY_METRICS_TOKEN", "").strip(),
         )

@@ -63,6 +63,7 @@ FORM_REFUSED = (
 
 class Dashboard:
     app = Klein()
+    app.url_map.merge_slashes = False  # no redirect built from the Host header (service.app)
 
     def __init__(
         self,
