@@ -17,6 +17,7 @@ Switch it on in place of Scrapy's own::
 from __future__ import annotations
 
 import time
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
@@ -51,15 +52,24 @@ class ExpiringRobotsTxtMiddleware(RobotsTxtMiddleware):
         return await super().robot_parser(request)
 
     def _forget(self, netloc: str) -> None:
-        if not isinstance(self._parsers.get(netloc), Deferred):
+        if not self._pending(netloc):
             self._parsers.pop(netloc, None)
             self._fetched_at.pop(netloc, None)
 
     def _evict_oldest(self) -> None:
-        while len(self._fetched_at) >= self._max_sites:
-            oldest = next(iter(self._fetched_at))
-            if isinstance(self._parsers.get(oldest), Deferred):
-                # still being fetched: move it to the back rather than drop a waiter
-                self._fetched_at[oldest] = self._fetched_at.pop(oldest)
-                continue
-            self._forget(oldest)
+        """Make room for one more site: forget the oldest sites whose robots.txt is in.
+
+        A site whose robots.txt is still on its way stays, so that its waiters get their answer
+        (Scrapy's middleware resolves them through ``_parsers``): when every remembered site is
+        still fetching, the cache holds more than its cap until those fetches end. The excess is
+        at most the robots.txt downloads in flight, which the crawler's concurrency bounds.
+        """
+        excess = len(self._fetched_at) - self._max_sites + 1
+        if excess <= 0:
+            return
+        done = (site for site in self._fetched_at if not self._pending(site))
+        for site in list(islice(done, excess)):
+            self._forget(site)
+
+    def _pending(self, netloc: str) -> bool:
+        return isinstance(self._parsers.get(netloc), Deferred)
