@@ -45,7 +45,7 @@ class ExpiringRobotsTxtMiddleware(RobotsTxtMiddleware):
         fetched = self._fetched_at.get(netloc)
         if fetched is not None and now - fetched > self._ttl:
             self._forget(netloc)
-            self._stats.inc_value("scrapespy/robots/expired")
+            self.crawler.stats.inc_value("scrapespy/robots/expired")
         if netloc not in self._parsers:
             self._evict_oldest()
             self._fetched_at[netloc] = now
