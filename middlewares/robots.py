@@ -3,7 +3,8 @@
 Scrapy's ``RobotsTxtMiddleware`` keeps every parsed robots.txt for the life of the crawler; a
 service whose crawler lives for months must notice when a site changes its rules, and must not
 grow without bound. This subclass forgets a site's robots.txt after ``SCRAPESPY_ROBOTS_TTL``
-seconds and keeps at most ``SCRAPESPY_ROBOTS_MAX_SITES`` of them. A request opts out with
+seconds and keeps at most ``SCRAPESPY_ROBOTS_MAX_SITES`` of them (plus those still being
+fetched, which are never dropped while someone waits for them). A request opts out with
 ``meta["dont_obey_robotstxt"] = True`` (the API's ``respect_robots: false``).
 
 Switch it on in place of Scrapy's own::
