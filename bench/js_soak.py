@@ -24,9 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.procinfo import rss_mb, tree
-from tests.services import Accounts, ServiceProcess
-from tests.sites import TargetSite
+from harness.procinfo import rss_mb, tree
+from harness.service import Accounts, ServiceProcess
+from harness.site import TargetSite
 
 JS_PRICE = 5
 SOAK_SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "300"))

@@ -16,11 +16,11 @@ import uuid
 from pathlib import Path
 
 from bench.run import postgres_database
+from harness.usage_rows import a_success
 from service import accounts, keys, ledger
 from service.config import Config
 from service.db import Database
 from service.scraping import Scraper
-from tests.usage_rows import a_success
 
 
 def main(rounds: int = 1000) -> None:

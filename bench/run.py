@@ -26,10 +26,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.pages import write_pages
-from bench.procinfo import count_named, cpu_seconds, rss_mb
 from bench.site import server_name
-from tests.services import Accounts, ServiceProcess
+from harness.pages import write_pages
+from harness.procinfo import count_named, cpu_seconds, rss_mb
+from harness.service import Accounts, ServiceProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from harness.service import Accounts, Reply, ServiceProcess, call
 from service.db.tables import ledger_entries, payments
 from service.payments import purchases
-from tests.services import Accounts, Reply, ServiceProcess, call
 from tests.stripe_standin import StripeStandin
 
 PUBLIC_URL = "https://spy.example.test"

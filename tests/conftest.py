@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from tests.services import Accounts, ServiceProcess
-from tests.sites import TargetSite
+from harness.service import Accounts, ServiceProcess
+from harness.site import TargetSite
 
 BACKEND = os.environ.get("SCRAPESPY_TEST_DB", "sqlite").strip().lower()
 POSTGRES_URL = os.environ.get(

@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 
+from harness.service import Accounts, Reply, ServiceProcess
 from service import accounts as accounts_module
 from service import keys, ledger
 from service.db.tables import payments
 from service.passwords import hash_password
 from tests.relay import Relay
-from tests.services import Accounts, Reply, ServiceProcess
 
 T = TypeVar("T")
 

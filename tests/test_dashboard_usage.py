@@ -8,6 +8,7 @@ from itertools import count
 import pytest
 from sqlalchemy import insert
 
+from harness.usage_rows import a_success
 from service import accounts, keys, ledger
 from service.dashboard import account
 from service.dashboard.usage import (
@@ -21,7 +22,6 @@ from service.dashboard.usage import (
 from service.db import Database
 from service.db.tables import usage
 from service.payments import purchases
-from tests.usage_rows import a_success
 
 _n = count(1)
 TODAY = date(2025, 6, 30)

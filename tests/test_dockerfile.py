@@ -12,7 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.services import ROOT
+from harness.service import ROOT
 
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.service import call
 from service import accounts as accounts_module
 from service.passwords import hash_password
 from tests.dashboard_client import (
@@ -24,7 +25,6 @@ from tests.dashboard_client import (
     grant,
     new_email,
 )
-from tests.services import call
 
 pytestmark = pytest.mark.browser
 

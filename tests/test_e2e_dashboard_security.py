@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.service import ServiceProcess, call
 from service import accounts as accounts_module
 from service.passwords import hash_password
 from tests.dashboard_client import (
@@ -23,7 +24,6 @@ from tests.dashboard_client import (
     payments_of,
     text_of,
 )
-from tests.services import ServiceProcess, call
 
 
 @pytest.fixture(scope="module")

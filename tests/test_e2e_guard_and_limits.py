@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from harness.service import Accounts, ServiceProcess
+from harness.site import TargetSite
 from service.egress.addresses import BLOCKED_MESSAGE
-from tests.services import Accounts, ServiceProcess
-from tests.sites import TargetSite
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.services import Reply, ServiceProcess, call
+from harness.service import Reply, ServiceProcess, call
 
 METRICS_TOKEN = "metrics-Tok3n-for-the-test-0123456789"
 

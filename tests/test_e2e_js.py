@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from harness.service import Accounts, ServiceProcess
+from harness.site import JS_ONLY, TargetSite
 from service.egress.addresses import BLOCKED_MESSAGE
-from tests.services import Accounts, ServiceProcess
-from tests.sites import JS_ONLY, TargetSite
 
 pytestmark = pytest.mark.browser
 

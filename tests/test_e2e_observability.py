@@ -7,8 +7,8 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.service import call
 from service import keys
-from tests.services import call
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from harness.service import ServiceProcess, call
 from tests.checkout_flow import (
     PUBLIC_URL,
     assert_credited_once,
@@ -24,7 +25,6 @@ from tests.checkout_flow import (
     start_service,
     status,
 )
-from tests.services import ServiceProcess, call
 from tests.stripe_standin import API_KEY, WEBHOOK_SECRET, StripeStandin, event, sign
 
 BAD_SIGNATURE = {"error": "invalid Stripe-Signature: the webhook could not be verified"}

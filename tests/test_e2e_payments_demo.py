@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from harness.service import call
 from tests.checkout_flow import (
     PUBLIC_URL,
     assert_credited_once,
@@ -19,7 +20,6 @@ from tests.checkout_flow import (
     start_service,
     status,
 )
-from tests.services import call
 from tests.stripe_standin import API_KEY, WEBHOOK_SECRET, event, sign
 
 

@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy.engine import make_url
 
+from harness.service import Accounts, ServiceProcess
 from tests.relay import Relay
-from tests.services import Accounts, ServiceProcess
 
 pytestmark = pytest.mark.postgres
 

@@ -32,13 +32,13 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from harness.service import SCRAPESPY, Accounts, ServiceProcess
+from harness.site import TargetSite
 from middlewares.proxy_pool import ProxyPoolMiddleware
 from service import accounts as service_accounts
 from service import keys, ledger
 from service.errors import RESIDENTIAL_LOCKED
 from tests.proxies import DroppingProxy, ForwardProxy, closed_port
-from tests.services import SCRAPESPY, Accounts, ServiceProcess
-from tests.sites import TargetSite
 
 DC_USER, DC_PASSWORD = "dc-user", "dc-pw-9f1c2e"
 DC2_USER, DC2_PASSWORD = "dc-user-2", "dc-pw-77ab01"

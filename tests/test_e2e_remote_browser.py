@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
+from harness.service import ServiceProcess
 from service.browser import chromium_launch_options
-from tests.services import ServiceProcess
 from tests.test_e2e_js import browser_processes
 
 pytestmark = pytest.mark.browser

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.procinfo import tree
+from harness.procinfo import tree
+from harness.service import Accounts, call
+from harness.site import TargetSite
 from service import keys, ledger
 from service.dashboard.usage import usage_page
-from tests.services import Accounts, call
-from tests.sites import TargetSite
 
 UNAUTHORIZED = {"error": "API key (X-API-Key header) is missing or invalid"}
 

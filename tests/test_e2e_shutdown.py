@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 
-from tests.services import ServiceProcess
+from harness.service import ServiceProcess
 
 
 def test_sigterm_lets_in_flight_scrapes_finish_and_settle(database_url, site, accounts, tmp_path):

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.services import LISTENING, ROOT, call
+from harness.service import LISTENING, ROOT, call
 
 TWISTD = str(Path(sys.executable).with_name("twistd"))
 

@@ -7,7 +7,7 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.services import ServiceProcess
+from harness.service import ServiceProcess
 
 
 def test_two_workers_share_the_socket(database_url, site, accounts, tmp_path):

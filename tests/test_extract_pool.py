@@ -11,7 +11,7 @@ import pytest_twisted
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
-from bench.pages import article
+from harness.pages import article
 from service.extraction import compile_selectors, extract
 from service.extraction import pool as extract_pool
 from service.extraction.pool import (

@@ -12,11 +12,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
+from harness.usage_rows import a_success
 from service import accounts, ledger
 from service.db import Database
 from service.db.tables import accounts as accounts_table
 from service.db.tables import holds, usage
-from tests.usage_rows import a_success
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from twisted.internet import defer
 
+from harness.service import Accounts
+from harness.usage_rows import a_success
 from service import keys, ledger
 from service.db import Database
 from service.db.hot import HotPath
 from service.errors import ServiceUnavailable
 from tests.relay import Relay
-from tests.services import Accounts
-from tests.usage_rows import a_success
 
 pytestmark = pytest.mark.postgres
 

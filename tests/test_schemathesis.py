@@ -28,8 +28,8 @@ import schemathesis
 from schemathesis.generation.meta import TestPhase
 from schemathesis.openapi.checks import RejectedPositiveData
 
-from tests.services import Accounts, ServiceProcess, call
-from tests.sites import TargetSite
+from harness.service import Accounts, ServiceProcess, call
+from harness.site import TargetSite
 
 EXAMPLES = 100
 # Hypothesis may stop a hair short of its target; asking for a tenth more keeps EXAMPLES a floor.

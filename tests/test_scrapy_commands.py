@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.services import ROOT
+from harness.service import ROOT
 
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 
