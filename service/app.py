@@ -168,10 +168,7 @@ class ScrapespyApp:
 
     @app.route("/payments/demo/checkout/<session_id>", methods=["GET"])
     async def demo_checkout(self, request: Request, session_id: str) -> bytes:
-        page = await demo_provider(self.payments).checkout_page(session_id)
-        request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
-        request.setHeader(b"Cache-Control", b"no-store")
-        return page.encode()
+        return await demo_provider(self.payments).checkout_page(request, session_id)
 
     @app.route("/payments/demo/checkout/<session_id>/confirm", methods=["POST"])
     async def demo_confirm(self, request: Request, session_id: str) -> bytes:

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from harness.service import call
+from service.dashboard.pages import CONTENT_SECURITY_POLICY
 from tests.checkout_flow import (
     PUBLIC_URL,
     assert_credited_once,
@@ -81,6 +82,13 @@ def test_the_demo_provider_runs_the_whole_flow_on_the_service(
         page = call("GET", proc.url(url.path))
         assert page.status == 200
         assert page.headers["Content-Type"].startswith("text/html")
+        # the dashboard's own headers: not framed, not cached, no script or style from elsewhere
+        assert page.headers["X-Frame-Options"] == "DENY"
+        assert page.headers["Cache-Control"] == "no-store"
+        assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+        assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+        assert page.headers["X-Content-Type-Options"] == "nosniff"
+        assert "<style" not in page.body.decode()  # the policy would block it
         assert "12.50 EUR for 12500 credits" in page.body.decode()
         assert "simulated" in page.body.decode()
         assert balance(accounts, account_id) == 0

@@ -47,6 +47,13 @@ PAGE_HEADERS = {
 }
 
 
+def set_page_headers(request: Request) -> None:
+    """The headers of every HTML page this service serves: the dashboard's and the demo
+    checkout's (``service.payments.demo``)."""
+    for name, value in PAGE_HEADERS.items():
+        request.setHeader(name, value)
+
+
 @dataclass(frozen=True, slots=True)
 class Asset:
     body: bytes
@@ -106,8 +113,7 @@ class Pages:
 
     def render(self, request: Request, template: str, status: int = 200, **context: Any) -> bytes:
         request.setResponseCode(status)
-        for name, value in PAGE_HEADERS.items():
-            request.setHeader(name, value)
+        set_page_headers(request)
         context.setdefault("session", None)
         context.setdefault("section", "")
         return self.env.get_template(template).render(**context).encode("utf-8")

@@ -16,8 +16,10 @@ import secrets
 from typing import Any
 
 import jinja2
+from twisted.web.server import Request
 
 from service.config import Config
+from service.dashboard.pages import set_page_headers
 from service.db import Database
 from service.errors import NotFound
 from service.payments import purchases
@@ -32,28 +34,28 @@ SIMULATED = (
     "paying. Never use this in production"
 )
 
+# Styled by the dashboard's stylesheet: the page gets the dashboard's Content-Security-Policy,
+# which allows no inline style.
 _PAGE = jinja2.Environment(autoescape=True).from_string(
     """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Demo checkout - scrapespy</title>
+<html lang="en"><head><meta charset="utf-8"><title>Demo checkout · scrapespy</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#222}
-.warn{background:#fff3cd;border:1px solid #e0c36c;padding:.75rem;border-radius:4px}
-button{font-size:1rem;padding:.5rem 1.25rem;margin-right:1rem}
-</style></head><body>
+<link rel="stylesheet" href="/dashboard/static/dashboard.css">
+</head><body><main><section class="narrow">
 <h1>Demo checkout</h1>
-<p class="warn">Payments on this server are simulated: no card is needed and nothing is charged.</p>
+<p class="notice warning">Payments on this server are simulated: no card is needed and nothing is
+charged.</p>
 <p id="amount">{{ euros }} EUR for {{ credits }} credits</p>
 {% if status == "pending" %}
 <form method="post" action="{{ confirm_path }}">
-<button type="submit">Confirm payment</button>
+<button type="submit" class="primary">Confirm payment</button>
 <a href="{{ cancel_url }}">Cancel</a>
 </form>
 {% else %}
 <p id="status">This checkout is {{ status }}.</p>
 <p><a href="{{ return_url }}">Back to your credits</a></p>
 {% endif %}
-</body></html>
+</section></main></body></html>
 """
 )
 
@@ -88,8 +90,10 @@ class DemoCheckout:
             raise NotFound("no such demo checkout")
         return payment
 
-    async def checkout_page(self, session_id: str) -> str:
+    async def checkout_page(self, request: Request, session_id: str) -> bytes:
+        """The page, with the dashboard's headers: no framing, no caching, no foreign script."""
         payment = await self._payment(session_id)
+        set_page_headers(request)
         return _PAGE.render(
             euros=f"{payment.amount_cents / 100:.2f}",
             credits=payment.credits,
@@ -97,7 +101,7 @@ class DemoCheckout:
             confirm_path=f"{CHECKOUT_PATH}{session_id}/confirm",
             cancel_url=f"{self.config.public_url}/dashboard/credits?cancelled=1",
             return_url=self.return_url(session_id),
-        )
+        ).encode()
 
     async def confirm(self, session_id: str) -> str:
         """Confirm as the provider would, then return where to send the buyer."""
