@@ -11,6 +11,7 @@ import pytest
 from harness.service import ServiceProcess, call
 from service import accounts as accounts_module
 from service.passwords import hash_password
+from service.payments.checkout_limit import CHECKOUTS_PER_MINUTE
 from tests.dashboard_client import (
     PAGES,
     PASSWORD,
@@ -200,6 +201,24 @@ def test_the_return_page_tells_pending_from_arrived(shop, accounts):
     assert 'data-status="paid"' in paid.body.decode() and "http-equiv" not in paid.body.decode()
     assert "7\u202f500 credits have arrived" in text_of(paid)
     assert accounts.summary(account_id)["balance"] == 7500
+
+
+def test_the_api_and_the_buy_form_share_the_accounts_checkout_limit(shop, accounts):
+    client, account_id, _ = member(shop.public, accounts, "buyer")
+    key = new_key(client)
+    for n in range(CHECKOUTS_PER_MINUTE - 1):
+        reply = call("POST", shop.url("/credits/buy"), {"pack": "10"}, key=key)
+        assert reply.status == 200, (n, reply.body)
+    form = {"csrf_token": client.csrf_token(), "pack": "10"}
+    assert client.post("/dashboard/credits", form).status == 303  # the tenth
+    refused = call("POST", shop.url("/credits/buy"), {"pack": "10"}, key=key)
+    assert refused.status == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert refused.json["error"].startswith("too many checkout sessions")
+    page = client.post("/dashboard/credits", form)
+    assert page.status == 429 and int(page.headers["Retry-After"]) >= 1
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert "too many checkout sessions" in text_of(page)
+    assert payments_of(accounts, account_id) == CHECKOUTS_PER_MINUTE
 
 
 def test_bad_amounts_are_explained_and_start_no_checkout(shop, accounts):

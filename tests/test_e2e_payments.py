@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from harness.service import ServiceProcess, call
+from service.payments.checkout_limit import CHECKOUTS_PER_MINUTE
 from tests.checkout_flow import (
     PUBLIC_URL,
     assert_credited_once,
@@ -80,6 +81,25 @@ def test_a_pack_opens_a_stripe_checkout_in_euros_for_the_account(shop, standin, 
     assert reply.json["url"] == session["url"]
     assert status(accounts, session["id"], account_id) == "pending"
     assert balance(accounts, account_id) == 0
+
+
+def test_checkouts_are_limited_per_account_and_a_refused_one_reaches_no_provider(
+    shop, standin, accounts
+):
+    account_id, key = accounts.create()
+    other_id, other_key = accounts.create()
+    before = len(standin.calls)
+    for n in range(CHECKOUTS_PER_MINUTE):
+        assert buy(shop, key, {"pack": "10"}).status == 200, n
+    refused = buy(shop, key, {"pack": "10"})
+    assert refused.status == 429
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert refused.json["error"].startswith("too many checkout sessions")
+    assert len(standin.calls) == before + CHECKOUTS_PER_MINUTE
+    assert payments_of(accounts, account_id) == CHECKOUTS_PER_MINUTE
+    # the limit is the account's own
+    assert buy(shop, other_key, {"pack": "10"}).status == 200
+    assert payments_of(accounts, other_id) == 1
 
 
 def test_a_custom_amount_is_sent_in_cents(shop, standin, accounts):

@@ -285,6 +285,8 @@ class Dashboard:
             order = buy_order(fields)
             url = await self.payments.start_checkout(session.account_id, order)
         except ApiError as error:
+            for name, value in error.headers.items():  # Retry-After of a 429
+                request.setHeader(name.encode(), value.encode())
             return await self._credits_page(request, session, error.status, error.message)
         return redirect(request, url)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from service.config import Config, ConfigError
+from service.payments.checkout_limit import CheckoutLimit
 from service.schemas import BuyRequest
 
 if TYPE_CHECKING:
@@ -22,7 +23,8 @@ class PaymentProvider(Protocol):
     name: str
 
     async def start_checkout(self, account_id: int, order: BuyRequest) -> str:
-        """Create a checkout for the order and return the URL to send the buyer to."""
+        """Create a checkout for the order and return the URL to send the buyer to; first
+        counts it against the account's limit (``checkout_limit``)."""
         ...
 
     def stop(self) -> None:
@@ -42,7 +44,7 @@ def make_provider(config: Config, database: Database) -> PaymentProvider | None:
             )
         from service.payments.demo import DemoCheckout
 
-        return DemoCheckout(config, database)
+        return DemoCheckout(config, database, CheckoutLimit.from_config(config))
     if not config.stripe_secret_key:
         if choice == "stripe":
             raise ConfigError("SCRAPESPY_PAYMENTS=stripe needs STRIPE_SECRET_KEY")
@@ -52,4 +54,4 @@ def make_provider(config: Config, database: Database) -> PaymentProvider | None:
         raise ConfigError("STRIPE_SECRET_KEY is set but STRIPE_WEBHOOK_SECRET is not")
     from service.payments.stripe_checkout import StripeCheckout
 
-    return StripeCheckout(config, database)
+    return StripeCheckout(config, database, CheckoutLimit.from_config(config))

@@ -23,6 +23,7 @@ from service.dashboard.pages import set_page_headers
 from service.db import Database
 from service.errors import NotFound
 from service.payments import purchases
+from service.payments.checkout_limit import CheckoutLimit
 from service.schemas import BuyRequest
 
 log = logging.getLogger(__name__)
@@ -63,9 +64,10 @@ charged.</p>
 class DemoCheckout:
     name = "demo"
 
-    def __init__(self, config: Config, database: Database):
+    def __init__(self, config: Config, database: Database, limit: CheckoutLimit):
         self.config = config
         self.database = database
+        self.limit = limit
         log.warning(SIMULATED)
 
     def stop(self) -> None:
@@ -75,6 +77,7 @@ class DemoCheckout:
         return f"{self.config.public_url}/dashboard/credits/return?session_id={session_id}"
 
     async def start_checkout(self, account_id: int, order: BuyRequest) -> str:
+        await self.limit.admit(account_id)
         session_id = PREFIX + secrets.token_urlsafe(18)
         await self.database.run(
             purchases.record_checkout, session_id, account_id, self.name, order.amount_cents()

@@ -20,6 +20,7 @@ from service.config import Config
 from service.db import Database
 from service.errors import BadGateway, ServiceUnavailable
 from service.payments import purchases
+from service.payments.checkout_limit import CheckoutLimit
 from service.schemas import BuyRequest
 
 log = logging.getLogger(__name__)
@@ -61,9 +62,12 @@ def session_params(config: Config, account_id: int, order: BuyRequest) -> dict[s
 class StripeCheckout:
     name = "stripe"
 
-    def __init__(self, config: Config, database: Database, *, threads: int = 4):
+    def __init__(
+        self, config: Config, database: Database, limit: CheckoutLimit, *, threads: int = 4
+    ):
         self.config = config
         self.database = database
+        self.limit = limit
         base_addresses: Any = {"api": config.stripe_api_base} if config.stripe_api_base else None
         self.client = stripe.StripeClient(
             config.stripe_secret_key,
@@ -86,6 +90,7 @@ class StripeCheckout:
     async def start_checkout(self, account_id: int, order: BuyRequest) -> str:
         from twisted.internet import reactor
 
+        await self.limit.admit(account_id)
         params = session_params(self.config, account_id, order)
         created = deferToThreadPool(reactor, self.pool, self._create_session, params)
         try:
