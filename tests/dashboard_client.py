@@ -57,10 +57,12 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 class WebClient:
-    """A browser without a browser: keeps cookies, does not follow redirects."""
+    """A browser without a browser: keeps cookies, does not follow redirects, and like a browser
+    says where its forms come from (``Origin``: the page's origin, ``base`` unless told)."""
 
-    def __init__(self, base: str):
+    def __init__(self, base: str, origin: str | None = None):
         self.base = base
+        self.origin: str | None = origin or base
         self.cookies = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(self.cookies), _NoRedirect
@@ -74,9 +76,10 @@ class WebClient:
         headers: dict[str, str] | None = None,
     ) -> Reply:
         data = urllib.parse.urlencode(fields).encode() if fields is not None else None
-        request = urllib.request.Request(
-            self.base + path, data=data, method=method, headers=headers or {}
-        )
+        sent = dict(headers or {})
+        if method == "POST" and self.origin is not None:
+            sent.setdefault("Origin", self.origin)
+        request = urllib.request.Request(self.base + path, data=data, method=method, headers=sent)
         if data is not None:
             request.add_header("Content-Type", "application/x-www-form-urlencoded")
         try:
@@ -120,7 +123,7 @@ class WebClient:
         )
 
     def has_session(self) -> bool:
-        return any(cookie.name == "scrapespy_session" for cookie in self.cookies)
+        return any(cookie.name.endswith("scrapespy_session") for cookie in self.cookies)
 
 
 def text_of(reply: Reply) -> str:

@@ -67,6 +67,67 @@ def test_a_form_post_without_its_csrf_token_is_refused_and_changes_nothing(shop,
         accounts.database.run_sync(accounts_module.find_id, signup["email"])
 
 
+def test_a_form_cookie_planted_from_a_sibling_origin_logs_nobody_in(shop, accounts):
+    """Login CSRF: another port of this host (or a subdomain) can set a cookie for this host. The
+    attacker gets a form cookie and its token from the log-in page, plants the cookie in the
+    victim's browser and posts the attacker's own credentials from the sibling origin."""
+    _, _, attacker_email = member(shop.public, accounts, "attacker")
+    attacker = WebClient(shop.public)
+    token = attacker.form_token("/dashboard/login")
+    planted = next(c.value for c in attacker.cookies if c.name == "scrapespy_form")
+    port = int(shop.public.rsplit(":", 1)[1])
+    sibling = f"http://127.0.0.1:{port + 1 if port < 65535 else port - 1}"
+    fields = {"form_token": token, "email": attacker_email, "password": PASSWORD}
+    victim = WebClient(shop.public)
+    victim.origin = None  # each request below says where it comes from, or does not
+    cookie = {"Cookie": f"scrapespy_form={planted}"}
+    for sent in (
+        {"Origin": sibling},
+        {"Origin": "http://evil.127.0.0.1.example"},
+        {"Origin": "null"},
+        {"Referer": f"{sibling}/dashboard/login"},  # a browser that sends no Origin
+        {"Origin": sibling, "Referer": f"{shop.public}/dashboard/login"},
+        {},  # neither: nothing says where the form comes from
+    ):
+        for _ in range(3):  # more than the log-in limit allows: refused forms are not attempts
+            reply = victim.request("POST", "/dashboard/login", fields, {**cookie, **sent})
+            assert reply.status == 403, sent
+            assert "security token is missing or out of date" in text_of(reply)
+            assert "Set-Cookie" not in reply.headers
+        signup = {**fields, "email": new_email("planted"), "password_confirm": PASSWORD}
+        reply = victim.request("POST", "/dashboard/signup", signup, {**cookie, **sent})
+        assert reply.status == 403 and "Set-Cookie" not in reply.headers
+        with pytest.raises(accounts_module.NoSuchAccount):
+            accounts.database.run_sync(accounts_module.find_id, signup["email"])
+    assert not victim.has_session()
+
+    # the very same cookie and token, sent from the service's own page, log in as a browser would
+    for sent in ({"Origin": shop.public}, {"Referer": f"{shop.public}/dashboard/login"}):
+        browser = WebClient(shop.public)
+        browser.origin = None
+        reply = browser.request("POST", "/dashboard/login", fields, {**cookie, **sent})
+        assert reply.status == 303, sent
+        assert reply.headers["Set-Cookie"].startswith("scrapespy_session=")
+
+
+def test_a_signed_in_form_from_a_sibling_origin_changes_nothing(shop, accounts):
+    client, account_id, _ = member(shop.public, accounts, "sibling")
+    port = int(shop.public.rsplit(":", 1)[1])
+    sibling = f"http://127.0.0.1:{port + 1 if port < 65535 else port - 1}"
+    form = {"csrf_token": client.csrf_token()}
+    for path, fields in [
+        ("/dashboard/key", form),
+        ("/dashboard/credits", {**form, "pack": "10"}),
+        ("/dashboard/logout", form),
+    ]:
+        reply = client.request("POST", path, fields, {"Origin": sibling})
+        assert reply.status == 403, path
+    assert key_prefix(accounts, account_id) is None
+    assert payments_of(accounts, account_id) == 0
+    assert client.get("/dashboard").status == 200  # still signed in
+    assert client.post("/dashboard/key", form).status in (200, 303)
+
+
 def test_another_accounts_data_is_never_shown(shop, accounts, site):
     bob, bob_id, bob_email = member(shop.public, accounts, "bob", credits=4321)
     bob_key = new_key(bob)
@@ -277,11 +338,14 @@ def test_behind_an_https_proxy_cookies_are_secure_and_log_ins_are_limited_per_ad
         },
     ).start()
     try:
-        # as behind a proxy that ends TLS: the client speaks http, so it sends the cookies itself
-        client = WebClient(process.base)
+        # as behind a proxy that ends TLS: the client speaks http, so it sends the cookies itself;
+        # its forms come from the public https origin
+        client = WebClient(process.base, origin="https://spy.example.test")
         form = client.get("/dashboard/login")
         form_cookie = form.headers["Set-Cookie"]
-        assert form_cookie.startswith("scrapespy_form=") and "; Secure; HttpOnly" in form_cookie
+        # __Host-: only this host can set it (Secure, Path=/, no Domain)
+        assert form_cookie.startswith("__Host-scrapespy_form=")
+        assert "; Path=/; Secure; HttpOnly" in form_cookie and "Domain" not in form_cookie
         jar = {"Cookie": form_cookie.split(";")[0]}
         token = re.search(r'name="form_token" value="([^"]+)"', form.body.decode()).group(1)
         email = new_email("secure")
@@ -291,7 +355,8 @@ def test_behind_an_https_proxy_cookies_are_secure_and_log_ins_are_limited_per_ad
         )
         assert signed_up.status == 303
         cookie = signed_up.headers["Set-Cookie"]
-        assert cookie.startswith("scrapespy_session=") and "; Secure; HttpOnly" in cookie
+        assert cookie.startswith("__Host-scrapespy_session=")
+        assert "; Path=/;" in cookie and "; Secure; HttpOnly" in cookie
         # thirty attempts a minute from one address, whatever the emails; the address is the
         # one the trusted proxy appended, not what the visitor wrote before it
         for n in range(30):

@@ -82,7 +82,7 @@ class Dashboard:
             database,
             self.pages,
             config.session_secret,
-            secure_cookies=config.public_url.lower().startswith("https://"),
+            public_url=config.public_url,
             trust_forwarded_for=config.trust_forwarded_for,
         )
         self.login_per_email = throttle.Throttle(*throttle.LOGIN_PER_EMAIL)

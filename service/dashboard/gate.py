@@ -3,11 +3,20 @@
 Signed-in forms carry the session's CSRF token; the log-in and sign-up forms, shown before any
 session exists, carry a token signed over a cookie of their own (``sessions.FormSigner``). A form
 whose token is missing or wrong raises :class:`FormRefused` before anything is changed.
+
+A cookie is not proof enough: a sibling origin (another port of this host, or with a plain name
+cookie another subdomain) can plant one, along with its matching form token, and so log a victim
+into the attacker's account. So every form must also come from this service's own origin, as the
+browser tells it in ``Origin`` (``Referer`` when a browser sends no ``Origin``): the origin of
+``SCRAPESPY_PUBLIC_URL``, or the one the request itself was made to. Behind https the cookies take
+the ``__Host-`` prefix, which no other host can set.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from twisted.web.server import Request
 
@@ -15,6 +24,12 @@ from service.dashboard import sessions
 from service.dashboard.forms import form_fields
 from service.dashboard.pages import MOUNT, Pages
 from service.db import Database
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# Only a host may set a __Host- cookie for itself: Secure, Path=/ and no Domain.
+HOST_PREFIX = b"__Host-"
 
 
 class LoginRequired(Exception):
@@ -36,6 +51,42 @@ def client_address(request: Request, *, trust_forwarded_for: bool = False) -> st
             if last:
                 return last[:64]
     return str(getattr(request.getClientAddress(), "host", "unknown"))
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` of a URL, as a browser writes ``Origin``; None when it has none."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    if scheme not in DEFAULT_PORTS or not host:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or port == DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+def request_origin(request: Request) -> str | None:
+    """The origin the browser says the form was sent from: ``Origin``, else ``Referer``'s."""
+    for name in (b"Origin", b"Referer"):
+        raw = request.getHeader(name)
+        if raw:
+            # "null" (a sandboxed or privacy-stripped origin) is no origin: it is refused.
+            return origin_of(raw[:2048].decode("latin-1"))
+    return None
+
+
+def own_origin(request: Request) -> str | None:
+    """The origin the request was made to, from its ``Host``: what a same-origin form sends."""
+    host = request.getHeader(b"Host")
+    if not host:
+        return None
+    scheme = "https" if request.isSecure() else "http"
+    return origin_of(f"{scheme}://{host[:512].decode('latin-1')}")
 
 
 def args_of(request: Request) -> dict[bytes, list[bytes]]:
@@ -63,13 +114,18 @@ class Gate:
         pages: Pages,
         secret: str,
         *,
-        secure_cookies: bool,
+        public_url: str,
         trust_forwarded_for: bool = False,
     ):
         self.database = database
         self.pages = pages
         self.signer = sessions.FormSigner(secret)
-        self.secure_cookies = secure_cookies
+        self.public_origin = origin_of(public_url)
+        self.secure_cookies = public_url.lower().startswith("https://")
+        prefix = HOST_PREFIX if self.secure_cookies else b""
+        self.session_cookie = prefix + sessions.SESSION_COOKIE
+        self.form_cookie = prefix + sessions.FORM_COOKIE
+        self.cookie_path = b"/" if self.secure_cookies else MOUNT.encode()
         self.trust_forwarded_for = trust_forwarded_for
 
     def address(self, request: Request) -> str:
@@ -83,7 +139,7 @@ class Gate:
         request.addCookie(
             name,
             value.encode("ascii"),
-            path=MOUNT.encode(),
+            path=self.cookie_path,
             max_age=None if max_age is None else str(max_age).encode(),
             secure=self.secure_cookies,
             httpOnly=True,
@@ -91,8 +147,20 @@ class Gate:
             sameSite=b"lax",
         )
 
+    def check_origin(self, request: Request) -> None:
+        """FormRefused unless the form was sent from this service's own pages."""
+        sent_from = request_origin(request)
+        if sent_from is not None and sent_from in (self.public_origin, own_origin(request)):
+            return
+        log.warning(
+            "dashboard form refused: sent from origin %r, not from %r (SCRAPESPY_PUBLIC_URL)",
+            sent_from,
+            self.public_origin,
+        )
+        raise FormRefused()
+
     async def session(self, request: Request) -> sessions.WebSession | None:
-        token = self.cookie(request, sessions.SESSION_COOKIE)
+        token = self.cookie(request, self.session_cookie)
         if not token:
             return None
         return await self.database.run(sessions.find_session, token)
@@ -106,6 +174,7 @@ class Gate:
     async def signed_form(self, request: Request) -> tuple[sessions.WebSession, dict[str, str]]:
         """The session and the form's fields, once the form's CSRF token is checked."""
         session = await self.signed_in(request)
+        self.check_origin(request)
         fields = form_fields(args_of(request))
         if not sessions.same_token(session.csrf_token, fields.get("csrf_token")):
             raise FormRefused()
@@ -113,8 +182,9 @@ class Gate:
 
     def anonymous_fields(self, request: Request) -> dict[str, str]:
         """The fields of a log-in or sign-up form, once its signed token is checked."""
+        self.check_origin(request)
         fields = form_fields(args_of(request))
-        cookie = self.cookie(request, sessions.FORM_COOKIE)
+        cookie = self.cookie(request, self.form_cookie)
         if not self.signer.accepts(cookie, fields.get("form_token")):
             raise FormRefused()
         return fields
@@ -122,10 +192,10 @@ class Gate:
     def anonymous_form(
         self, request: Request, template: str, status: int = 200, **context: Any
     ) -> bytes:
-        cookie = self.cookie(request, sessions.FORM_COOKIE)
+        cookie = self.cookie(request, self.form_cookie)
         if not cookie or len(cookie) > sessions.MAX_TOKEN_LENGTH:
             cookie = self.signer.new_cookie()
-            self.set_cookie(request, sessions.FORM_COOKIE, cookie, None)
+            self.set_cookie(request, self.form_cookie, cookie, None)
         context.setdefault("error", None)
         context.setdefault("email", "")
         return self.pages.render(
@@ -135,9 +205,9 @@ class Gate:
     async def start_session(self, request: Request, account_id: int) -> None:
         token = await self.database.run(sessions.open_session, account_id)
         lifetime = int(sessions.SESSION_LIFETIME.total_seconds())
-        self.set_cookie(request, sessions.SESSION_COOKIE, token, lifetime)
+        self.set_cookie(request, self.session_cookie, token, lifetime)
 
     async def end_session(self, request: Request) -> None:
-        token = self.cookie(request, sessions.SESSION_COOKIE)
+        token = self.cookie(request, self.session_cookie)
         await self.database.run(sessions.close_session, token)
-        self.set_cookie(request, sessions.SESSION_COOKIE, "", 0)
+        self.set_cookie(request, self.session_cookie, "", 0)
