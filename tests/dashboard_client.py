@@ -223,9 +223,10 @@ def member(
 
 
 def new_key(client: WebClient) -> str:
-    reply = client.post("/dashboard/key", {"csrf_token": client.csrf_token()})
-    assert reply.status == 200
-    found = NEW_KEY.search(reply.body.decode())
+    """Press Create (or Regenerate) key and follow the redirect to the page that shows it."""
+    made = client.post("/dashboard/key", {"csrf_token": client.csrf_token()})
+    assert made.status == 303 and made.headers["Location"] == "/dashboard/key/new"
+    found = NEW_KEY.search(client.get("/dashboard/key/new").body.decode())
     assert found
     return found.group(1)
 

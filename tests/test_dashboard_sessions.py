@@ -121,3 +121,44 @@ def test_without_a_secret_each_process_makes_its_own():
     cookie = one.new_cookie()
     assert one.accepts(cookie, one.token_for(cookie))
     assert not two.accepts(cookie, one.token_for(cookie))
+
+
+def test_a_new_key_waits_in_its_session_sealed_and_is_taken_once(db):
+    account_id, _ = new_account(db)
+    token = db.run_sync(sessions.open_session, account_id)
+    other = db.run_sync(sessions.open_session, account_id)
+    new = sessions.NewKey("spy_" + "k" * 38, replaced=True)
+    db.run_sync(sessions.hold_key, token, new)
+    stored = db.run_sync(
+        lambda conn: conn.execute(
+            select(web_sessions.c.pending_key).where(
+                web_sessions.c.token_hash == sessions.token_hash(token)
+            )
+        ).scalar_one()
+    )
+    assert stored and new.key not in stored and "k" * 20 not in stored
+    assert db.run_sync(sessions.take_key, other) is None  # another session's cookie opens nothing
+    assert db.run_sync(sessions.take_key, token) == new
+    assert db.run_sync(sessions.take_key, token) is None
+
+
+def test_a_new_key_not_shown_in_time_is_never_shown(db):
+    account_id, _ = new_account(db)
+    token = db.run_sync(sessions.open_session, account_id)
+    db.run_sync(sessions.hold_key, token, sessions.NewKey("spy_" + "x" * 38, replaced=False))
+    db.run_sync(
+        lambda conn: conn.execute(
+            update(web_sessions)
+            .where(web_sessions.c.token_hash == sessions.token_hash(token))
+            .values(pending_key_until=now() - timedelta(seconds=1))
+        )
+    )
+    assert db.run_sync(sessions.take_key, token) is None
+    cleared = db.run_sync(
+        lambda conn: conn.execute(
+            select(web_sessions.c.pending_key).where(
+                web_sessions.c.token_hash == sessions.token_hash(token)
+            )
+        ).scalar_one()
+    )
+    assert cleared is None

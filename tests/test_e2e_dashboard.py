@@ -93,7 +93,8 @@ def figures(page: Any, public: str) -> dict[str, str]:
 
 
 def make_key(page: Any, public: str, button: str, shot: str) -> tuple[str, str, str]:
-    """Press Create/Regenerate; returns (key shown, key copied by the button, warning)."""
+    """Press Create/Regenerate; returns (key shown, key copied by the button, warning).
+    Then reloads the page, as someone unsure would: the key is not shown again."""
     page.goto(public + "/dashboard")
     page.get_by_role("navigation").get_by_role("link", name="API key").click()
     page.get_by_role("button", name=button).click()
@@ -104,6 +105,11 @@ def make_key(page: Any, public: str, button: str, shot: str) -> tuple[str, str, 
     page.get_by_role("button", name="Copy").click()
     page.wait_for_selector("text=Copied to the clipboard.")
     copied = page.evaluate("navigator.clipboard.readText()")
+    assert page.url == public + "/dashboard/key/new"
+    page.reload()
+    assert page.locator("#new-key").count() == 0 and shown not in page.content()
+    assert "already shown" in page.inner_text("#already-shown")
+    assert page.get_by_role("button", name="Regenerate key").count() == 1
     return shown, copied, warning
 
 

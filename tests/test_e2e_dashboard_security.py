@@ -3,7 +3,9 @@ data only, the key shown once) and its pages' behaviour, against the real servic
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +15,7 @@ from service import accounts as accounts_module
 from service.passwords import hash_password
 from service.payments.checkout_limit import CHECKOUTS_PER_MINUTE
 from tests.dashboard_client import (
+    NEW_KEY,
     PAGES,
     PASSWORD,
     UNAUTHORIZED,
@@ -125,7 +128,7 @@ def test_a_signed_in_form_from_a_sibling_origin_changes_nothing(shop, accounts):
     assert key_prefix(accounts, account_id) is None
     assert payments_of(accounts, account_id) == 0
     assert client.get("/dashboard").status == 200  # still signed in
-    assert client.post("/dashboard/key", form).status in (200, 303)
+    assert client.post("/dashboard/key", form).status == 303
 
 
 def test_another_accounts_data_is_never_shown(shop, accounts, site):
@@ -171,10 +174,46 @@ def test_another_accounts_data_is_never_shown(shop, accounts, site):
     assert "No scrapes yet" in text_of(alice.get("/dashboard/usage"))
 
 
+def test_reloading_the_new_key_page_shows_it_no_more_and_makes_no_other(shop, accounts, site):
+    client, account_id, _ = member(shop.public, accounts, "reload", credits=5)
+    form = {"csrf_token": client.csrf_token()}
+    made = client.post("/dashboard/key", form)
+    assert made.status == 303 and made.headers["Location"] == "/dashboard/key/new"
+    assert made.body == b"" and made.headers["Cache-Control"] == "no-store"
+    shown = client.get(made.headers["Location"])
+    key = NEW_KEY.search(shown.body.decode()).group(1)
+    assert shown.status == 200 and shown.headers["Cache-Control"] == "no-store"
+    assert key not in "".join(f"{k}: {v}" for k, v in {**made.headers, **shown.headers}.items())
+
+    for _ in range(2):  # the browser's reload
+        again = client.get("/dashboard/key/new")
+        assert again.status == 200 and key not in again.body.decode()
+        assert "already shown" in text_of(again)
+        assert NEW_KEY.search(again.body.decode()) is None
+        assert re.search(r'<form method="post" action="/dashboard/key"', again.body.decode())
+        assert "Regenerate key" in text_of(again)
+    assert key_prefix(accounts, account_id) == key[:12]
+    scraped = call("POST", shop.process.url("/scrape"), {"url": site.url("/article")}, key=key)
+    assert scraped.status == 200 and scraped.json["success"] is True, scraped.body
+
+    # the key waits for its page in this session only
+    other, _, _ = member(shop.public, accounts, "reload-other")
+    made = client.post("/dashboard/key", form)
+    stolen = WebClient(shop.public)
+    stolen.cookies = other.cookies
+    assert NEW_KEY.search(stolen.get("/dashboard/key/new").body.decode()) is None
+    regenerated = NEW_KEY.search(client.get("/dashboard/key/new").body.decode()).group(1)
+    assert regenerated != key and key_prefix(accounts, account_id) == regenerated[:12]
+    refused = call("POST", shop.process.url("/scrape"), {"url": site.url("/article")}, key=key)
+    assert refused.status == 401
+
+
 def test_the_key_is_on_the_page_that_makes_it_and_on_no_other(shop, accounts, site):
     client, account_id, _ = member(shop.public, accounts, "keyonce", credits=20)
-    reply = client.post("/dashboard/key", {"csrf_token": client.csrf_token()})
-    key = re.search(r'id="new-key" class="key">([^<]+)<', reply.body.decode()).group(1)
+    made = client.post("/dashboard/key", {"csrf_token": client.csrf_token()})
+    assert made.status == 303
+    reply = client.get(made.headers["Location"])
+    key = NEW_KEY.search(reply.body.decode()).group(1)
     assert reply.headers["Cache-Control"] == "no-store"
     assert key not in "".join(f"{k}: {v}" for k, v in reply.headers.items())
     assert reply.body.decode().count(key) == 1
@@ -368,5 +407,45 @@ def test_behind_an_https_proxy_cookies_are_secure_and_log_ins_are_limited_per_ad
         assert refused.status == 429 and "Too many log-in attempts" in text_of(refused)
         elsewhere = {**jar, "X-Forwarded-For": "203.0.113.6"}
         assert client.request("POST", "/dashboard/login", fields, elsewhere).status == 303
+    finally:
+        process.stop()
+
+
+def test_a_new_key_reaches_its_page_whichever_worker_serves_it(
+    database_url, tmp_path_factory, accounts
+):
+    """``--workers 2``: the redirect to the key's page often lands on the other process; the key
+    waits in the database's session row, so it is shown whichever process serves the page."""
+    process = ServiceProcess(
+        database_url,
+        tmp_path_factory.mktemp("workers"),
+        env={"SCRAPESPY_SESSION_SECRET": "one secret for both workers"},
+        args=("--workers", "2"),
+    ).start()
+    try:
+        deadline = time.monotonic() + 60
+        while sum("scrapespy listening on" in line for line in process.output) < 2:
+            assert time.monotonic() < deadline, process.log_text()
+            time.sleep(0.1)
+        client, account_id, _ = member(process.base, accounts, "workers")
+        for _ in range(20):
+            key = new_key(client)
+            assert key_prefix(accounts, account_id) == key[:12]
+        time.sleep(0.5)
+        made_by = None
+        crossed = 0
+        for line in process.output:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict) or entry.get("event") != "access":
+                continue
+            if (entry["method"], entry["path"]) == ("POST", "/dashboard/key"):
+                made_by = entry["pid"]
+            elif (entry["method"], entry["path"]) == ("GET", "/dashboard/key/new"):
+                assert entry["status"] == 200
+                crossed += made_by is not None and entry["pid"] != made_by
+        assert crossed >= 1
     finally:
         process.stop()

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from service import accounts, keys
+from service.dashboard import sessions
 from service.payments import purchases
 
 
@@ -29,10 +30,23 @@ def overview(conn: Connection, account_id: int) -> dict[str, Any]:
     return summary
 
 
-def issue_key(conn: Connection, account_id: int) -> tuple[str, bool]:
-    """A new key, and whether it replaced one (which stops working with this transaction)."""
+def issue_key(conn: Connection, account_id: int, session_token: str) -> None:
+    """Make a new key (the one it replaces stops working with this transaction) and hold it in
+    the session for the page that shows it (:func:`take_new_key`)."""
     replaced = keys.shown_prefix(conn, account_id) is not None
-    return keys.regenerate(conn, account_id), replaced
+    key = keys.regenerate(conn, account_id)
+    sessions.hold_key(conn, session_token, sessions.NewKey(key, replaced))
+
+
+def take_new_key(
+    conn: Connection, account_id: int, session_token: str | None
+) -> sessions.NewKey | None:
+    """The key this session made, the first time it is asked for; None ever after, and None
+    when it no longer works (made again since, from another session)."""
+    new = sessions.take_key(conn, session_token)
+    if new is None or keys.shown_prefix(conn, account_id) != new.key[: keys.SHOWN_PREFIX_LENGTH]:
+        return None
+    return new
 
 
 def purchase_state(conn: Connection, session_id: str, account_id: int) -> Purchase | None:

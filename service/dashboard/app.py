@@ -234,16 +234,46 @@ class Dashboard:
         session = await self.gate.signed_in(request)
         summary = await self.database.run(account.overview, session.account_id)
         return self.pages.render(
-            request, "key.html", session=session, section="key", prefix=summary["key_prefix"]
+            request,
+            "key.html",
+            session=session,
+            section="key",
+            prefix=summary["key_prefix"],
+            already_shown=False,
         )
 
     @app.route("/key", methods=["POST"])
-    async def new_key(self, request: Request) -> bytes:
+    async def make_key(self, request: Request) -> bytes:
         session, _ = await self.gate.signed_form(request)
-        key, replaced = await self.database.run(account.issue_key, session.account_id)
-        # The only response that ever holds the key: not cached, not redirected, not stored.
+        token = self.gate.session_token(request) or ""
+        await self.database.run(account.issue_key, session.account_id, token)
+        # Post/Redirect/Get: reloading the page that shows the key makes no other key.
+        return redirect(request, f"{MOUNT}/key/new")
+
+    @app.route("/key/new", methods=["GET"])
+    async def new_key(self, request: Request) -> bytes:
+        session = await self.gate.signed_in(request)
+        new = await self.database.run(
+            account.take_new_key, session.account_id, self.gate.session_token(request)
+        )
+        if new is None:
+            summary = await self.database.run(account.overview, session.account_id)
+            return self.pages.render(
+                request,
+                "key.html",
+                session=session,
+                section="key",
+                prefix=summary["key_prefix"],
+                already_shown=True,
+            )
+        # The only response that ever holds the key, once: not cached (PAGE_HEADERS).
         return self.pages.render(
-            request, "key_new.html", session=session, section="key", key=key, replaced=replaced
+            request,
+            "key_new.html",
+            session=session,
+            section="key",
+            key=new.key,
+            replaced=new.replaced,
         )
 
     # buying credits ---------------------------------------------------------------------------

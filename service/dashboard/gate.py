@@ -159,8 +159,11 @@ class Gate:
         )
         raise FormRefused()
 
+    def session_token(self, request: Request) -> str | None:
+        return self.cookie(request, self.session_cookie)
+
     async def session(self, request: Request) -> sessions.WebSession | None:
-        token = self.cookie(request, self.session_cookie)
+        token = self.session_token(request)
         if not token:
             return None
         return await self.database.run(sessions.find_session, token)

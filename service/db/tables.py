@@ -144,4 +144,8 @@ web_sessions = Table(
     Column("csrf_token", String(64), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
+    # A new API key between the form that makes it and the page that shows it, sealed under the
+    # session's cookie (service.dashboard.sessions.hold_key); deleted when shown.
+    Column("pending_key", String(255), nullable=True),
+    Column("pending_key_until", DateTime(timezone=True), nullable=True),
 )
