@@ -93,7 +93,8 @@ def test_checkouts_are_limited_per_account_and_a_refused_one_reaches_no_provider
         assert buy(shop, key, {"pack": "10"}).status == 200, n
     refused = buy(shop, key, {"pack": "10"})
     assert refused.status == 429
-    assert int(refused.headers["Retry-After"]) >= 1
+    # ten at once, then one every six seconds
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60 // CHECKOUTS_PER_MINUTE
     assert refused.json["error"].startswith("too many checkout sessions")
     assert len(standin.calls) == before + CHECKOUTS_PER_MINUTE
     assert payments_of(accounts, account_id) == CHECKOUTS_PER_MINUTE
