@@ -10,7 +10,7 @@ from sqlalchemy import insert
 
 from harness.usage_rows import a_success
 from service import accounts, keys, ledger
-from service.dashboard import account
+from service.dashboard import account, sessions
 from service.dashboard.usage import (
     daily_totals,
     ledger_page,
@@ -144,18 +144,32 @@ def test_ledger_pages_are_newest_first_and_only_the_accounts(db):
 
 def test_the_overview_shows_the_key_prefix_never_the_key(db):
     mine = new_account(db, credits=30)
+    token = db.run_sync(sessions.open_session, mine)
     summary = db.run_sync(account.overview, mine)
     assert summary["key_prefix"] is None
     assert (summary["balance"], summary["held"], summary["available"]) == (30, 0, 30)
-    key, replaced = db.run_sync(account.issue_key, mine)
-    assert replaced is False
+    db.run_sync(account.issue_key, mine, token)
+    made = db.run_sync(account.take_new_key, mine, token)
+    key = made.key
+    assert made.replaced is False
+    assert db.run_sync(account.take_new_key, mine, token) is None  # shown once
     summary = db.run_sync(account.overview, mine)
     assert key.startswith(summary["key_prefix"]) and len(summary["key_prefix"]) < len(key) - 20
     assert key not in repr(summary)
-    newer, replaced = db.run_sync(account.issue_key, mine)
-    assert replaced is True and newer != key
+    db.run_sync(account.issue_key, mine, token)
+    newer = db.run_sync(account.take_new_key, mine, token)
+    assert newer.replaced is True and newer.key != key
     assert db.run_sync(keys.authenticate, key) is None
-    assert db.run_sync(keys.authenticate, newer).account_id == mine
+    assert db.run_sync(keys.authenticate, newer.key).account_id == mine
+
+
+def test_a_new_key_made_again_elsewhere_is_not_shown(db):
+    mine = new_account(db)
+    here, there = db.run_sync(sessions.open_session, mine), db.run_sync(sessions.open_session, mine)
+    db.run_sync(account.issue_key, mine, here)
+    db.run_sync(account.issue_key, mine, there)
+    assert db.run_sync(account.take_new_key, mine, here) is None  # it stopped working
+    assert db.run_sync(account.take_new_key, mine, there) is not None
 
 
 def test_a_purchase_is_shown_only_to_its_account(db):

@@ -4,9 +4,9 @@ Signed-in forms carry the session's CSRF token; the log-in and sign-up forms, sh
 session exists, carry a token signed over a cookie of their own (``sessions.FormSigner``). A form
 whose token is missing or wrong raises :class:`FormRefused` before anything is changed.
 
-A cookie is not proof enough: a sibling origin (another port of this host, or with a plain name
-cookie another subdomain) can plant one, along with its matching form token, and so log a victim
-into the attacker's account. So every form must also come from this service's own origin, as the
+A cookie is not proof enough: a sibling origin (another port of this host, or another subdomain
+of its domain) can plant one, along with the matching form token it fetched itself, and so log a
+victim into the attacker's account. So every form must also come from this service's own origin, as the
 browser tells it in ``Origin`` (``Referer`` when a browser sends no ``Origin``): the origin of
 ``SCRAPESPY_PUBLIC_URL``, or the one the request itself was made to. Behind https the cookies take
 the ``__Host-`` prefix, which no other host can set.
