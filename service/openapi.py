@@ -103,7 +103,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         401: "missing or invalid X-API-Key",
         402: "insufficient credits; nothing scraped, nothing billed",
         403: "free residential trials used up and residential not unlocked",
-        429: "per-key rate limit exceeded; see Retry-After",
+        429: "rate limit exceeded (scrapes per key, checkouts per account); see Retry-After",
         500: "unexpected error",
         502: "the payment provider failed",
         503: "temporarily unavailable (database down, at capacity, payments not configured)",
@@ -192,7 +192,7 @@ def document(public_url: str) -> dict[str, Any]:
                                 }
                             },
                         },
-                        **_errors(400, 401, 500, 502, 503),
+                        **_errors(400, 401, 429, 500, 502, 503),
                     },
                 }
             },
