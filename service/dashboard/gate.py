@@ -6,10 +6,10 @@ whose token is missing or wrong raises :class:`FormRefused` before anything is c
 
 A cookie is not proof enough: a sibling origin (another port of this host, or another subdomain
 of its domain) can plant one, along with the matching form token it fetched itself, and so log a
-victim into the attacker's account. So every form must also come from this service's own origin, as the
-browser tells it in ``Origin`` (``Referer`` when a browser sends no ``Origin``): the origin of
-``SCRAPESPY_PUBLIC_URL``, or the one the request itself was made to. Behind https the cookies take
-the ``__Host-`` prefix, which no other host can set.
+victim into the attacker's account. So every form must also come from this service's own origin,
+as the browser tells it in ``Origin`` (``Referer`` when a browser sends no ``Origin``): the origin
+of ``SCRAPESPY_PUBLIC_URL``, or the one the request itself was made to. Behind https the cookies
+take the ``__Host-`` prefix, which no other host can set.
 """
 
 from __future__ import annotations
