@@ -44,6 +44,10 @@ class ConfigError(ValueError):
     """A configuration variable holds a value the service cannot use."""
 
 
+def _str(env: Mapping[str, str], name: str, default: str) -> str:
+    return env.get(name, "").strip() or default
+
+
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raw = env.get(name, "").strip().lower()
     if not raw:
@@ -178,38 +182,64 @@ class Config:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
+        """The configuration the environment gives: the only reader of ``SCRAPESPY_*``.
+
+        An unset or empty variable keeps the field's default, written once, above.
+        """
         env = os.environ if env is None else env
         return cls(
-            database_url=env.get("SCRAPESPY_DATABASE_URL", "").strip() or cls.database_url,
-            allow_private_targets=_bool(env, "SCRAPESPY_ALLOW_PRIVATE_TARGETS", False),
+            database_url=_str(env, "SCRAPESPY_DATABASE_URL", cls.database_url),
+            allow_private_targets=_bool(
+                env, "SCRAPESPY_ALLOW_PRIVATE_TARGETS", cls.allow_private_targets
+            ),
             proxies_datacenter=_proxies(env, "SCRAPESPY_PROXIES_DATACENTER"),
             proxies_residential=_proxies(env, "SCRAPESPY_PROXIES_RESIDENTIAL"),
-            residential_trials=_int(env, "SCRAPESPY_RESIDENTIAL_TRIALS", 10),
-            proxy_bench_seconds=_float(env, "SCRAPESPY_PROXY_BENCH_SECONDS", 60.0),
-            rate_limit_per_second=_float(env, "SCRAPESPY_RATE_LIMIT_PER_SECOND", 10.0),
-            rate_limit_burst=_int(env, "SCRAPESPY_RATE_LIMIT_BURST", 20, minimum=1),
-            redis_url=env.get("SCRAPESPY_REDIS_URL", "").strip(),
-            chromium_path=env.get("SCRAPESPY_CHROMIUM_PATH", "").strip() or default_chromium_path(),
-            browser_url=env.get("SCRAPESPY_BROWSER_URL", "").strip(),
-            max_pages=_int(env, "SCRAPESPY_MAX_PAGES", 4, minimum=1),
-            block_heavy_resources=_bool(env, "SCRAPESPY_BLOCK_HEAVY_RESOURCES", True),
+            residential_trials=_int(env, "SCRAPESPY_RESIDENTIAL_TRIALS", cls.residential_trials),
+            proxy_bench_seconds=_float(
+                env, "SCRAPESPY_PROXY_BENCH_SECONDS", cls.proxy_bench_seconds
+            ),
+            rate_limit_per_second=_float(
+                env, "SCRAPESPY_RATE_LIMIT_PER_SECOND", cls.rate_limit_per_second
+            ),
+            rate_limit_burst=_int(
+                env, "SCRAPESPY_RATE_LIMIT_BURST", cls.rate_limit_burst, minimum=1
+            ),
+            redis_url=_str(env, "SCRAPESPY_REDIS_URL", cls.redis_url),
+            chromium_path=_str(env, "SCRAPESPY_CHROMIUM_PATH", "") or default_chromium_path(),
+            browser_url=_str(env, "SCRAPESPY_BROWSER_URL", cls.browser_url),
+            max_pages=_int(env, "SCRAPESPY_MAX_PAGES", cls.max_pages, minimum=1),
+            block_heavy_resources=_bool(
+                env, "SCRAPESPY_BLOCK_HEAVY_RESOURCES", cls.block_heavy_resources
+            ),
             egress_test_public_hosts=_test_public_hosts(env),
-            public_url=(env.get("SCRAPESPY_PUBLIC_URL", "").strip() or cls.public_url).rstrip("/"),
-            payments=env.get("SCRAPESPY_PAYMENTS", "").strip().lower(),
-            stripe_secret_key=env.get("STRIPE_SECRET_KEY", "").strip(),
-            stripe_webhook_secret=env.get("STRIPE_WEBHOOK_SECRET", "").strip(),
-            stripe_api_base=env.get("SCRAPESPY_STRIPE_API_BASE", "").strip(),
+            public_url=_str(env, "SCRAPESPY_PUBLIC_URL", cls.public_url).rstrip("/"),
+            payments=_str(env, "SCRAPESPY_PAYMENTS", cls.payments).lower(),
+            stripe_secret_key=_str(env, "STRIPE_SECRET_KEY", cls.stripe_secret_key),
+            stripe_webhook_secret=_str(env, "STRIPE_WEBHOOK_SECRET", cls.stripe_webhook_secret),
+            stripe_api_base=_str(env, "SCRAPESPY_STRIPE_API_BASE", cls.stripe_api_base),
             costs=_costs(env),
-            max_concurrent_scrapes=_int(env, "SCRAPESPY_MAX_CONCURRENT_SCRAPES", 256, minimum=1),
-            hold_ttl_seconds=_int(env, "SCRAPESPY_HOLD_TTL_SECONDS", 300, minimum=1),
-            sweep_interval_seconds=_float(env, "SCRAPESPY_SWEEP_INTERVAL_SECONDS", 30.0),
-            shutdown_grace_seconds=_float(env, "SCRAPESPY_SHUTDOWN_GRACE_SECONDS", 30.0),
-            db_threads=_int(env, "SCRAPESPY_DB_THREADS", DEFAULT_DB_THREADS, minimum=1),
-            extract_workers=_int(env, "SCRAPESPY_EXTRACT_WORKERS", 2),
-            robots_ttl_seconds=_int(env, "SCRAPESPY_ROBOTS_TTL_SECONDS", 3600, minimum=1),
-            session_secret=env.get("SCRAPESPY_SESSION_SECRET", "").strip(),
-            trust_forwarded_for=_bool(env, "SCRAPESPY_TRUST_X_FORWARDED_FOR", False),
-            log_level=env.get("SCRAPESPY_LOG_LEVEL", "").strip().upper() or "INFO",
-            log_format=env.get("SCRAPESPY_LOG_FORMAT", "").strip().lower() or "json",
-            metrics_token=env.get("SCRAPESPY_METRICS_TOKEN", "").strip(),
+            max_concurrent_scrapes=_int(
+                env, "SCRAPESPY_MAX_CONCURRENT_SCRAPES", cls.max_concurrent_scrapes, minimum=1
+            ),
+            hold_ttl_seconds=_int(
+                env, "SCRAPESPY_HOLD_TTL_SECONDS", cls.hold_ttl_seconds, minimum=1
+            ),
+            sweep_interval_seconds=_float(
+                env, "SCRAPESPY_SWEEP_INTERVAL_SECONDS", cls.sweep_interval_seconds
+            ),
+            shutdown_grace_seconds=_float(
+                env, "SCRAPESPY_SHUTDOWN_GRACE_SECONDS", cls.shutdown_grace_seconds
+            ),
+            db_threads=_int(env, "SCRAPESPY_DB_THREADS", cls.db_threads, minimum=1),
+            extract_workers=_int(env, "SCRAPESPY_EXTRACT_WORKERS", cls.extract_workers),
+            robots_ttl_seconds=_int(
+                env, "SCRAPESPY_ROBOTS_TTL_SECONDS", cls.robots_ttl_seconds, minimum=1
+            ),
+            session_secret=_str(env, "SCRAPESPY_SESSION_SECRET", cls.session_secret),
+            trust_forwarded_for=_bool(
+                env, "SCRAPESPY_TRUST_X_FORWARDED_FOR", cls.trust_forwarded_for
+            ),
+            log_level=_str(env, "SCRAPESPY_LOG_LEVEL", cls.log_level).upper(),
+            log_format=_str(env, "SCRAPESPY_LOG_FORMAT", cls.log_format).lower(),
+            metrics_token=_str(env, "SCRAPESPY_METRICS_TOKEN", cls.metrics_token),
         )

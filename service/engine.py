@@ -14,7 +14,6 @@ import logging
 import os
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
@@ -38,6 +37,7 @@ from service.extraction.pool import ExtractionPool
 from service.jobs import ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
 from service.reactor import running
+from service.scrapy_settings import from_config
 from spiders.feed import FeedSpider, request_for
 
 log = logging.getLogger(__name__)
@@ -46,35 +46,16 @@ WATCHDOG_MARGIN = 5.0
 SHUTTING_DOWN = "the service is shutting down; the scrape was not completed and not billed"
 
 
-def proxy_hosts(config: Config) -> list[str]:
-    """The operator's own proxies may sit on a private network; the guard lets them through."""
-    urls = config.proxies_datacenter + config.proxies_residential
-    # "host:port" without a scheme is a valid pool entry (middlewares.proxy_pool reads it so).
-    hosts = {urlsplit(url if "://" in url else f"http://{url}").hostname for url in urls}
-    return sorted(host for host in hosts if host)
-
-
-def crawler_settings(config: Config, database: Database | None) -> Settings:
+def crawler_settings(config: Config) -> Settings:
     settings = Settings()
     settings.setmodule("service.scrapy_settings", priority="project")
-    settings.set("SCRAPESPY_ALLOW_PRIVATE_TARGETS", config.allow_private_targets)
-    settings.set("SCRAPESPY_ROBOTS_TTL", float(config.robots_ttl_seconds))
-    settings.set("SCRAPESPY_PROXIES_DATACENTER", list(config.proxies_datacenter))
-    settings.set("SCRAPESPY_PROXIES_RESIDENTIAL", list(config.proxies_residential))
-    settings.set("SCRAPESPY_EGRESS_ALLOW_HOSTS", proxy_hosts(config))
-    settings.set("SCRAPESPY_PROXY_BENCH_SECONDS", config.proxy_bench_seconds)
-    settings.set("SCRAPESPY_CHROMIUM_PATH", config.chromium_path)
-    settings.set("SCRAPESPY_BROWSER_URL", config.browser_url)
-    settings.set("SCRAPESPY_MAX_PAGES", config.max_pages)
-    settings.set("SCRAPESPY_BLOCK_HEAVY_RESOURCES", config.block_heavy_resources)
-    settings.set("SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS", list(config.egress_test_public_hosts))
+    settings.update(from_config(config), priority="project")
     remote = remote_browser_settings(config.browser_url)
     for name, value in remote.items():
         settings.set(name, value)
     if not remote:
         options = chromium_launch_options(config.chromium_path, as_root=os.geteuid() == 0)
         settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", options)
-    settings.set("LOG_LEVEL", config.log_level)
     return settings
 
 
@@ -99,7 +80,7 @@ class EngineBridge:
         return len(self._jobs) <= 1
 
     async def start(self) -> None:
-        settings = crawler_settings(self.config, self.database)
+        settings = crawler_settings(self.config)
         self.runner = CrawlerRunner(settings)
         self.crawler = self.runner.create_crawler(FeedSpider)
         # Settings are deep-copied, so the database (a live pool) travels on the crawler.

@@ -1,13 +1,17 @@
 """Scrapy settings of the service's crawler; ``scrapy.cfg`` points ``scrapy shell`` here too.
 
-The component order lives here and nowhere else.
+The component order lives here and nowhere else. What the operator configures comes from
+:class:`service.config.Config` through :func:`from_config`: the service applies it to the Config
+it was started with (service.engine), and ``scrapy shell`` / ``scrapy crawl`` get it here, from
+``Config.from_env()``.
 """
 
 from __future__ import annotations
 
-import os
+from typing import Any
+from urllib.parse import urlsplit
 
-from service.config import default_chromium_path
+from service.config import Config
 
 BOT_NAME = "scrapespy"
 SPIDER_MODULES = ["spiders"]
@@ -17,13 +21,6 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 USER_AGENT = "Mozilla/5.0 (compatible; scrapespy/0.1; +https://github.com/scrapespy)"
 
 ROBOTSTXT_OBEY = True
-SCRAPESPY_ROBOTS_TTL = float(os.environ.get("SCRAPESPY_ROBOTS_TTL_SECONDS", "3600") or 3600)
-SCRAPESPY_ALLOW_PRIVATE_TARGETS = os.environ.get("SCRAPESPY_ALLOW_PRIVATE_TARGETS", "0") in (
-    "1",
-    "true",
-    "yes",
-    "on",
-)
 
 # One API call is one request: the service bounds concurrency itself, so Scrapy must not
 # throttle a single busy target behind a per-domain queue.
@@ -50,9 +47,6 @@ DOWNLOAD_HANDLERS = {
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
 PLAYWRIGHT_ABORT_REQUEST = "service.browser.handler.abort_heavy_resource"
 PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.handler.browser_request_headers"
-SCRAPESPY_CHROMIUM_PATH = os.environ.get("SCRAPESPY_CHROMIUM_PATH", "") or default_chromium_path()
-SCRAPESPY_MAX_PAGES = 4
-SCRAPESPY_BLOCK_HEAVY_RESOURCES = True
 SCRAPESPY_BROWSER_SETTLE_SECONDS = 2.0
 SCRAPESPY_BROWSER_SPARES = 2  # fresh contexts made ahead of demand, each used once
 
@@ -60,7 +54,6 @@ SCRAPESPY_BROWSER_SPARES = 2  # fresh contexts made ahead of demand, each used o
 # Scrapy 2.19); a service must not expose either.
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
-LOG_LEVEL = os.environ.get("SCRAPESPY_LOG_LEVEL", "INFO")
 LOGSTATS_INTERVAL = 300.0
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
@@ -108,3 +101,33 @@ ITEM_PIPELINES = {
     "pipelines.result.FieldsPipeline": 300,
     "pipelines.billing.BillingPipeline": 400,
 }
+
+
+def proxy_hosts(config: Config) -> list[str]:
+    """The operator's own proxies may sit on a private network; the guard lets them through."""
+    urls = config.proxies_datacenter + config.proxies_residential
+    # "host:port" without a scheme is a valid pool entry (middlewares.proxy_pool reads it so).
+    hosts = {urlsplit(url if "://" in url else f"http://{url}").hostname for url in urls}
+    return sorted(host for host in hosts if host)
+
+
+def from_config(config: Config) -> dict[str, Any]:
+    """The settings that the operator's configuration decides."""
+    return {
+        "SCRAPESPY_ALLOW_PRIVATE_TARGETS": config.allow_private_targets,
+        "SCRAPESPY_ROBOTS_TTL": float(config.robots_ttl_seconds),
+        "SCRAPESPY_PROXIES_DATACENTER": list(config.proxies_datacenter),
+        "SCRAPESPY_PROXIES_RESIDENTIAL": list(config.proxies_residential),
+        "SCRAPESPY_EGRESS_ALLOW_HOSTS": proxy_hosts(config),
+        "SCRAPESPY_PROXY_BENCH_SECONDS": config.proxy_bench_seconds,
+        "SCRAPESPY_CHROMIUM_PATH": config.chromium_path,
+        "SCRAPESPY_BROWSER_URL": config.browser_url,
+        "SCRAPESPY_MAX_PAGES": config.max_pages,
+        "SCRAPESPY_BLOCK_HEAVY_RESOURCES": config.block_heavy_resources,
+        "SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS": list(config.egress_test_public_hosts),
+        "LOG_LEVEL": config.log_level,
+    }
+
+
+# ``scrapy shell`` and ``scrapy crawl`` read this module's upper-case names as the settings.
+globals().update(from_config(Config.from_env()))

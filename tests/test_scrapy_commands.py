@@ -69,3 +69,52 @@ def test_shell_uses_the_project_settings(site):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "(200, '  The   Article  '" in done.stdout
     assert "middlewares.egress_guard.EgressGuardMiddleware" in done.stdout
+
+
+def test_the_project_settings_take_the_operators_environment():
+    env = {
+        **os.environ,
+        "SCRAPESPY_ROBOTS_TTL_SECONDS": "77",
+        "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "yes",
+        "SCRAPESPY_MAX_PAGES": "3",
+    }
+    got = {}
+    for name in ("SCRAPESPY_ROBOTS_TTL", "SCRAPESPY_ALLOW_PRIVATE_TARGETS", "SCRAPESPY_MAX_PAGES"):
+        done = subprocess.run(
+            [SCRAPY, "settings", "--get", name],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        got[name] = done.stdout.strip()
+    assert got == {
+        "SCRAPESPY_ROBOTS_TTL": "77.0",
+        "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "True",
+        "SCRAPESPY_MAX_PAGES": "3",
+    }
+
+
+def test_shell_reads_the_robots_ttl_from_the_environment(site):
+    done = subprocess.run(
+        [
+            SCRAPY,
+            "shell",
+            site.url("/article"),
+            "-c",
+            "crawler.settings.getfloat('SCRAPESPY_ROBOTS_TTL')",
+        ],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "1",
+            "SCRAPESPY_ROBOTS_TTL_SECONDS": "5",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "5.0"

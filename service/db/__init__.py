@@ -10,7 +10,6 @@ the reactor (service.db.reactor_pg), which never blocks it.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -361,7 +360,3 @@ class Database:
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         """Run ``fn(connection, ...)`` in one transaction on the database thread pool."""
         return self.pool.submit(self._transaction, True, fn, *args, **kwargs)
-
-
-def default_url() -> str:
-    return os.environ.get("SCRAPESPY_DATABASE_URL", "").strip() or "sqlite:///var/scrapespy.db"
