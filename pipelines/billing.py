@@ -26,13 +26,14 @@ instance ``scrapy crawl page``) the pipelines are not configured.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from service import ledger
+from service.db.tables import UsageRow
 from service.jobs import ScrapeJob
 
 if TYPE_CHECKING:
@@ -50,24 +51,28 @@ def charge_for(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> tuple[
     return job.costs[tier_used], False
 
 
+@overload
+def _storable(text: str) -> str: ...
+@overload
+def _storable(text: None) -> None: ...
 def _storable(text: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL, which a URL's fragment may carry: store it as %00."""
     return text.replace("\x00", "%00") if text is not None else None
 
 
-def usage_row(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> dict[str, Any]:
-    return {
-        "account_id": job.account_id,
-        "url": _storable(job.url[:4000]),
-        "engine": job.engine,
-        "tier_requested": job.proxy_type,
-        "tier_used": tier_used,
-        "status_code": result["status_code"] or None,
-        "success": result["success"],
-        "blocked": result["blocked"],
-        "error": _storable(result["error"]),
-        "elapsed_ms": result["elapsed_ms"],
-    }
+def usage_row(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> UsageRow:
+    return UsageRow(
+        account_id=job.account_id,
+        url=_storable(job.url[:4000]),
+        engine=job.engine,
+        tier_requested=job.proxy_type,
+        tier_used=tier_used,
+        status_code=result["status_code"] or None,
+        success=result["success"],
+        blocked=result["blocked"],
+        error=_storable(result["error"]),
+        elapsed_ms=result["elapsed_ms"],
+    )
 
 
 def database_of(crawler: Crawler) -> Database:

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select, update
 
 from service.db.hot import HotConnection, cursor, hot_path, writing
-from service.db.tables import accounts, holds, ledger_entries, usage
+from service.db.tables import UsageRow, accounts, holds, ledger_entries, usage
 
 
 class NoTrialLeft(Exception):
@@ -35,19 +35,7 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-# What a settlement's usage row carries (pipelines.billing.usage_row) besides what settle adds.
-USAGE_FIELDS = (
-    "account_id",
-    "url",
-    "engine",
-    "tier_requested",
-    "tier_used",
-    "status_code",
-    "success",
-    "blocked",
-    "error",
-    "elapsed_ms",
-)
+_NO_USAGE = UsageRow._make([None] * len(UsageRow._fields))
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,18 +219,17 @@ def settle_params(
     hold_id: int,
     cost: int,
     consume_trial: bool,
-    usage_row: dict[str, Any] | None,
+    usage_row: UsageRow | None,
     settled: Any = None,
 ) -> dict[str, Any]:
     """The parameters of the hot path's ``pg_settle`` (see :func:`settle`)."""
-    row = usage_row or {}
     return {
         "hold_id": hold_id,
         "cost": cost,
         "consume_trial": consume_trial,
         "settled": settled if settled is not None else now(),
         "usage": usage_row is not None,
-        **{name: row.get(name) for name in USAGE_FIELDS},
+        **(usage_row or _NO_USAGE)._asdict(),
     }
 
 
@@ -258,7 +245,7 @@ def settle(
     *,
     cost: int,
     consume_trial: bool = False,
-    usage_row: dict[str, Any] | None = None,
+    usage_row: UsageRow | None = None,
 ) -> Settlement:
     """Capture ``cost`` (0 releases) from the hold and free the rest, at most once per hold.
 
@@ -322,7 +309,7 @@ def settle(
             cur.execute(
                 sql.sql["new_usage"],
                 {
-                    **usage_row,
+                    **usage_row._asdict(),
                     "hold_id": hold_id if claimed is not None else None,
                     "credits": charged,
                     "trial": trial_consumed,
@@ -334,9 +321,7 @@ def settle(
     return Settlement(charged, trial_consumed, claimed is not None)
 
 
-def release(
-    conn: HotConnection, hold_id: int, usage_row: dict[str, Any] | None = None
-) -> Settlement:
+def release(conn: HotConnection, hold_id: int, usage_row: UsageRow | None = None) -> Settlement:
     return settle(conn, hold_id, cost=0, usage_row=usage_row)
 
 

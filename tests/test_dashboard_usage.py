@@ -44,7 +44,7 @@ def new_account(db: Database, credits: int = 0) -> int:
 
 def add_usage(db: Database, account_id: int, when: datetime, **values) -> int:
     row = {
-        **a_success(account_id),
+        **a_success(account_id)._asdict(),
         "created_at": when,
         "url": f"https://example.com/{account_id}/{when.isoformat()}",
         "credits": 1,

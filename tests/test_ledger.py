@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from importlib.util import module_from_spec, spec_from_file_location
+from types import ModuleType
 
 import pytest
 from hypothesis import settings
@@ -12,11 +15,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
+from harness.service import ROOT
 from harness.usage_rows import a_success
 from service import accounts, ledger
 from service.db import Database
+from service.db.tables import USAGE_SETTLED, UsageRow, holds, usage
 from service.db.tables import accounts as accounts_table
-from service.db.tables import holds, usage
 
 
 @pytest.fixture(scope="module")
@@ -146,11 +150,58 @@ def test_a_refund_gives_back_a_used_trial_and_leaves_a_failure_alone(db):
     assert (summary["balance"], summary["residential_trials_left"]) == (10, 2)
     assert usage_of(db, trial) == (False, "the page took too long to process", 0, False)
     failed = db.run_sync(ledger.hold, account_id, 1, trial=False, ttl_seconds=60)
-    row = {**a_success(account_id), "success": False, "error": "the target answered HTTP 404"}
+    row = a_success(account_id, success=False, error="the target answered HTTP 404")
     db.run_sync(ledger.settle, failed, cost=0, usage_row=row)
     assert db.run_sync(ledger.refund, failed, "the page could not be processed") == 0
     assert usage_of(db, failed) == (False, "the target answered HTTP 404", 0, False)
     assert db.run_sync(ledger.entries_sum, account_id) == 10
+
+
+def test_a_settlement_writes_its_usage_row_as_the_billing_made_it(db):
+    account_id = new_account(db, 10)
+    hold_id = db.run_sync(ledger.hold, account_id, 2, trial=False, ttl_seconds=60)
+    row = UsageRow(
+        account_id=account_id,
+        url="https://example.org/a?b=1",
+        engine="js",
+        tier_requested="residential",
+        tier_used="datacenter",
+        status_code=None,
+        success=False,
+        blocked=True,
+        error="blocked by the target",
+        elapsed_ms=4321,
+    )
+    db.run_sync(ledger.settle, hold_id, cost=0, usage_row=row)
+
+    def read(conn):
+        columns = [usage.c[name] for name in (*UsageRow._fields, *USAGE_SETTLED)]
+        found = conn.execute(select(*columns).where(usage.c.hold_id == hold_id)).one()
+        return found[: len(UsageRow._fields)], found[len(UsageRow._fields) :]
+
+    written, settled = db.run_sync(read)
+    assert UsageRow._make(written) == row
+    assert settled[0] == hold_id and tuple(settled[2:]) == (0, False)
+
+
+def test_the_settle_function_takes_the_usage_row_in_its_order():
+    """PostgreSQL's ``scrapespy_settle`` (migration 0002, rewritten by 0004) takes the usage row
+    as positional parameters: the hot path sends them in :class:`UsageRow`'s order."""
+    settle = _migration("0002_postgresql_ledger_functions").SETTLE
+    signature = re.search(r"scrapespy_settle\((.*?)\) RETURNS", settle, re.S)
+    assert signature is not None
+    names = [part.split()[0] for part in signature.group(1).split(",")]
+    assert names[names.index("p_usage") + 1 :] == [f"p_{name}" for name in UsageRow._fields]
+    assert set(UsageRow._fields) | set(USAGE_SETTLED) <= set(usage.c.keys())
+
+
+def _migration(stem: str) -> ModuleType:
+    path = ROOT / "service" / "db" / "migrations" / "versions" / f"{stem}.py"
+    spec = spec_from_file_location(f"migration_{stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_concurrent_trials_never_exceed_the_allowance(db):

@@ -7,20 +7,9 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-COLUMNS = (
-    "time_utc",
-    "url",
-    "engine",
-    "tier_requested",
-    "tier_used",
-    "status_code",
-    "success",
-    "blocked",
-    "error",
-    "elapsed_ms",
-    "credits",
-    "trial",
-)
+from service.dashboard.usage import SHOWN
+
+COLUMNS = ("time_utc", *SHOWN)
 # A spreadsheet runs a cell that starts with one of these as a formula.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -45,7 +34,7 @@ def csv_lines(rows: Iterable[dict[str, Any]]) -> bytes:
         [
             (
                 row["created_at"].strftime("%Y-%m-%dT%H:%M:%SZ"),
-                *(cell(row[name]) for name in COLUMNS[1:]),
+                *(cell(row[name]) for name in SHOWN),
             )
             for row in rows
         ]

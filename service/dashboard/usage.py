@@ -12,26 +12,14 @@ from typing import Any
 
 from sqlalchemy import Connection, case, func, select
 
-from service.db.tables import ledger_entries, usage
+from service.db.tables import UsageRow, ledger_entries, usage
 
 PAGE_SIZE = 50
 CHART_DAYS = 30
 
-USAGE_COLUMNS = (
-    usage.c.id,
-    usage.c.created_at,
-    usage.c.url,
-    usage.c.engine,
-    usage.c.tier_requested,
-    usage.c.tier_used,
-    usage.c.status_code,
-    usage.c.success,
-    usage.c.blocked,
-    usage.c.error,
-    usage.c.elapsed_ms,
-    usage.c.credits,
-    usage.c.trial,
-)
+# What the usage page and its CSV show of a scrape: what the billing recorded, and what it cost.
+SHOWN = (*(name for name in UsageRow._fields if name != "account_id"), "credits", "trial")
+USAGE_COLUMNS = (usage.c.id, usage.c.created_at, *(usage.c[name] for name in SHOWN))
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,21 +52,8 @@ def as_utc(moment: datetime) -> datetime:
 
 
 def _usage_row(row: Any) -> dict[str, Any]:
-    return {
-        "id": int(row.id),
-        "created_at": as_utc(row.created_at),
-        "url": row.url,
-        "engine": row.engine,
-        "tier_requested": row.tier_requested,
-        "tier_used": row.tier_used,
-        "status_code": row.status_code,
-        "success": bool(row.success),
-        "blocked": bool(row.blocked),
-        "error": row.error,
-        "elapsed_ms": int(row.elapsed_ms),
-        "credits": int(row.credits),
-        "trial": bool(row.trial),
-    }
+    """A row of :data:`USAGE_COLUMNS`; the column types give Python's ints and bools."""
+    return {**row._asdict(), "created_at": as_utc(row.created_at)}
 
 
 def _page_bounds(total: int, number: int, size: int) -> tuple[int, int]:

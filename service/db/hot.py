@@ -22,6 +22,15 @@ from typing import Any, Protocol
 from sqlalchemy import DateTime
 from sqlalchemy.engine import Dialect
 
+from service.db.tables import USAGE_SETTLED, UsageRow
+
+
+def _params(names: tuple[str, ...]) -> str:
+    return ", ".join(f":{name}" for name in names)
+
+
+_USAGE = USAGE_SETTLED + UsageRow._fields
+
 _SQL: dict[str, str] = {
     "caller": (
         "SELECT api_keys.key_hash, accounts.id, accounts.residential_unlocked,"
@@ -72,15 +81,9 @@ _SQL: dict[str, str] = {
     ),
     "pg_settle": (
         "SELECT charged, trial_consumed, settled_here FROM scrapespy_settle(:hold_id, :cost,"
-        " :consume_trial, :settled, :usage, :account_id, :url, :engine, :tier_requested,"
-        " :tier_used, :status_code, :success, :blocked, :error, :elapsed_ms)"
+        f" :consume_trial, :settled, :usage, {_params(UsageRow._fields)})"
     ),
-    "new_usage": (
-        "INSERT INTO usage (account_id, hold_id, created_at, url, engine, tier_requested,"
-        " tier_used, status_code, success, blocked, error, elapsed_ms, credits, trial)"
-        " VALUES (:account_id, :hold_id, :created_at, :url, :engine, :tier_requested,"
-        " :tier_used, :status_code, :success, :blocked, :error, :elapsed_ms, :credits, :trial)"
-    ),
+    "new_usage": f"INSERT INTO usage ({', '.join(_USAGE)}) VALUES ({_params(_USAGE)})",
 }
 
 _PARAM = re.compile(r":([a-z_]+)")

@@ -6,6 +6,8 @@ balance and held never go below zero and held never exceeds balance.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -110,6 +112,27 @@ usage = Table(
     Column("trial", Boolean, nullable=False, default=False),
     Index("ix_usage_account_created", "account_id", "created_at"),
 )
+
+
+class UsageRow(NamedTuple):
+    """What the billing records of one scrape (pipelines.billing.usage_row): columns of
+    ``usage``, in the order of ``scrapespy_settle``'s parameters after ``p_usage`` (migration
+    0002). Settling adds the rest (:data:`USAGE_SETTLED`)."""
+
+    account_id: int | None
+    url: str
+    engine: str
+    tier_requested: str
+    tier_used: str
+    status_code: int | None
+    success: bool
+    blocked: bool
+    error: str | None
+    elapsed_ms: int
+
+
+# The columns of ``usage`` that the settlement fills (service.ledger.settle).
+USAGE_SETTLED = ("hold_id", "created_at", "credits", "trial")
 
 payments = Table(
     "payments",
