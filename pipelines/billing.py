@@ -26,7 +26,7 @@ instance ``scrapy crawl page``) the pipelines are not configured.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, overload
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -34,7 +34,8 @@ from twisted.internet.defer import Deferred
 
 from service import ledger
 from service.db.tables import UsageRow
-from service.jobs import ScrapeJob
+from service.jobs import ScrapeItem, ScrapeJob
+from service.results import ScrapeResult
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,9 +43,9 @@ if TYPE_CHECKING:
     from service.db import Database
 
 
-def charge_for(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> tuple[int, bool]:
+def charge_for(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> tuple[int, bool]:
     """(credits to capture, whether a residential trial is consumed)."""
-    if not result["success"] or result["blocked"]:
+    if not result.success or result.blocked:
         return 0, False
     if job.trial and tier_used == "residential":
         return 0, True
@@ -60,18 +61,18 @@ def _storable(text: str | None) -> str | None:
     return text.replace("\x00", "%00") if text is not None else None
 
 
-def usage_row(job: ScrapeJob, result: dict[str, Any], tier_used: str) -> UsageRow:
+def usage_row(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> UsageRow:
     return UsageRow(
         account_id=job.account_id,
         url=_storable(job.url[:4000]),
         engine=job.engine,
         tier_requested=job.proxy_type,
         tier_used=tier_used,
-        status_code=result["status_code"] or None,
-        success=result["success"],
-        blocked=result["blocked"],
-        error=_storable(result["error"]),
-        elapsed_ms=result["elapsed_ms"],
+        status_code=result.status_code or None,
+        success=result.success,
+        blocked=result.blocked,
+        error=_storable(result.error),
+        elapsed_ms=result.elapsed_ms,
     )
 
 
@@ -82,13 +83,12 @@ def database_of(crawler: Crawler) -> Database:
     return database  # type: ignore[no-any-return]
 
 
-def send_settlement(database: Database, item: dict[str, Any]) -> Deferred[ledger.Settlement]:
-    """Settles ``item``'s hold on the outcome in ``item["result"]``."""
-    job: ScrapeJob = item["job"]
+def send_settlement(database: Database, item: ScrapeItem) -> Deferred[ledger.Settlement]:
+    """Settles ``item``'s hold on the outcome in ``item.result``."""
+    job = item.job
     assert job.hold_id is not None
-    result, tier_used = item["result"], item["tier_used"]
-    cost, consume_trial = charge_for(job, result, tier_used)
-    usage = usage_row(job, result, tier_used)
+    cost, consume_trial = charge_for(job, item.result, item.tier_used)
+    usage = usage_row(job, item.result, item.tier_used)
     if database.reactor_calls:  # PostgreSQL: one statement, on the reactor
         return database.call(
             "pg_settle", ledger.settle_params(job.hold_id, cost, consume_trial, usage)
@@ -111,9 +111,9 @@ class SettlePipeline:
     def from_crawler(cls, crawler: Crawler) -> SettlePipeline:
         return cls(database_of(crawler))
 
-    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
-        if item["job"].hold_id is not None and self.database.reactor_calls:
-            item["settlement"] = send_settlement(self.database, item)
+    def process_item(self, item: ScrapeItem) -> ScrapeItem:
+        if item.job.hold_id is not None and self.database.reactor_calls:
+            item.settlement = send_settlement(self.database, item)
         return item
 
 
@@ -128,9 +128,9 @@ class BillingPipeline:
     def from_crawler(cls, crawler: Crawler) -> BillingPipeline:
         return cls(crawler, database_of(crawler))
 
-    async def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
-        settling: Deferred[ledger.Settlement] | None = item.pop("settlement", None)
-        job: ScrapeJob = item["job"]
+    async def process_item(self, item: ScrapeItem) -> ScrapeItem:
+        settling, item.settlement = item.settlement, None
+        job = item.job
         if settling is None:
             if job.hold_id is None:
                 return item
@@ -139,12 +139,12 @@ class BillingPipeline:
         charged = settlement.charged
         # What the caller is told: this result, or the watchdog's (or a shutdown's) answer if it
         # came first, while the parse or the settlement was still on its way.
-        told = job.answer if job.answer is not None else item["result"]
-        billable = charge_for(job, told, item["tier_used"]) != (0, False)
+        told = job.answer if job.answer is not None else item.result
+        billable = charge_for(job, told, item.tier_used) != (0, False)
         if (charged or settlement.trial_consumed) and not billable:
-            refund = self.database.run(ledger.refund, job.hold_id, _storable(told["error"]))
+            refund = self.database.run(ledger.refund, job.hold_id, _storable(told.error))
             charged -= await maybe_deferred_to_future(refund)
-        item["charged"] = charged
+        item.charged = charged
         if self.stats is not None:
             self.stats.inc_value("scrapespy/billing/captured", charged)
             if not settlement.settled_here:

@@ -1,11 +1,12 @@
-"""Builds the result JSON of the interface specification from what the download gave.
+"""Builds the scrape result of the interface specification from what the download gave.
 
-The item comes from the feed spider: ``{"job", "response", "failure"}``. Every field is filled
-from what was received, even for an error status (a 404 page still has its title and text).
+The item is the feed spider's :class:`service.jobs.ScrapeItem`. Every field of its
+:class:`service.results.ScrapeResult` is filled from what was received, even for an error status
+(a 404 page still has its title and text).
 
 Two stages, with the billing's settlement sent between them (service.scrapy_settings):
-:class:`ResultPipeline` fills ``item["result"]`` with everything the bill rests on (status,
-success, blocked, the tier used, ``elapsed_ms``) and leaves the page in ``item["page"]``;
+:class:`ResultPipeline` sets ``item.result`` with everything the bill rests on (status,
+success, blocked, the tier used, ``elapsed_ms``) and leaves the page in ``item.page``;
 :class:`FieldsPipeline` then parses the page's fields while the settlement is on its way. A page
 that cannot be parsed turns a success into a failure, which the billing gives back.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import (
     CannotResolveHostError,
@@ -39,11 +40,11 @@ from middlewares.deadline import DeadlineExceeded
 from service.browser.failures import BrowserError
 from service.extraction import empty_fields, extract
 from service.extraction.pool import PROCESSING_FAILED, ExtractionFailed, ExtractionPool
-from service.jobs import ScrapeJob
+from service.jobs import ScrapeItem, ScrapeJob
+from service.results import new_result
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
 
 log = logging.getLogger(__name__)
 
@@ -80,50 +81,39 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
 
 
 class ResultPipeline:
-    """Fills ``item["result"]``, all but the page's fields: the outcome that the bill rests on."""
+    """Sets ``item.result``, all but the page's fields: the outcome that the bill rests on."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResultPipeline:
         return cls()
 
-    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
-        job: ScrapeJob = item["job"]
-        response: Response | None = item.get("response")
-        failure: Failure | None = item.get("failure")
-        meta = response.meta if response is not None else item["request"].meta
+    def process_item(self, item: ScrapeItem) -> ScrapeItem:
+        job, response, meta = item.job, item.response, item.request.meta
         block_reason = meta.get("scrapespy_block_reason")
-        tier_used = meta.get("scrapespy_tier_used", "none")
-        result: dict[str, Any] = {
-            "url": job.url,
-            "final_url": response.url if response is not None else job.url,
-            "status_code": response.status if response is not None else 0,
-            "success": False,
-            "engine": job.engine,
-            # the billing basis (SPEC.md): the same figure in the usage row and in the answer
-            "elapsed_ms": job.elapsed_ms(),
-            "error": None,
-            "blocked": block_reason is not None,
-            "proxy_used": tier_used != "none",
-            **empty_fields(job.selectors),
-        }
+        item.tier_used = meta.get("scrapespy_tier_used", "none")
         if response is None:
-            assert failure is not None
-            result["error"] = describe_failure(failure, job)
+            assert item.failure is not None
+            error: str | None = describe_failure(item.failure, job)
         elif response.status >= 400:
-            result["error"] = f"the target answered HTTP {response.status}"
+            error = f"the target answered HTTP {response.status}"
         else:
-            result["success"] = True
-        if block_reason is not None:
-            result["block_reason"] = block_reason
-        item["result"] = result
-        item["tier_used"] = tier_used
+            error = None
+        item.result = new_result(
+            job,
+            empty_fields(job.selectors),
+            final_url=response.url if response is not None else job.url,
+            status_code=response.status if response is not None else 0,
+            error=error,
+            tier_used=item.tier_used,
+            block_reason=block_reason,
+        )
         if isinstance(response, TextResponse):
-            item["page"] = response
+            item.page = response
         return item
 
 
 class FieldsPipeline:
-    """Parses the page's fields into ``item["result"]``, in the service's extraction workers
+    """Parses the page's fields into ``item.result``, in the service's extraction workers
     (``crawler.scrapespy_extractor``, service.extract_pool) when it has them, else on this
     thread (``scrapy shell``, ``scrapy crawl page``, ``SCRAPESPY_EXTRACT_WORKERS=0``)."""
 
@@ -135,11 +125,11 @@ class FieldsPipeline:
     def from_crawler(cls, crawler: Crawler) -> FieldsPipeline:
         return cls(crawler)
 
-    async def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
-        job: ScrapeJob = item["job"]
-        page: TextResponse | None = item.pop("page", None)
+    async def process_item(self, item: ScrapeItem) -> ScrapeItem:
+        job, page = item.job, item.page
         if page is None:
             return self._counted(item)
+        item.page = None
         try:
             if self.extractor is None:
                 fields = extract(page.text, page.url, job.selectors)
@@ -150,23 +140,21 @@ class FieldsPipeline:
         except Exception as exc:
             self._not_parsed(exc, item)
         else:
-            item["result"].update(fields)
+            item.result.fill(fields)
         return self._counted(item)
 
-    def _not_parsed(self, exc: Exception, item: dict[str, Any]) -> None:
+    def _not_parsed(self, exc: Exception, item: ScrapeItem) -> None:
         expected = isinstance(exc, ExtractionFailed)
         if not expected:  # a bug: the caller still gets an honest answer, unbilled
             log.error("extraction failed", exc_info=exc)
-        result = item["result"]
-        if result["success"]:
-            result["success"] = False
-            result["error"] = str(exc) if expected else PROCESSING_FAILED
+        result = item.result
+        if result.success:
+            result.success = False
+            result.error = str(exc) if expected else PROCESSING_FAILED
 
-    def _counted(self, item: dict[str, Any]) -> dict[str, Any]:
+    def _counted(self, item: ScrapeItem) -> ScrapeItem:
         if self.stats is not None:
-            result = item["result"]
-            outcome = (
-                "blocked" if result["blocked"] else ("success" if result["success"] else "failed")
-            )
-            self.stats.inc_value(f"scrapespy/result/{item['job'].engine}/{outcome}")
+            result = item.result
+            outcome = "blocked" if result.blocked else ("success" if result.success else "failed")
+            self.stats.inc_value(f"scrapespy/result/{item.job.engine}/{outcome}")
         return item

@@ -34,9 +34,10 @@ from service.config import Config
 from service.db import Database
 from service.extraction import empty_fields
 from service.extraction.pool import ExtractionPool
-from service.jobs import ScrapeJob
+from service.jobs import ScrapeItem, ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
 from service.reactor import running
+from service.results import ScrapeResult, new_result
 from service.scrapy_settings import from_config
 from spiders.feed import FeedSpider, request_for
 
@@ -126,7 +127,7 @@ class EngineBridge:
             await self.extractor.stop()
             self.extractor = None
 
-    def enter(self, job: ScrapeJob) -> Deferred[dict[str, Any]]:
+    def enter(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
         """Hand ``job``'s request to the engine before its credits are held: the engine
         schedules it while the hold is on its way, and it waits at the hold gate
         (middlewares.gate) for :meth:`clear` or :meth:`withdraw`. Returns the job's answer."""
@@ -175,17 +176,14 @@ class EngineBridge:
             self._cookie_jars.pop(job.id, None)
         return result
 
-    def _item_scraped(self, item: dict[str, Any], **_: Any) -> None:
-        job = item.get("job")
-        if isinstance(job, ScrapeJob):
-            result = item["result"]
-            if job.finish(result):
-                record_scrape(result, job.proxy_type, item["tier_used"], item.get("charged", 0))
+    def _item_scraped(self, item: ScrapeItem, **_: Any) -> None:
+        job = item.job
+        if job.finish(item.result):
+            record_scrape(item.result, job.proxy_type, item.tier_used, item.charged)
 
-    def _item_failed(self, item: dict[str, Any], failure: Any, **_: Any) -> None:
-        job = item.get("job")
-        if isinstance(job, ScrapeJob) and not job.done.called:
-            job.done.errback(failure)
+    def _item_failed(self, item: ScrapeItem, failure: Any, **_: Any) -> None:
+        if not item.job.done.called:
+            item.job.done.errback(failure)
 
     def _overran(self, job: ScrapeJob) -> None:
         self._watchdogs.pop(job.id, None)
@@ -201,18 +199,9 @@ class EngineBridge:
 
     def _abandon(self, job: ScrapeJob, error: str) -> Deferred[Any]:
         """Answer a job that Scrapy has not finished, and release its hold (at most once)."""
-        result: dict[str, Any] = {
-            "url": job.url,
-            "final_url": job.url,
-            "status_code": 0,
-            "success": False,
-            "engine": job.engine,
-            "elapsed_ms": job.elapsed_ms(),
-            "error": error,
-            "blocked": False,
-            "proxy_used": False,
-            **empty_fields(job.selectors),
-        }
+        result = new_result(
+            job, empty_fields(job.selectors), final_url=job.url, status_code=0, error=error
+        )
         if job.hold_id is None or self.database is None:
             job.finish(result)
             return succeed(None)
@@ -220,7 +209,7 @@ class EngineBridge:
             lambda _: job.finish(result), job.done.errback
         )
 
-    def _release(self, job: ScrapeJob, result: dict[str, Any]) -> Deferred[Any]:
+    def _release(self, job: ScrapeJob, result: ScrapeResult) -> Deferred[Any]:
         """Release ``job``'s hold, unbilled, with a usage row for the answer ``result``."""
         assert self.database is not None and job.hold_id is not None
         return self.database.run_hot(ledger.release, job.hold_id, usage_row(job, result, "none"))

@@ -5,9 +5,17 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred, succeed
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.http import Response, TextResponse
+    from twisted.python.failure import Failure
+
+    from service.ledger import Settlement
+    from service.results import ScrapeResult
 
 _ids = itertools.count(1)
 
@@ -30,8 +38,8 @@ class ScrapeJob:
     request_id: str | None = None
     id: int = field(default_factory=lambda: next(_ids))
     started: float = field(default_factory=time.monotonic)
-    done: Deferred[dict[str, Any]] = field(default_factory=Deferred)
-    answer: dict[str, Any] | None = None  # what the caller was told, once ``done`` fired
+    done: Deferred[ScrapeResult] = field(default_factory=Deferred)
+    answer: ScrapeResult | None = None  # what the caller was told, once ``done`` fired
     # Whether the request may go past the hold gate (middlewares.gate): None while the hold is
     # on its way, True once it is in (or nothing is held), False when the request was refused.
     cleared: bool | None = True
@@ -59,10 +67,31 @@ class ScrapeJob:
             if not waiter.called:  # a waiter whose download was cancelled meanwhile
                 waiter.callback(cleared)
 
-    def finish(self, result: dict[str, Any]) -> bool:
+    def finish(self, result: ScrapeResult) -> bool:
         """Fire ``done`` once; later results (a late item after the watchdog) are dropped."""
         if self.done.called:
             return False
         self.answer = result
         self.done.callback(result)
         return True
+
+
+@dataclass(slots=True, eq=False)
+class ScrapeItem:
+    """The item of one scrape: what the spider received, and what the pipelines add to it in
+    their order (service.scrapy_settings' ``ITEM_PIPELINES``)."""
+
+    job: ScrapeJob
+    request: Request
+    response: Response | None = None  # or, when nothing was received:
+    failure: Failure | None = None
+    # pipelines.result.ResultPipeline: the answer, and the page that FieldsPipeline parses into it
+    result: ScrapeResult = field(init=False)
+    tier_used: str = "none"
+    page: TextResponse | None = None
+    # pipelines.billing: the settlement on its way, then what it charged
+    settlement: Deferred[Settlement] | None = None
+    charged: int = 0
+
+    def __repr__(self) -> str:
+        return f"<scrape {self.job.id} of {self.job.url}>"

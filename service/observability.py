@@ -20,6 +20,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 from twisted.web import http
 from twisted.web.server import Request, Site
 
+from service.results import ScrapeResult
+
 access_log = logging.getLogger("scrapespy.access")
 
 HTTP_REQUESTS = Counter(
@@ -95,14 +97,12 @@ def series(metric: Any, *labels: str) -> Any:
     return found
 
 
-def record_scrape(
-    result: dict[str, Any], tier_requested: str, tier_used: str, charged: int
-) -> None:
-    engine = result["engine"]
-    success = "true" if result["success"] else "false"
-    blocked = "true" if result["blocked"] else "false"
+def record_scrape(result: ScrapeResult, tier_requested: str, tier_used: str, charged: int) -> None:
+    engine = result.engine
+    success = "true" if result.success else "false"
+    blocked = "true" if result.blocked else "false"
     series(SCRAPES, engine, tier_requested, tier_used, success, blocked).inc()
-    series(SCRAPE_LATENCY, engine).observe(result["elapsed_ms"] / 1000)
+    series(SCRAPE_LATENCY, engine).observe(result.elapsed_ms / 1000)
     if charged:
         CREDITS_CAPTURED.inc(charged)
 

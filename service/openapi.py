@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from service import results
 from service.config import ENGINES, TIERS
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
 
@@ -13,8 +14,6 @@ _ERROR = {
     "properties": {"error": {"type": "string"}},
     "additionalProperties": False,
 }
-
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
 
 _TIER_COSTS = {
     "type": "object",
@@ -38,61 +37,6 @@ PRICE_LIST: dict[str, Any] = {
             "properties": {engine: _TIER_COSTS for engine in ENGINES},
             "additionalProperties": False,
         },
-    },
-}
-
-SCRAPE_RESULT: dict[str, Any] = {
-    "type": "object",
-    "required": [
-        "url",
-        "final_url",
-        "status_code",
-        "success",
-        "engine",
-        "elapsed_ms",
-        "error",
-        "blocked",
-        "proxy_used",
-        "title",
-        "meta",
-        "headings",
-        "links",
-        "images",
-        "text",
-        "extracted",
-    ],
-    "properties": {
-        "url": {"type": "string"},
-        "final_url": {"type": "string"},
-        "status_code": {
-            "type": "integer",
-            "description": "HTTP status of the target; 0 when no response was received",
-        },
-        "success": {"type": "boolean"},
-        "engine": {"type": "string", "enum": ["static", "js"]},
-        "elapsed_ms": {"type": "integer", "minimum": 0},
-        "error": {"type": ["string", "null"]},
-        "blocked": {"type": "boolean"},
-        "block_reason": {
-            "type": "string",
-            "description": "vendor of the anti-bot page when blocked is true (an addition to the "
-            "interface specification)",
-        },
-        "proxy_used": {"type": "boolean"},
-        "title": {"type": ["string", "null"]},
-        "meta": {"type": "object", "additionalProperties": {"type": "string"}},
-        "headings": {"type": "object", "additionalProperties": _STR_LIST},
-        "links": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["text", "href"],
-                "properties": {"text": {"type": "string"}, "href": {"type": "string"}},
-            },
-        },
-        "images": _STR_LIST,
-        "text": {"type": ["string", "null"]},
-        "extracted": {"type": "object", "additionalProperties": _STR_LIST},
     },
 }
 
@@ -137,7 +81,7 @@ def document(public_url: str) -> dict[str, Any]:
             "schemas": {
                 "ScrapeRequest": _schema(ScrapeRequest),
                 "BuyRequest": _schema(BuyRequest),
-                "ScrapeResult": SCRAPE_RESULT,
+                "ScrapeResult": results.json_schema(),
                 "Error": _ERROR,
             },
         },

@@ -35,6 +35,7 @@ from service.extraction import InvalidSelector, compile_selectors
 from service.jobs import ScrapeJob
 from service.pricing import Quote, quote
 from service.ratelimit import RateLimiter, retry_after_seconds
+from service.results import ScrapeResult
 from service.schemas import ScrapeRequest, parse_json_object, validate
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class Scraper:
 
     async def scrape(
         self, api_key: str | None, body: bytes, *, request_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ScrapeResult:
         request, compiled = self.parse(body)
         if not api_key or not keys.well_formed(api_key):
             raise Unauthorized()

@@ -17,7 +17,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.gate import Withdrawn
-from service.jobs import JOB, ScrapeJob
+from service.jobs import JOB, ScrapeItem, ScrapeJob
 
 
 def request_for(job: ScrapeJob, spider: Spider) -> Request:
@@ -44,13 +44,15 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
     )
 
 
-def item_for_response(response: Response) -> dict[str, Any]:
-    return {"job": response.meta[JOB], "response": response, "failure": None}
+def item_for_response(response: Response) -> ScrapeItem:
+    request = response.request
+    assert request is not None  # Scrapy sets it on every response it hands a callback
+    return ScrapeItem(request.meta[JOB], request, response=response)
 
 
-def item_for_failure(failure: Failure) -> dict[str, Any]:
+def item_for_failure(failure: Failure) -> ScrapeItem:
     request = failure.request  # type: ignore[attr-defined]
-    return {"job": request.meta[JOB], "response": None, "failure": failure, "request": request}
+    return ScrapeItem(request.meta[JOB], request, failure=failure)
 
 
 class FeedSpider(Spider):
@@ -72,10 +74,10 @@ class FeedSpider(Spider):
     # Lists, not generators: Scrapy reads a generator callback's source with ``ast`` to warn
     # about return values, and its cache of that is keyed weakly by the bound method, which
     # is a new object for every request, so the source was parsed again on every scrape.
-    def parse(self, response: Response, **kwargs: Any) -> list[dict[str, Any]]:
+    def parse(self, response: Response, **kwargs: Any) -> list[ScrapeItem]:
         return [item_for_response(response)]
 
-    def failed(self, failure: Failure) -> list[dict[str, Any]]:
+    def failed(self, failure: Failure) -> list[ScrapeItem]:
         if failure.check(Withdrawn):  # refused before its hold: the API answered already
             return []
         return [item_for_failure(failure)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import asdict
 from typing import Any
 
 from scrapy import Spider, signals
@@ -21,7 +22,8 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from service.extraction import InvalidSelector, compile_selectors
-from service.jobs import ScrapeJob
+from service.jobs import ScrapeItem, ScrapeJob
+from service.results import ScrapeResult
 from spiders.feed import item_for_failure, item_for_response, request_for
 
 
@@ -57,7 +59,7 @@ class PageSpider(Spider):
             respect_robots=_flag(respect_robots),
             timeout=float(timeout),
         )
-        self.result: dict[str, Any] | None = None
+        self.result: ScrapeResult | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> PageSpider:
@@ -74,7 +76,7 @@ class PageSpider(Spider):
     def failed(self, failure: Failure) -> Any:
         yield item_for_failure(failure)
 
-    def print_result(self, item: dict[str, Any], **_: Any) -> None:
-        self.result = item["result"]
-        sys.stdout.write(json.dumps(self.result, ensure_ascii=False) + "\n")
+    def print_result(self, item: ScrapeItem, **_: Any) -> None:
+        self.result = item.result
+        sys.stdout.write(json.dumps(asdict(self.result), ensure_ascii=False) + "\n")
         sys.stdout.flush()

@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
+from harness.service import ROOT
 from service.config import Config, ConfigError
 from service.engine import crawler_settings
-from tests.services import ROOT
 
 PACKAGES = ("service", "middlewares", "pipelines", "spiders")
 OURS = ("SCRAPESPY_", "STRIPE_")

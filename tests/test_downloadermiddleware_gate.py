@@ -72,7 +72,7 @@ def test_the_spider_drops_a_withdrawn_request_and_reports_any_other_failure():
     assert spider.failed(withdrawn) == []
     other = Failure(ConnectionRefusedError("refused"))
     other.request = request(job)  # type: ignore[attr-defined]
-    assert [item["job"] for item in spider.failed(other)] == [job]
+    assert [item.job for item in spider.failed(other)] == [job]
 
 
 class Database:

@@ -6,6 +6,7 @@ and answers when told; the end-to-end tests (test_e2e_scrape) show the billing o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest_twisted
@@ -19,8 +20,9 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import deferLater
 
 from service import ledger
-from service.jobs import ScrapeJob
+from service.jobs import JOB, ScrapeItem, ScrapeJob
 from service.scrapy_settings import ITEM_PIPELINES
+from spiders.feed import item_for_response
 
 PAGE = b"<html><head><title>Parsed</title></head><body><h1>Hi</h1></body></html>"
 
@@ -40,10 +42,11 @@ class Database:
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, Any], str | None]] = []
         self.pending: list[Deferred[Any]] = []
-        self.item: dict[str, Any] = {}
+        self.item: ScrapeItem | None = None
 
     def call(self, statement: str, params: dict[str, Any]) -> Deferred[Any]:
-        title = self.item["result"].get("title")  # what was parsed when this went out
+        assert self.item is not None
+        title = self.item.result.title  # what was parsed when this went out
         self.sent.append((statement, params, title))
         d: Deferred[Any] = Deferred()
         self.pending.append(d)
@@ -77,20 +80,19 @@ def pipelines(database: Database | None) -> list[Any]:
     return stages
 
 
-def item_for(job: ScrapeJob) -> dict[str, Any]:
-    request = Request(job.url)
-    response = HtmlResponse(job.url, status=200, body=PAGE, request=request)
-    return {"job": job, "response": response, "failure": None, "request": request}
+def item_for(job: ScrapeJob) -> ScrapeItem:
+    request = Request(job.url, meta={JOB: job})
+    return item_for_response(HtmlResponse(job.url, status=200, body=PAGE, request=request))
 
 
-async def chain(stages: list[Any], item: dict[str, Any]) -> dict[str, Any]:
+async def chain(stages: list[Any], item: ScrapeItem) -> ScrapeItem:
     """What Scrapy's item pipeline manager does with an item (``_process_chain``)."""
     for stage in stages:
         item = await ensure_awaitable(stage.process_item(item))
     return item
 
 
-def through(stages: list[Any], item: dict[str, Any]) -> Deferred[dict[str, Any]]:
+def through(stages: list[Any], item: ScrapeItem) -> Deferred[ScrapeItem]:
     return deferred_from_coro(chain(stages, item))
 
 
@@ -101,7 +103,7 @@ async def turns(count: int = 5) -> None:
 
 async def billed_scrape_under_way(
     database: Database,
-) -> tuple[ScrapeJob, dict[str, Any], Deferred[dict[str, Any]]]:
+) -> tuple[ScrapeJob, ScrapeItem, Deferred[ScrapeItem]]:
     """A scrape holding 7 (1 credit) whose page arrived, left to go through the pipelines."""
     job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
     item = database.item = item_for(job)
@@ -119,21 +121,21 @@ async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_befo
     assert statement == "pg_settle"
     assert (params["hold_id"], params["cost"], params["success"]) == (7, 1, True)
     assert title_when_sent is None, "the settlement waited for the parse"
-    assert item["result"]["title"] == "Parsed", "the parse waited for the settlement"
+    assert item.result.title == "Parsed", "the parse waited for the settlement"
     assert not answered.called, "the answer did not wait for the settlement"
     database.answer((1, False, True))
-    assert await answered is item and item["charged"] == 1
-    assert params["elapsed_ms"] == item["result"]["elapsed_ms"]  # the billing basis, as answered
+    assert await answered is item and item.charged == 1
+    assert params["elapsed_ms"] == item.result.elapsed_ms  # the billing basis, as answered
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back():
     database = Database()
     job, item, answered = await billed_scrape_under_way(database)
-    timed_out = {**item["result"], "success": False, "error": "timed out after 20 s"}
+    timed_out = replace(item.result, success=False, error="timed out after 20 s")
     assert job.finish(timed_out)  # what service.engine's watchdog does
     database.answer((1, False, True))  # the capture was already on its way
-    assert await answered is item and item["charged"] == 0
+    assert await answered is item and item.charged == 0
     assert database.sent[-1] == ("refund", {"args": (7, "timed out after 20 s")}, None)
 
 
@@ -146,11 +148,11 @@ async def test_on_sqlite_the_settlement_waits_for_the_parse():
     assert (statement, params["cost"], title_when_sent) == ("settle", 1, "Parsed")
     assert not answered.called
     database.answer(ledger.Settlement(1, False, True))
-    assert await answered is item and item["charged"] == 1
+    assert await answered is item and item.charged == 1
 
 
 @pytest_twisted.ensureDeferred
 async def test_without_a_database_the_page_is_still_parsed():
     item = await through(pipelines(None), item_for(ScrapeJob(url="http://example.com/")))
-    assert item["result"]["title"] == "Parsed" and item["result"]["success"] is True
-    assert "page" not in item and "settlement" not in item
+    assert item.result.title == "Parsed" and item.result.success is True
+    assert item.page is None and item.settlement is None

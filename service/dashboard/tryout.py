@@ -8,11 +8,11 @@ from the usage row that billing wrote for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from service.dashboard.usage import newest_usage_id, usage_of_scrape
 from service.db import Database
 from service.errors import ApiError
+from service.results import ScrapeResult
 from service.scraping import Scraper
 
 NOT_YOURS = "this API key belongs to another account; paste the key of the account you are in"
@@ -21,7 +21,7 @@ NOT_YOURS = "this API key belongs to another account; paste the key of the accou
 @dataclass(frozen=True, slots=True)
 class TryOutcome:
     status: int
-    body: dict[str, Any]
+    body: ScrapeResult | dict[str, str]
     charged: int | None
     trial: bool
 
@@ -39,9 +39,7 @@ async def try_scrape(
         result = await scraper.scrape(api_key, body)
     except ApiError as error:
         return TryOutcome(error.status, {"error": error.message}, None, False)
-    row = await database.run(
-        usage_of_scrape, account_id, before, result["url"], result["elapsed_ms"]
-    )
+    row = await database.run(usage_of_scrape, account_id, before, result.url, result.elapsed_ms)
     if row is None:
         return TryOutcome(200, result, None, False)
     return TryOutcome(200, result, row["credits"], row["trial"])

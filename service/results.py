@@ -1,0 +1,144 @@
+"""The scrape result of the interface specification (SPEC.md, "Scrape result"), typed once.
+
+The pipelines fill a :class:`ScrapeResult` (pipelines.result), the watchdog answers one
+(service.engine), the API writes it out as it is (orjson serialises dataclasses natively, in
+field order) and ``/openapi.json`` documents it (:func:`json_schema`). A blocked scrape is a
+:class:`BlockedResult`, whose ``block_reason`` comes last; any other answer has none, not a null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field, TypeAdapter
+from typing_extensions import TypedDict
+
+from service.config import ENGINES
+
+if TYPE_CHECKING:
+    from service.jobs import ScrapeJob
+
+
+class Link(TypedDict):
+    text: str
+    href: str
+
+
+@dataclass(slots=True)
+class ScrapeResult:
+    url: str
+    final_url: str
+    status_code: Annotated[
+        int, Field(description="HTTP status of the target; 0 when no response was received")
+    ]
+    success: bool
+    engine: Annotated[str, Field(json_schema_extra={"enum": list(ENGINES)})]
+    elapsed_ms: Annotated[int, Field(ge=0)]
+    error: str | None
+    blocked: bool
+    proxy_used: bool
+    # the page's fields (service.extraction), empty when nothing was received
+    title: str | None
+    meta: dict[str, str]
+    headings: dict[str, list[str]]
+    links: list[Link]
+    images: list[str]
+    text: str | None
+    extracted: dict[str, list[str]]
+
+    def fill(self, page: Mapping[str, Any]) -> None:
+        """Takes the page's fields as ``service.extraction.extract`` gives them."""
+        self.title = page["title"]
+        self.meta = page["meta"]
+        self.headings = page["headings"]
+        self.links = page["links"]
+        self.images = page["images"]
+        self.text = page["text"]
+        self.extracted = page["extracted"]
+
+
+@dataclass(slots=True)
+class BlockedResult(ScrapeResult):
+    block_reason: Annotated[
+        str,
+        Field(
+            description="vendor of the anti-bot page when blocked is true (an addition to the "
+            "interface specification)"
+        ),
+    ]
+
+
+def new_result(
+    job: ScrapeJob,
+    page: Mapping[str, Any],
+    *,
+    final_url: str,
+    status_code: int,
+    error: str | None,
+    tier_used: str = "none",
+    block_reason: str | None = None,
+) -> ScrapeResult:
+    """The answer to ``job``: a success unless there is an ``error``; ``page`` gives the page's
+    fields (``service.extraction.empty_fields`` until the page is parsed)."""
+    outcome: dict[str, Any] = {
+        "url": job.url,
+        "final_url": final_url,
+        "status_code": status_code,
+        "success": error is None,
+        "engine": job.engine,
+        # the billing basis (SPEC.md): the same figure in the usage row and in the answer
+        "elapsed_ms": job.elapsed_ms(),
+        "error": error,
+        "blocked": block_reason is not None,
+        "proxy_used": tier_used != "none",
+    }
+    if block_reason is None:
+        return ScrapeResult(**outcome, **page)
+    return BlockedResult(**outcome, **page, block_reason=block_reason)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
+    ``block_reason`` only when blocked."""
+    schema = _plain(TypeAdapter(BlockedResult).json_schema())
+    schema["required"] = [field.name for field in fields(ScrapeResult)]
+    return schema
+
+
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without pydantic's titles, with its definitions inlined and ``X | None``
+    written as ``{"type": [X, "null"]}``."""
+    definitions = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            return walk(definitions[ref.rsplit("/", 1)[-1]])
+        node = {
+            key: {name: walk(sub) for name, sub in value.items()}
+            if key == "properties"
+            else walk(value)
+            for key, value in node.items()
+            if key != "title"
+        }
+        either = node.get("anyOf")
+        if (
+            isinstance(either, list)
+            and len(either) == 2
+            and {"type": "null"} in either
+            and all(set(option) == {"type"} for option in either)
+        ):
+            del node["anyOf"]
+            node["type"] = [option["type"] for option in either if option["type"] != "null"] + [
+                "null"
+            ]
+        return node
+
+    plain: dict[str, Any] = walk(schema)
+    return plain

@@ -1,0 +1,81 @@
+"""The scrape result: the JSON the API answers, and the schema /openapi.json documents for it."""
+
+from __future__ import annotations
+
+import jsonschema_rs
+import orjson
+
+from service.extraction import compile_selectors, empty_fields
+from service.jobs import ScrapeJob
+from service.openapi import document
+from service.results import json_schema, new_result
+
+SPEC_ORDER = [
+    "url",
+    "final_url",
+    "status_code",
+    "success",
+    "engine",
+    "elapsed_ms",
+    "error",
+    "blocked",
+    "proxy_used",
+    "title",
+    "meta",
+    "headings",
+    "links",
+    "images",
+    "text",
+    "extracted",
+]
+
+
+def a_job() -> ScrapeJob:
+    return ScrapeJob(url="http://example.com/", selectors=compile_selectors({"h": "h1::text"}))
+
+
+def test_an_answer_has_the_specifications_fields_in_its_order_and_no_block_reason():
+    job = a_job()
+    result = new_result(
+        job, empty_fields(job.selectors), final_url=job.url, status_code=0, error="x"
+    )
+    answer = orjson.loads(orjson.dumps(result))
+    assert list(answer) == SPEC_ORDER
+    assert answer["extracted"] == {"h": []} and answer["success"] is False
+
+
+def test_a_blocked_answer_names_the_vendor_last():
+    job = a_job()
+    page = {**empty_fields(job.selectors), "title": "Just a moment..."}
+    result = new_result(
+        job,
+        page,
+        final_url=job.url,
+        status_code=403,
+        error="the target answered HTTP 403",
+        tier_used="datacenter",
+        block_reason="cloudflare",
+    )
+    answer = orjson.loads(orjson.dumps(result))
+    assert list(answer) == [*SPEC_ORDER, "block_reason"]
+    assert (answer["blocked"], answer["proxy_used"], answer["block_reason"]) == (
+        True,
+        True,
+        "cloudflare",
+    )
+
+
+def test_the_documented_schema_requires_what_every_answer_has_and_accepts_both():
+    schema = document("http://127.0.0.1")["components"]["schemas"]["ScrapeResult"]
+    assert schema == json_schema()
+    assert schema["required"] == SPEC_ORDER
+    job = a_job()
+    plain = new_result(job, empty_fields(None), final_url=job.url, status_code=200, error=None)
+    blocked = new_result(
+        job, empty_fields(None), final_url=job.url, status_code=200, error=None, block_reason="x"
+    )
+    validator = jsonschema_rs.Draft202012Validator(schema)
+    for answer in (plain, blocked):
+        assert validator.is_valid(orjson.loads(orjson.dumps(answer)))
+    assert not validator.is_valid({**orjson.loads(orjson.dumps(plain)), "engine": "lynx"})
+    assert not validator.is_valid({**orjson.loads(orjson.dumps(blocked)), "block_reason": None})
