@@ -1,6 +1,6 @@
 """Operator configuration, read once from the environment.
 
-Every variable has a default that works on a laptop; see DESIGN.md's operator interface.
+Every variable has a default that works on a laptop; docs/operations.md lists them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The scrape result of the interface specification (SPEC.md, "Scrape result"), typed once.
+"""The scrape result of the interface specification (docs/api.md), typed once.
 
 The pipelines fill a :class:`ScrapeResult` (pipelines.result), the watchdog answers one
 (service.engine), the API writes it out as it is (orjson serialises dataclasses natively, in
@@ -88,7 +88,7 @@ def new_result(
         "status_code": status_code,
         "success": error is None,
         "engine": job.engine,
-        # the billing basis (SPEC.md): the same figure in the usage row and in the answer
+        # the billing basis: the same figure in the usage row and in the answer
         "elapsed_ms": job.elapsed_ms(),
         "error": error,
         "blocked": block_reason is not None,

@@ -5,8 +5,8 @@ key's hash), then in one transaction the key lookup, the price and residential t
 hold (402 when the balance is too low). Nothing is fetched or held before every check has
 passed: while the hold is on its way the request is already scheduled in the engine, but it
 waits at the hold gate (middlewares.gate), ahead of everything that may touch the network.
-DESIGN.md looks the key up before the limit; keying the limit on the hash saves a database round
-trip per request and changes nothing for a valid key.
+The reference design looks the key up before the limit; keying the limit on the hash saves a
+database round trip per request and changes nothing for a valid key.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ SPIDER_MODULES = ["spiders"]
 NEWSPIDER_MODULE = "spiders"
 
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-USER_AGENT = "Mozilla/5.0 (compatible; scrapespy/0.1; +https://github.com/scrapespy)"
+USER_AGENT = "Mozilla/5.0 (compatible; scrapespy/0.1)"
 
 ROBOTSTXT_OBEY = True
 
