@@ -1,0 +1,1 @@
+"""Main-content extraction and markdown: corpus, scorer and a lexbor prototype."""

@@ -1,0 +1,245 @@
+"""Main-content extraction on a lexbor tree: a prototype for ``only_main_content``.
+
+The page is parsed once with lexbor (selectolax). ``strip_boilerplate`` removes what is never main
+content: unrendered elements, hidden elements, forms, ``nav``/``aside``/``footer``/``header`` and
+elements whose class or id names boilerplate (``comment``, ``share``, ``sidebar``, ``cookie``...),
+unless that element holds most of the page's text. ``main_node`` then scores every ancestor of
+the page's text blocks (paragraphs, list items, cells, code, headings) by the text of its good
+blocks (long enough, few links) minus the text of its bad ones (short or link-dense), and keeps
+the best; ``prune`` drops link-dense lists and link-only headings inside it.
+
+``extract_main(html, url)`` returns the title (first ``<h1>``, taken out of the body), the cleaned
+body HTML with absolute URLs, its text, and its markdown (html-to-markdown on the body HTML).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import urljoin
+
+import html_to_markdown
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+__all__ = ["MainContent", "extract_main", "main_node", "prune", "strip_boilerplate"]
+
+_UNRENDERED: Final = [
+    "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed",
+    "form", "input", "button", "select", "textarea", "label", "dialog", "link", "meta",
+]  # fmt: skip
+_STRUCTURAL: Final = "nav, aside, footer, header"
+_HIDDEN: Final = (
+    "[hidden], [aria-hidden=true], [style*='display:none' i], [style*='display: none' i], "
+    "[style*='visibility:hidden' i], [style*='visibility: hidden' i], [role=dialog], "
+    "[role=navigation], [role=complementary], [role=banner], [role=contentinfo], [role=search]"
+)
+_NAMED: Final = "[class], [id]"
+
+# Class and id words that name boilerplate: a word matches when it equals one of _NEG_WORDS or
+# contains one of _NEG_PARTS (``sphinxsidebar``, ``commentlist``, ``td-post-sharing``...).
+_NEG_WORDS: Final = frozenset(
+    """ad ads adv advert advertisement adslot rec gpt dfp sponsor sponsored promo promoted
+    byline author bio meta tags tag tagcloud cc consent gdpr popular trending recommended
+    more upsells crosssells reviews review rating rail toc toctree pager pagination
+    actions action buttons btn print hidden postprofile profile signature jumpbox
+    breadcrumb breadcrumbs skip subscribe newsletter masthead colophon secondary
+    outbrain taboola disqus related share sharing social""".split()
+)
+_NEG_PARTS: Final = (
+    "sidebar", "comment", "share", "social", "cookie", "newsletter", "banner", "breadcrumb",
+    "related", "advert", "widget", "footer", "header", "menu", "navbar", "nav", "popup", "modal",
+    "signature", "sponsor", "subscribe", "pagination", "respond", "overlay", "sr-only",
+)  # fmt: skip
+_POS_WORDS: Final = frozenset(
+    """content entry article post body story text main markdown prose typeset
+    articlebody postbody rich""".split()
+)
+_WORD_SPLIT: Final = re.compile(r"[\s_\-]+")
+
+_BLOCKS: Final = "p, pre, li, td, th, dd, dt, blockquote, figcaption, h2, h3, h4, h5, h6"
+_GOOD_MIN_CHARS: Final = 50
+_MAX_GOOD_LINK_DENSITY: Final = 0.35
+_BAD_WEIGHT: Final = 1.0
+_POS_BONUS: Final = 0.15
+_ANCESTOR_LIMIT: Final = 12
+# A heading that is all link is a teaser's title; a container pays this many characters for each,
+# about a teaser's summary, so that a list of teasers does not join the article beside it.
+_LINK_HEADING_COST: Final = 200.0
+_HEADINGS: Final = "h2, h3, h4, h5, h6"
+
+
+def _words(node: LexborNode) -> list[str]:
+    attrs = node.attributes
+    names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}".lower()
+    return [w for w in _WORD_SPLIT.split(names) if w]
+
+
+def _is_boilerplate_name(words: list[str]) -> bool:
+    for w in words:
+        if w in _NEG_WORDS or any(p in w for p in _NEG_PARTS):
+            return True
+    return False
+
+
+def _text_len(node: LexborNode) -> int:
+    return len(node.text(deep=True, separator=" ", strip=True))
+
+
+def _link_len(node: LexborNode) -> int:
+    return sum(_text_len(a) for a in node.css("a"))
+
+
+def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
+    """Remove what is never main content from ``tree``; returns its body (None if it has none)."""
+    body = tree.body
+    if body is None:
+        return None
+    tree.strip_tags(_UNRENDERED)
+    for node in body.css(_HIDDEN):
+        node.remove()
+    total = _text_len(body)
+    # An element that holds most of the page (``<div class="page has-sidebar">``) is a wrapper.
+    keep_above = total * 0.5
+    for node in body.css(_STRUCTURAL):
+        if node.parent is not None and _text_len(node) < keep_above:
+            node.remove()
+    for node in body.css(_NAMED):
+        if node.tag in ("html", "body", "main", "article"):
+            continue
+        if _is_boilerplate_name(_words(node)) and _text_len(node) < keep_above:
+            node.remove()
+    return body
+
+
+def main_node(body: LexborNode) -> LexborNode:
+    """The element that holds the main content of an already stripped body."""
+    blocks = body.css(_BLOCKS)
+    block_ids = {b.mem_id for b in blocks}
+    good: dict[int, float] = {}
+    bad: dict[int, float] = {}
+    nodes: dict[int, LexborNode] = {}
+    body_id = body.mem_id
+    for block in blocks:
+        ancestors: list[LexborNode] = []
+        nested = in_link = False
+        parent = block.parent
+        while parent is not None and len(ancestors) < _ANCESTOR_LIMIT:
+            pid = parent.mem_id
+            if pid in block_ids:
+                nested = True
+                break
+            in_link = in_link or parent.tag == "a"
+            ancestors.append(parent)
+            if pid == body_id:
+                break
+            parent = parent.parent
+        if nested:
+            continue
+        length = _text_len(block)
+        if not length:
+            continue
+        density = 1.0 if in_link else _link_len(block) / length
+        is_good = density < _MAX_GOOD_LINK_DENSITY and (
+            length >= _GOOD_MIN_CHARS or block.tag in ("pre", "td", "th", "h2", "h3", "h4")
+        )
+        target = good if is_good else bad
+        for node in ancestors:
+            nid = node.mem_id
+            target[nid] = target.get(nid, 0.0) + length
+            nodes.setdefault(nid, node)
+    for heading in body.css(_HEADINGS):
+        length = _text_len(heading)
+        if not length or _link_len(heading) / length < 0.9:
+            if heading.parent is None or heading.parent.tag != "a":
+                continue
+        parent = heading.parent
+        for _ in range(_ANCESTOR_LIMIT):
+            if parent is None:
+                break
+            pid = parent.mem_id
+            bad[pid] = bad.get(pid, 0.0) + _LINK_HEADING_COST
+            if pid == body_id:
+                break
+            parent = parent.parent
+    best, best_score = body, float("-inf")
+    for nid, node in nodes.items():
+        g = good.get(nid, 0.0)
+        if not g:
+            continue
+        score = g - _BAD_WEIGHT * bad.get(nid, 0.0)
+        if any(w in _POS_WORDS for w in _words(node)) or node.tag in ("article", "main"):
+            score += _POS_BONUS * g
+        if score > best_score:
+            best, best_score = node, score
+    return best
+
+
+def prune(node: LexborNode) -> None:
+    """Drop link lists and link-only headings left inside the main content."""
+    for child in node.css("ul, ol, div, section, table, h1, h2, h3, h4, h5, h6, p"):
+        length = _text_len(child)
+        if not length:
+            if child.css_first("img, pre, video") is None:
+                child.remove()
+            continue
+        density = _link_len(child) / length
+        limit = 0.9 if child.tag[0] in "hp" else 0.5
+        if density >= limit:
+            child.remove()
+
+
+def absolutize(node: LexborNode, base_url: str) -> None:
+    """Rewrite ``href`` and ``src`` below ``node`` to absolute URLs."""
+    for link in node.css("a[href]"):
+        link.attrs["href"] = urljoin(base_url, link.attrs["href"] or "")
+    for img in node.css("img[src]"):
+        img.attrs["src"] = urljoin(base_url, img.attrs["src"] or "")
+
+
+@dataclass(frozen=True, slots=True)
+class MainContent:
+    title: str
+    html: str
+    text: str
+    markdown: str
+
+
+_MARKDOWN_OPTIONS: Final = html_to_markdown.ConversionOptions(
+    extract_metadata=False,
+    heading_style="atx",
+    code_block_style="backticks",
+    autolinks=False,
+    preprocessing=html_to_markdown.PreprocessingOptions(enabled=False),
+)
+
+
+def main_tree(html: str) -> tuple[str, LexborNode | None]:
+    """Parse ``html``; returns the page title (first ``<h1>``) and the pruned main node."""
+    tree = LexborHTMLParser(html)
+    h1 = tree.css_first("h1")
+    title = h1.text(separator=" ", strip=True) if h1 is not None else ""
+    body = strip_boilerplate(tree)
+    if body is None:
+        return title, None
+    node = main_node(body)
+    for heading in node.css("h1"):
+        heading.remove()
+    prune(node)
+    return title, node
+
+
+def node_text(node: LexborNode) -> str:
+    return " ".join(node.text(deep=True, separator=" ").split())
+
+
+def extract_main(html: str, url: str = "", markdown: bool = True) -> MainContent:
+    """The main content of a page: title, cleaned HTML, text and (optionally) markdown."""
+    title, node = main_tree(html)
+    if node is None:
+        return MainContent(title, "", "", "")
+    if url:
+        absolutize(node, url)
+    body_html = node.html or ""
+    md = html_to_markdown.convert(body_html, _MARKDOWN_OPTIONS).content if markdown else ""
+    return MainContent(title, body_html, node_text(node), md or "")

@@ -1,0 +1,113 @@
+"""Write the main-content corpus: ``python -m bench.content.make_corpus``.
+
+Every page is built from a seed, so the corpus is the same on every run. For each page it writes
+``<name>.html``, ``<name>.expected.txt`` (the main content's text, the ground truth of the F1
+score) and, for pages with tables, code or links worth checking, ``<name>.expected.md``: markdown
+snippets, separated by ``<!-- snippet -->`` lines, that a good conversion contains.
+``index.json`` gives each page's URL, layout and kind.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from urllib.parse import urljoin
+
+from bench.content import layouts
+from bench.content.prose import Block, blocks_text, body, paragraph_segments, segments_text, title
+
+CORPUS = Path(__file__).with_name("corpus")
+SNIPPET_SEPARATOR = "<!-- snippet -->"
+
+# (layout, kind, size, count): 36 pages over ten layouts.
+PLAN = [
+    ("news_semantic", "news", "normal", 4),
+    ("news_hashed", "news", "normal", 4),
+    ("blog_wp", "blog", "normal", 3),
+    ("blog_wp", "blog", "short", 1),
+    ("news_td", "news", "normal", 4),
+    ("docs_sphinx", "docs", "normal", 3),
+    ("docs_mkdocs", "docs", "normal", 3),
+    ("product", "product", "normal", 3),
+    ("brief", "brief", "short", 4),
+    ("medium", "blog", "normal", 3),
+    ("forum", "forum", "normal", 4),
+]
+
+
+def forum_posts(rng: random.Random, topic: str) -> list[list[Block]]:
+    posts = []
+    for i in range(rng.randint(4, 9)):
+        post = [Block("p", paragraph_segments(rng, topic, rng.randint(1, 4), 0.15))]
+        if i and rng.random() < 0.3:
+            post.insert(0, Block("quote", paragraph_segments(rng, topic, 1, 0)))
+        if rng.random() < 0.2:
+            post.append(Block("pre", code="widgetlib --verbose --retry 3 ./input.csv\n"))
+        if rng.random() < 0.4:
+            post.append(Block("p", paragraph_segments(rng, topic, rng.randint(1, 3), 0.1)))
+        posts.append(post)
+    return posts
+
+
+def markdown_snippets(blocks: list[Block], url: str) -> list[str]:
+    out: list[str] = []
+    for b in blocks:
+        if b.kind == "table" and not any(s.startswith("|") for s in out):
+            lines = ["| " + " | ".join(b.rows[0]) + " |", "|" + " --- |" * len(b.rows[0])]
+            lines += ["| " + " | ".join(r) + " |" for r in b.rows[1:]]
+            out.append("\n".join(lines))
+        if b.kind == "pre" and not any(s.startswith("```") for s in out):
+            out.append(f"```\n{b.code.rstrip()}\n```")
+        if b.kind == "h2" and not any(s.startswith("## ") for s in out):
+            out.append("## " + segments_text(b.segs))
+        if b.kind == "figure" and not any(s.startswith("![") for s in out):
+            out.append(f"![{b.alt}]({urljoin(url, b.src)})")
+        if b.kind == "p" and not any(s.startswith("[") for s in out):
+            for kind, text, href in b.segs:
+                if kind == "a":
+                    out.append(f"[{text}]({urljoin(url, href)})")
+                    break
+    return out
+
+
+def build() -> dict[str, dict[str, str]]:
+    CORPUS.mkdir(exist_ok=True)
+    for old in CORPUS.iterdir():
+        old.unlink()
+    index: dict[str, dict[str, str]] = {}
+    seed = 0
+    for layout, kind, size, count in PLAN:
+        for n in range(count):
+            seed += 1
+            rng = random.Random(seed * 7919)
+            topic = rng.choice(["city", "science", "tech", "food", "sport"])
+            if kind in ("docs", "blog") and rng.random() < 0.6:
+                topic = "tech"
+            name = f"{seed:02d}-{layout.replace('_', '-')}"
+            t = title(rng, topic, rng.randint(6, 10))
+            url = f"https://www.{layout.split('_')[0]}{n}.example/{topic}/2024/{name}.html"
+            if kind == "forum":
+                posts = forum_posts(rng, topic)
+                html = layouts.forum(rng, posts, topic, url, t)
+                blocks = [b for post in posts for b in post]
+            else:
+                blocks = body(rng, kind, topic, size)
+                if layout == "docs_mkdocs":
+                    blocks.insert(2, Block("note", paragraph_segments(rng, topic, 2, 0.2)))
+                html = getattr(layouts, layout)(rng, blocks, topic, url, t)
+            (CORPUS / f"{name}.html").write_text(html)
+            (CORPUS / f"{name}.expected.txt").write_text(blocks_text(blocks) + "\n")
+            if any(b.kind in ("table", "pre") for b in blocks) and kind != "forum":
+                snippets = markdown_snippets(blocks, url)
+                (CORPUS / f"{name}.expected.md").write_text(
+                    f"\n{SNIPPET_SEPARATOR}\n".join(snippets) + "\n"
+                )
+            index[name] = {"url": url, "layout": layout, "kind": kind}
+    (CORPUS / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    return index
+
+
+if __name__ == "__main__":
+    pages = build()
+    print(f"{len(pages)} pages written to {CORPUS}")
