@@ -14,13 +14,13 @@ import random
 from pathlib import Path
 from urllib.parse import urljoin
 
-from bench.content import layouts
+from bench.content import holdout, layouts
 from bench.content.prose import Block, blocks_text, body, paragraph_segments, segments_text, title
 
 CORPUS = Path(__file__).with_name("corpus")
 SNIPPET_SEPARATOR = "<!-- snippet -->"
 
-# (layout, kind, size, count): 36 pages over ten layouts.
+# (layout, kind, size, count): 36 pages over ten layouts, the prototype's tuning set.
 PLAN = [
     ("news_semantic", "news", "normal", 4),
     ("news_hashed", "news", "normal", 4),
@@ -34,6 +34,31 @@ PLAN = [
     ("medium", "blog", "normal", 3),
     ("forum", "forum", "normal", 4),
 ]
+
+# Written after the prototype was frozen; ``index.json`` marks these pages ``"split": "holdout"``.
+HOLDOUT_PLAN = [
+    ("reuters_like", "news", "normal", 2),
+    ("bbc_like", "news", "normal", 2),
+    ("legacy_table", "news", "normal", 2),
+    ("qa_like", "forum", "normal", 2),
+    ("recipe_blog", "blog", "normal", 2),
+    ("docs_rtd", "docs", "normal", 2),
+    ("shopify", "product", "normal", 1),
+]
+
+
+def recipe_card(rng: random.Random) -> list[Block]:
+    foods = ["flour", "butter", "sugar", "tomatoes", "olive oil", "cheese", "basil"]
+    return [
+        Block("h2", [("t", title(rng, "food", 3), "")]),
+        Block("h3", [("t", "Ingredients", "")]),
+        Block(
+            "ul",
+            items=[[("t", f"{rng.randint(1, 500)} g {rng.choice(foods)}", "")] for _ in range(6)],
+        ),
+        Block("h3", [("t", "Instructions", "")]),
+        Block("ol", items=[paragraph_segments(rng, "food", 1, 0) for _ in range(5)]),
+    ]
 
 
 def forum_posts(rng: random.Random, topic: str) -> list[list[Block]]:
@@ -77,7 +102,9 @@ def build() -> dict[str, dict[str, str]]:
         old.unlink()
     index: dict[str, dict[str, str]] = {}
     seed = 0
-    for layout, kind, size, count in PLAN:
+    plan = [(*row, "tuning") for row in PLAN] + [(*row, "holdout") for row in HOLDOUT_PLAN]
+    for layout, kind, size, count, split in plan:
+        module = layouts if split == "tuning" else holdout
         for n in range(count):
             seed += 1
             rng = random.Random(seed * 7919)
@@ -89,13 +116,15 @@ def build() -> dict[str, dict[str, str]]:
             url = f"https://www.{layout.split('_')[0]}{n}.example/{topic}/2024/{name}.html"
             if kind == "forum":
                 posts = forum_posts(rng, topic)
-                html = layouts.forum(rng, posts, topic, url, t)
+                html = getattr(module, layout)(rng, posts, topic, url, t)
                 blocks = [b for post in posts for b in post]
             else:
                 blocks = body(rng, kind, topic, size)
                 if layout == "docs_mkdocs":
                     blocks.insert(2, Block("note", paragraph_segments(rng, topic, 2, 0.2)))
-                html = getattr(layouts, layout)(rng, blocks, topic, url, t)
+                if layout == "recipe_blog":
+                    blocks += recipe_card(rng)
+                html = getattr(module, layout)(rng, blocks, topic, url, t)
             (CORPUS / f"{name}.html").write_text(html)
             (CORPUS / f"{name}.expected.txt").write_text(blocks_text(blocks) + "\n")
             if any(b.kind in ("table", "pre") for b in blocks) and kind != "forum":
@@ -103,7 +132,7 @@ def build() -> dict[str, dict[str, str]]:
                 (CORPUS / f"{name}.expected.md").write_text(
                     f"\n{SNIPPET_SEPARATOR}\n".join(snippets) + "\n"
                 )
-            index[name] = {"url": url, "layout": layout, "kind": kind}
+            index[name] = {"url": url, "layout": layout, "kind": kind, "split": split}
     (CORPUS / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
 

@@ -69,6 +69,7 @@ class Page:
     name: str
     url: str
     layout: str
+    split: str
     html: str
     expected: str
     snippets: list[str]
@@ -87,6 +88,7 @@ def load_pages(pattern: str = "*") -> list[Page]:
                 name,
                 meta["url"],
                 meta["layout"],
+                meta.get("split", "tuning"),
                 (CORPUS / f"{name}.html").read_text(),
                 (CORPUS / f"{name}.expected.txt").read_text(),
                 [s.strip() for s in snippets if s.strip()],
@@ -194,13 +196,14 @@ def text_table(runs: dict[str, Run]) -> list[str]:
     return rows
 
 
-def per_layout_table(runs: dict[str, Run], pages: list[Page]) -> list[str]:
-    layouts = sorted({p.layout for p in pages})
-    rows = ["| candidate | " + " | ".join(layouts) + " |", "|---" * (len(layouts) + 1) + "|"]
+def grouped_table(runs: dict[str, Run], pages: list[Page], attr: str) -> list[str]:
+    """F1 macro of each candidate per value of ``attr`` (``layout`` or ``split``)."""
+    groups = sorted({getattr(p, attr) for p in pages})
+    rows = ["| candidate | " + " | ".join(groups) + " |", "|---" * (len(groups) + 1) + "|"]
     for name, run in runs.items():
         cells = []
-        for layout in layouts:
-            f1s = [run.scores[p.name].f1 for p in pages if p.layout == layout]
+        for group in groups:
+            f1s = [run.scores[p.name].f1 for p in pages if getattr(p, attr) == group]
             cells.append(f"{statistics.mean(f1s):.2f}")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return rows
@@ -232,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = measure(pages, text, args.repeat, args.budget, text_quality)
     print("\n".join(text_table(runs)) + "\n")
+    print("F1 macro per split (lexbor_main was tuned on `tuning` only):\n")
+    print("\n".join(grouped_table(runs, pages, "split")) + "\n")
     print("F1 macro per layout:\n")
-    print("\n".join(per_layout_table(runs, pages)) + "\n")
+    print("\n".join(grouped_table(runs, pages, "layout")) + "\n")
     if args.per_page:
         for page in pages:
             f1s = " ".join(f"{runs[n].scores[page.name].f1:.3f}" for n in runs)
@@ -242,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
     md_pages = [p for p in pages if p.snippets]
     fragments = [
-        Page(p.name, p.url, p.layout, lexbor_main.extract_main(p.html, p.url, False).html,
+        Page(p.name, p.url, p.layout, p.split, lexbor_main.extract_main(p.html, p.url, False).html,
              p.expected, p.snippets)
         for p in md_pages
     ]  # fmt: skip
