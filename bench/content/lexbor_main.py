@@ -63,10 +63,12 @@ _MAX_GOOD_LINK_DENSITY: Final = 0.35
 _BAD_WEIGHT: Final = 1.0
 _POS_BONUS: Final = 0.15
 _ANCESTOR_LIMIT: Final = 12
-# A heading that is all link is a teaser's title; a container pays this many characters for each,
-# about a teaser's summary, so that a list of teasers does not join the article beside it.
-_LINK_HEADING_COST: Final = 200.0
-_HEADINGS: Final = "h2, h3, h4, h5, h6"
+# A teaser's title is a link that is a heading, holds one, or stands outside any text block with
+# a headline's length. A container pays this many characters for each, about a teaser's summary,
+# so that a list of teasers does not join the article beside it.
+_TEASER_TITLE_COST: Final = 200.0
+_TEASER_TITLE_MIN_CHARS: Final = 25
+_HEADING_TAGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def _words(node: LexborNode) -> list[str]:
@@ -88,6 +90,30 @@ def _text_len(node: LexborNode) -> int:
 
 def _link_len(node: LexborNode) -> int:
     return sum(_text_len(a) for a in node.css("a"))
+
+
+def _teaser_title(link: LexborNode, block_ids: set[int]) -> tuple[bool, int]:
+    """Whether ``link`` is a teaser's title, and the id of the text block it starts (or 0).
+
+    A teaser title is a heading that is a link, a link holding a heading, or a headline-long link
+    that starts its block or stands outside any (a card: title link, then a summary)."""
+    if link.css_first("h2, h3, h4, h5, h6") is not None:
+        return True, 0
+    parent = link.parent
+    for _ in range(4):
+        if parent is None:
+            break
+        if parent.mem_id in block_ids:
+            if parent.tag in _HEADING_TAGS:
+                return True, 0
+            text = link.text(deep=True, separator=" ", strip=True)
+            if len(text) < _TEASER_TITLE_MIN_CHARS:
+                return False, 0
+            if parent.text(deep=True, separator=" ", strip=True).startswith(text):
+                return True, parent.mem_id
+            return False, 0
+        parent = parent.parent
+    return _text_len(link) >= _TEASER_TITLE_MIN_CHARS, 0
 
 
 def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
@@ -120,8 +146,25 @@ def main_node(body: LexborNode) -> LexborNode:
     bad: dict[int, float] = {}
     nodes: dict[int, LexborNode] = {}
     body_id = body.mem_id
+    # A block that a teaser's title starts (a card in a list item) is not article text.
+    teaser_blocks: set[int] = set()
+    for link in body.css("a"):
+        is_title, block_id = _teaser_title(link, block_ids)
+        if not is_title:
+            continue
+        teaser_blocks.add(block_id)
+        parent = link.parent
+        for _ in range(_ANCESTOR_LIMIT):
+            if parent is None:
+                break
+            pid = parent.mem_id
+            bad[pid] = bad.get(pid, 0.0) + _TEASER_TITLE_COST
+            if pid == body_id:
+                break
+            parent = parent.parent
     for block in blocks:
-        ancestors: list[LexborNode] = []
+        # A table cell of a table layout can be the whole article, so it competes too.
+        ancestors: list[LexborNode] = [block] if block.tag in ("td", "th") else []
         nested = in_link = False
         parent = block.parent
         while parent is not None and len(ancestors) < _ANCESTOR_LIMIT:
@@ -140,28 +183,16 @@ def main_node(body: LexborNode) -> LexborNode:
         if not length:
             continue
         density = 1.0 if in_link else _link_len(block) / length
-        is_good = density < _MAX_GOOD_LINK_DENSITY and (
-            length >= _GOOD_MIN_CHARS or block.tag in ("pre", "td", "th", "h2", "h3", "h4")
+        is_good = (
+            block.mem_id not in teaser_blocks
+            and density < _MAX_GOOD_LINK_DENSITY
+            and (length >= _GOOD_MIN_CHARS or block.tag in ("pre", "td", "th", "h2", "h3", "h4"))
         )
         target = good if is_good else bad
         for node in ancestors:
             nid = node.mem_id
             target[nid] = target.get(nid, 0.0) + length
             nodes.setdefault(nid, node)
-    for heading in body.css(_HEADINGS):
-        length = _text_len(heading)
-        if not length or _link_len(heading) / length < 0.9:
-            if heading.parent is None or heading.parent.tag != "a":
-                continue
-        parent = heading.parent
-        for _ in range(_ANCESTOR_LIMIT):
-            if parent is None:
-                break
-            pid = parent.mem_id
-            bad[pid] = bad.get(pid, 0.0) + _LINK_HEADING_COST
-            if pid == body_id:
-                break
-            parent = parent.parent
     best, best_score = body, float("-inf")
     for nid, node in nodes.items():
         g = good.get(nid, 0.0)
