@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 from urllib.parse import urljoin
 
-from bench.content import holdout, layouts
+from bench.content import holdout, holdout2, layouts
 from bench.content.prose import Block, blocks_text, body, paragraph_segments, segments_text, title
 
 CORPUS = Path(__file__).with_name("corpus")
@@ -44,6 +44,16 @@ HOLDOUT_PLAN = [
     ("recipe_blog", "blog", "normal", 2),
     ("docs_rtd", "docs", "normal", 2),
     ("shopify", "product", "normal", 1),
+]
+
+# Written after the prototype was frozen again (commit d5180c6): ``"split": "holdout2"``.
+HOLDOUT2_PLAN = [
+    ("guardian_like", "news", "normal", 2),
+    ("ghost_blog", "blog", "normal", 2),
+    ("br_divs", "news", "normal", 2),
+    ("tailwind", "blog", "normal", 2),
+    ("wiki_like", "docs", "normal", 2),
+    ("discourse", "forum", "normal", 2),
 ]
 
 
@@ -103,8 +113,10 @@ def build() -> dict[str, dict[str, str]]:
     index: dict[str, dict[str, str]] = {}
     seed = 0
     plan = [(*row, "tuning") for row in PLAN] + [(*row, "holdout") for row in HOLDOUT_PLAN]
+    plan += [(*row, "holdout2") for row in HOLDOUT2_PLAN]
+    modules = {"tuning": layouts, "holdout": holdout, "holdout2": holdout2}
     for layout, kind, size, count, split in plan:
-        module = layouts if split == "tuning" else holdout
+        module = modules[split]
         for n in range(count):
             seed += 1
             rng = random.Random(seed * 7919)
