@@ -69,6 +69,10 @@ _ANCESTOR_LIMIT: Final = 12
 _TEASER_TITLE_COST: Final = 200.0
 _TEASER_TITLE_MIN_CHARS: Final = 25
 _HEADING_TAGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_INLINE_TAGS: Final = frozenset(
+    """a abbr b bdi bdo big br cite code data del dfn em font i ins kbd mark q s samp small
+    span strike strong sub sup time tt u var wbr""".split()
+)
 
 
 def _words(node: LexborNode) -> list[str]:
@@ -90,6 +94,54 @@ def _text_len(node: LexborNode) -> int:
 
 def _link_len(node: LexborNode) -> int:
     return sum(_text_len(a) for a in node.css("a"))
+
+
+def _loose_text(body: LexborNode, block_ids: set[int]) -> dict[int, tuple[LexborNode, int, int]]:
+    """Text outside every text block (``<div>text<br><br>more</div>``), by the element holding it.
+
+    Returns, per element id: the element, its loose text length and how much of it is link text.
+    """
+    inside: dict[int, bool] = {}  # element id -> inside a text block (memo)
+
+    def in_block(node: LexborNode) -> bool:
+        path: list[int] = []
+        found = False
+        current: LexborNode | None = node
+        while current is not None:
+            cid = current.mem_id
+            if cid in inside:
+                found = inside[cid]
+                break
+            if cid in block_ids:
+                found = True
+                break
+            path.append(cid)
+            if cid == body_id:
+                break
+            current = current.parent
+        for cid in path:
+            inside[cid] = found
+        return found
+
+    body_id = body.mem_id
+    loose: dict[int, tuple[LexborNode, int, int]] = {}
+    for node in body.traverse(include_text=True):
+        if not node.is_text_node:
+            continue
+        length = len((node.text_content or "").strip())
+        if not length:
+            continue
+        holder = node.parent
+        in_link = False
+        while holder is not None and holder.tag in _INLINE_TAGS:
+            in_link = in_link or holder.tag == "a"
+            holder = holder.parent
+        if holder is None or in_block(holder):
+            continue
+        hid = holder.mem_id
+        _, total, linked = loose.get(hid, (holder, 0, 0))
+        loose[hid] = (holder, total + length, linked + (length if in_link else 0))
+    return loose
 
 
 def _teaser_title(link: LexborNode, block_ids: set[int]) -> tuple[bool, int]:
@@ -193,6 +245,20 @@ def main_node(body: LexborNode) -> LexborNode:
             nid = node.mem_id
             target[nid] = target.get(nid, 0.0) + length
             nodes.setdefault(nid, node)
+    # Text outside any block counts for the element that holds it and that element's ancestors.
+    for holder, length, linked in _loose_text(body, block_ids).values():
+        is_good = length >= _GOOD_MIN_CHARS and linked / length < _MAX_GOOD_LINK_DENSITY
+        target = good if is_good else bad
+        node: LexborNode | None = holder
+        for _ in range(_ANCESTOR_LIMIT):
+            if node is None:
+                break
+            key = node.mem_id
+            target[key] = target.get(key, 0.0) + length
+            nodes.setdefault(key, node)
+            if key == body_id:
+                break
+            node = node.parent
     best, best_score = body, float("-inf")
     for nid, node in nodes.items():
         g = good.get(nid, 0.0)
