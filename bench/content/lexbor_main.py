@@ -4,12 +4,15 @@ The page is parsed once with lexbor (selectolax). ``strip_boilerplate`` removes 
 content: unrendered elements, hidden elements, forms, ``nav``/``aside``/``footer``/``header`` and
 elements whose class or id names boilerplate (``comment``, ``share``, ``sidebar``, ``cookie``...),
 unless that element holds most of the page's text. ``main_node`` then scores every ancestor of
-the page's text blocks (paragraphs, list items, cells, code, headings) by the text of its good
-blocks (long enough, few links) minus the text of its bad ones (short or link-dense), and keeps
+the page's text (blocks: paragraphs, list items, cells, code, headings; and text outside any
+block, as in ``<div>text<br><br>more</div>``) by the characters of its good text (long enough,
+few links) minus those of its bad text (short or link-dense) and minus a fixed cost per teaser
+title (a link that is or holds a heading, or a headline-long link that starts a card), and keeps
 the best; ``prune`` drops link-dense lists and link-only headings inside it.
 
 ``extract_main(html, url)`` returns the title (first ``<h1>``, taken out of the body), the cleaned
 body HTML with absolute URLs, its text, and its markdown (html-to-markdown on the body HTML).
+The tree is changed in place: parse a tree of its own for it.
 """
 
 from __future__ import annotations
@@ -190,6 +193,26 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
     return body
 
 
+def _credit(
+    start: LexborNode,
+    amount: float,
+    target: dict[int, float],
+    nodes: dict[int, LexborNode],
+    body_id: int,
+) -> None:
+    """Add ``amount`` to ``start`` and its ancestors, up to the body or the ancestor limit."""
+    node: LexborNode | None = start
+    for _ in range(_ANCESTOR_LIMIT):
+        if node is None:
+            return
+        key = node.mem_id
+        target[key] = target.get(key, 0.0) + amount
+        nodes.setdefault(key, node)
+        if key == body_id:
+            return
+        node = node.parent
+
+
 def main_node(body: LexborNode) -> LexborNode:
     """The element that holds the main content of an already stripped body."""
     blocks = body.css(_BLOCKS)
@@ -205,15 +228,8 @@ def main_node(body: LexborNode) -> LexborNode:
         if not is_title:
             continue
         teaser_blocks.add(block_id)
-        parent = link.parent
-        for _ in range(_ANCESTOR_LIMIT):
-            if parent is None:
-                break
-            pid = parent.mem_id
-            bad[pid] = bad.get(pid, 0.0) + _TEASER_TITLE_COST
-            if pid == body_id:
-                break
-            parent = parent.parent
+        if link.parent is not None:
+            _credit(link.parent, _TEASER_TITLE_COST, bad, nodes, body_id)
     for block in blocks:
         # A table cell of a table layout can be the whole article, so it competes too.
         ancestors: list[LexborNode] = [block] if block.tag in ("td", "th") else []
@@ -249,26 +265,17 @@ def main_node(body: LexborNode) -> LexborNode:
     for holder, length, linked in _loose_text(body, block_ids).values():
         is_good = length >= _GOOD_MIN_CHARS and linked / length < _MAX_GOOD_LINK_DENSITY
         target = good if is_good else bad
-        node: LexborNode | None = holder
-        for _ in range(_ANCESTOR_LIMIT):
-            if node is None:
-                break
-            key = node.mem_id
-            target[key] = target.get(key, 0.0) + length
-            nodes.setdefault(key, node)
-            if key == body_id:
-                break
-            node = node.parent
+        _credit(holder, length, target, nodes, body_id)
     best, best_score = body, float("-inf")
-    for nid, node in nodes.items():
+    for nid, candidate in nodes.items():
         g = good.get(nid, 0.0)
         if not g:
             continue
         score = g - _BAD_WEIGHT * bad.get(nid, 0.0)
-        if any(w in _POS_WORDS for w in _words(node)) or node.tag in ("article", "main"):
+        if any(w in _POS_WORDS for w in _words(candidate)) or candidate.tag in ("article", "main"):
             score += _POS_BONUS * g
         if score > best_score:
-            best, best_score = node, score
+            best, best_score = candidate, score
     return best
 
 
@@ -281,7 +288,7 @@ def prune(node: LexborNode) -> None:
                 child.remove()
             continue
         density = _link_len(child) / length
-        limit = 0.9 if child.tag[0] in "hp" else 0.5
+        limit = 0.9 if (child.tag or "")[:1] in ("h", "p") else 0.5
         if density >= limit:
             child.remove()
 

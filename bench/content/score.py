@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.content import candidates, lexbor_main
+from bench.content import candidates, lexbor_main, realset
 from bench.content.make_corpus import CORPUS, SNIPPET_SEPARATOR
 
 BASELINE = "trafilatura extract"
@@ -142,7 +142,14 @@ def measure(
     pages: list[Page], table: dict[str, Callable[[str, str], str]], repeat: int, budget: float,
     quality: Callable[[str, Page, Run], None],
 ) -> dict[str, Run]:  # fmt: skip
-    runs = {name: Run() for name in table}
+    return measure_with(pages, table, repeat, budget, quality, {})
+
+
+def measure_with(
+    pages: list[Page], table: dict[str, Callable[[str, str], str]], repeat: int, budget: float,
+    quality: Callable[[str, Page, Run], None], runs: dict[str, Run],
+) -> dict[str, Run]:  # fmt: skip
+    runs.update({name: Run() for name in table})
     deadline = time.monotonic() + budget
     for page in pages:
         for name, fn in table.items():
@@ -227,9 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=60.0, help="seconds of timing per table")
     parser.add_argument("--pages", default="*", help="glob on page names")
     parser.add_argument("--per-page", action="store_true", help="print every page's F1")
+    parser.add_argument("--real", type=Path, help="a checkout of the ScrapingHub benchmark")
     args = parser.parse_args(argv)
-    pages = load_pages(args.pages)
     text = candidates.available(candidates.TEXT_CANDIDATES)
+    if args.real:
+        return score_real(args.real, text, args.repeat, args.budget)
+    pages = load_pages(args.pages)
     missing = set(candidates.TEXT_CANDIDATES) - set(text)
     print(f"{len(pages)} pages; not installed: {', '.join(sorted(missing)) or 'none'}\n")
 
@@ -271,6 +281,32 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(markdown_table(converters, base)) + "\n")
     print("Whole pipelines, page to main-content markdown:\n")
     print("\n".join(markdown_table(pipelines, base)))
+    return 0
+
+
+def score_real(
+    directory: Path, text: dict[str, Callable[[str, str], str]], repeat: int, budget: float
+) -> int:
+    pages = [
+        Page(name, url, "real", "real", html, body, [])
+        for name, url, html, body in realset.load(directory)
+    ]
+    outputs: dict[str, dict[str, str]] = {name: {} for name in text}
+
+    def keep(out: str, page: Page, run: Run) -> None:
+        text_quality(out, page, run)
+        outputs[next(n for n, r in runs_ref.items() if r is run)][page.name] = out
+
+    runs_ref: dict[str, Run] = {}
+    runs = measure_with(pages, text, repeat, budget, keep, runs_ref)
+    print(f"{len(pages)} real pages (ScrapingHub article-extraction benchmark)\n")
+    print("\n".join(text_table(runs)) + "\n")
+    print("The benchmark's own figure (4-gram shingles, as its published table):\n")
+    print("| candidate | precision | recall | F1 |\n|---|---|---|---|")
+    for name in runs:
+        pairs = [(p.expected, outputs[name][p.name]) for p in pages]
+        p, r, f = realset.shingle_f1(pairs)
+        print(f"| {name} | {p:.3f} | {r:.3f} | {f:.3f} |")
     return 0
 
 
