@@ -29,15 +29,17 @@ __all__ = ["MainContent", "extract_main", "main_node", "prune", "strip_boilerpla
 
 _UNRENDERED: Final = [
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed",
-    "form", "input", "button", "select", "textarea", "label", "dialog", "link", "meta",
+    "input", "button", "select", "textarea", "label", "dialog", "link", "meta",
 ]  # fmt: skip
-_STRUCTURAL: Final = "nav, aside, footer, header"
+# ASP.NET and some CMSs wrap the whole page in one <form>: forms are removed only when small.
+_STRUCTURAL: Final = "nav, aside, footer, header, form"
 _HIDDEN: Final = (
     "[hidden], [aria-hidden=true], [style*='display:none' i], [style*='display: none' i], "
     "[style*='visibility:hidden' i], [style*='visibility: hidden' i], [role=dialog], "
     "[role=navigation], [role=complementary], [role=banner], [role=contentinfo], [role=search]"
 )
 _NAMED: Final = "[class], [id]"
+_LINK_HEADINGS: Final = "h2 a, h3 a, h4 a, a h2, a h3, a h4"
 
 # Class and id words that name boilerplate: a word matches when it equals one of _NEG_WORDS or
 # contains one of _NEG_PARTS (``sphinxsidebar``, ``commentlist``, ``td-post-sharing``...).
@@ -56,7 +58,7 @@ _NEG_PARTS: Final = (
 )  # fmt: skip
 _POS_WORDS: Final = frozenset(
     """content entry article post body story text main markdown prose typeset
-    articlebody postbody rich""".split()
+    articlebody postbody rich blog""".split()
 )
 _WORD_SPLIT: Final = re.compile(r"[\s_\-]+")
 
@@ -188,8 +190,21 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
     for node in body.css(_NAMED):
         if node.tag in ("html", "body", "main", "article"):
             continue
-        if _is_boilerplate_name(_words(node)) and _text_len(node) < keep_above:
-            node.remove()
+        words = _words(node)
+        if not _is_boilerplate_name(words):
+            continue
+        length = _text_len(node)
+        # ``field-name-body field-label-hidden``, ``l-sidebar-fixed l-article-body-segment``: a
+        # content word, or the page's <h1>, beside a boilerplate word marks a wrapper.
+        if length >= keep_above or node.css_first("h1") is not None:
+            continue
+        if (
+            any(w in _POS_WORDS for w in words)
+            and length >= total * 0.2
+            and len(node.css(_LINK_HEADINGS)) < 3  # ``content-list trending``: a teaser list
+        ):
+            continue
+        node.remove()
     return body
 
 
