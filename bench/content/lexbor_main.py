@@ -39,7 +39,6 @@ _HIDDEN: Final = (
     "[role=navigation], [role=complementary], [role=banner], [role=contentinfo], [role=search]"
 )
 _NAMED: Final = "[class], [id]"
-_LINK_HEADINGS: Final = "h2 a, h3 a, h4 a, a h2, a h3, a h4"
 
 # Class and id words that name boilerplate: a word matches when it equals one of _NEG_WORDS or
 # contains one of _NEG_PARTS (``sphinxsidebar``, ``commentlist``, ``td-post-sharing``...).
@@ -49,12 +48,19 @@ _NEG_WORDS: Final = frozenset(
     more upsells crosssells reviews review rating rail toc toctree pager pagination
     actions action buttons btn print hidden postprofile profile signature jumpbox
     breadcrumb breadcrumbs skip subscribe newsletter masthead colophon secondary
-    outbrain taboola disqus related share sharing social""".split()
+    outbrain taboola disqus related share sharing social credit credits""".split()
 )
 _NEG_PARTS: Final = (
     "sidebar", "comment", "share", "social", "cookie", "newsletter", "banner", "breadcrumb",
     "related", "advert", "widget", "footer", "header", "menu", "navbar", "nav", "popup", "modal",
     "signature", "sponsor", "subscribe", "pagination", "respond", "overlay", "sr-only",
+)  # fmt: skip
+# Words that a wrapper of the article never carries (``content-list trending``), unlike
+# ``sidebar`` or ``hidden`` (``l-sidebar-fixed l-article-body-segment``).
+_STRONG_NEG_PARTS: Final = (
+    "comment", "related", "trending", "popular", "recommend", "share", "sharing", "social",
+    "cookie", "consent", "newsletter", "subscribe", "advert", "sponsor", "promo", "outbrain",
+    "taboola", "disqus", "breadcrumb",
 )  # fmt: skip
 _POS_WORDS: Final = frozenset(
     """content entry article post body story text main markdown prose typeset
@@ -201,7 +207,7 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
         if (
             any(w in _POS_WORDS for w in words)
             and length >= total * 0.2
-            and len(node.css(_LINK_HEADINGS)) < 3  # ``content-list trending``: a teaser list
+            and not any(p in w for w in words for p in _STRONG_NEG_PARTS)
         ):
             continue
         node.remove()
