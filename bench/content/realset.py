@@ -22,13 +22,32 @@ _TOKEN = re.compile(r"\w+")
 
 
 def load(directory: Path) -> list[tuple[str, str, str, str]]:
-    """(name, url, html, expected body) for every page of the benchmark."""
+    """(name, url, html, expected body) for every page of the benchmark.
+
+    A directory of ``*/source.html`` and ``*/expected.html`` (mozilla/readability's
+    ``test/test-pages``) is read too: its expected text is Readability.js's output, real pages
+    but a machine's ground truth."""
+    if not (directory / "ground-truth.json").exists():
+        return _load_readability(directory)
     truth = json.loads((directory / "ground-truth.json").read_text())
     pages = []
     for name, item in sorted(truth.items()):
         raw = gzip.decompress((directory / "html" / f"{name}.html.gz").read_bytes())
         html = raw.decode("utf-8", errors="replace")
         pages.append((name, item.get("url", ""), html, item.get("articleBody", "")))
+    return pages
+
+
+def _load_readability(directory: Path) -> list[tuple[str, str, str, str]]:
+    from selectolax.lexbor import LexborHTMLParser
+
+    pages = []
+    for case in sorted(p for p in directory.iterdir() if (p / "expected.html").exists()):
+        expected = LexborHTMLParser((case / "expected.html").read_text(errors="replace"))
+        root = expected.body or expected.root
+        text = root.text(separator=" ") if root is not None else ""
+        url = f"http://fakehost/{case.name}/"  # the URL readability's tests use
+        pages.append((case.name, url, (case / "source.html").read_text(errors="replace"), text))
     return pages
 
 

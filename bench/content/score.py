@@ -299,7 +299,7 @@ def score_real(
 
     runs_ref: dict[str, Run] = {}
     runs = measure_with(pages, text, repeat, budget, keep, runs_ref)
-    print(f"{len(pages)} real pages (ScrapingHub article-extraction benchmark)\n")
+    print(f"{len(pages)} real pages from {directory}\n")
     print("\n".join(text_table(runs)) + "\n")
     print("The benchmark's own figure (4-gram shingles, as its published table):\n")
     print("| candidate | precision | recall | F1 |\n|---|---|---|---|")
