@@ -45,7 +45,7 @@ _NAMED: Final = "[class], [id]"
 _NEG_WORDS: Final = frozenset(
     """ad ads adv advert advertisement adslot rec gpt dfp sponsor sponsored promo promoted
     byline author bio meta tags tag tagcloud cc consent gdpr popular trending recommended
-    more upsells crosssells reviews review rating rail toc toctree pager pagination
+    more upsells crosssells reviews review rating toc toctree pager pagination
     actions action buttons btn print hidden postprofile profile signature jumpbox
     breadcrumb breadcrumbs skip subscribe newsletter masthead colophon secondary
     outbrain taboola disqus related share sharing social credit credits""".split()
