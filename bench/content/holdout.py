@@ -98,6 +98,7 @@ def legacy_table(rng: random.Random, blocks: list[Block], topic: str, url: str, 
         if b.kind in ("ul", "ol", "table", "pre")
         else segments_html(b.segs)
         for b in blocks
+        if b.kind != "figure"  # a caption without <figure> would be a paragraph
     )
     left = "<br>".join(
         f"<a href='/{s.lower()}.htm'>{s}</a>" for s in bp.SECTIONS[: rng.randint(12, 20)]

@@ -91,8 +91,9 @@ def ghost_blog(rng: random.Random, blocks: list[Block], topic: str, url: str, t:
 def br_divs(rng: random.Random, blocks: list[Block], topic: str, url: str, t: str) -> str:
     """Old CMS: story text in a div, paragraphs separated by <br><br>; sidebars of text."""
     body = "<br><br>".join(
-        segments_html(b.segs) if b.kind in ("p", "h2", "h3", "quote", "figure") else b.to_html()
+        segments_html(b.segs) if b.kind in ("p", "h2", "h3", "quote") else b.to_html()
         for b in blocks
+        if b.kind != "figure"  # a caption without <figure> would be a paragraph
     )
     side = "".join(
         f"<div class='box'><b>{bp.h(title(rng, rng.choice(TOPIC_NAMES), 4))}</b><br>{bp.h(sentence(rng, rng.choice(TOPIC_NAMES)))} "

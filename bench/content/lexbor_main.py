@@ -32,7 +32,7 @@ _UNRENDERED: Final = [
     "input", "button", "select", "textarea", "label", "dialog", "link", "meta",
 ]  # fmt: skip
 # ASP.NET and some CMSs wrap the whole page in one <form>: forms are removed only when small.
-_STRUCTURAL: Final = "nav, aside, footer, header, form"
+_STRUCTURAL: Final = "nav, aside, footer, header, form, figcaption"
 _HIDDEN: Final = (
     "[hidden], [aria-hidden=true], [style*='display:none' i], [style*='display: none' i], "
     "[style*='visibility:hidden' i], [style*='visibility: hidden' i], [role=dialog], "
@@ -48,7 +48,8 @@ _NEG_WORDS: Final = frozenset(
     more upsells crosssells reviews review rating toc toctree pager pagination
     actions action buttons btn print hidden postprofile profile signature jumpbox
     breadcrumb breadcrumbs skip subscribe newsletter masthead colophon secondary
-    outbrain taboola disqus related share sharing social credit credits""".split()
+    outbrain taboola disqus related share sharing social credit credits caption captions
+    dateline timestamp date updated published""".split()
 )
 _NEG_PARTS: Final = (
     "sidebar", "comment", "share", "social", "cookie", "newsletter", "banner", "breadcrumb",

@@ -182,7 +182,9 @@ class Block:
 
     def to_text(self) -> str:
         k = self.kind
-        if k in ("p", "h2", "h3", "quote", "figure"):
+        if k == "figure":
+            return ""  # captions are not body text, as in the ScrapingHub benchmark's articleBody
+        if k in ("p", "h2", "h3", "quote"):
             return segments_text(self.segs)
         if k == "note":
             return "Note\n" + segments_text(self.segs)
@@ -308,4 +310,4 @@ def blocks_html(blocks: list[Block], p_attr: str = "") -> list[str]:
 
 
 def blocks_text(blocks: list[Block]) -> str:
-    return "\n\n".join(b.to_text() for b in blocks)
+    return "\n\n".join(t for t in (b.to_text() for b in blocks) if t)
