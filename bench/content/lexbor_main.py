@@ -25,7 +25,16 @@ from urllib.parse import urljoin
 import html_to_markdown
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-__all__ = ["MainContent", "extract_main", "main_node", "prune", "strip_boilerplate"]
+__all__ = [
+    "MainContent",
+    "absolutize",
+    "extract_main",
+    "main_node",
+    "main_tree",
+    "node_text",
+    "prune",
+    "strip_boilerplate",
+]
 
 _UNRENDERED: Final = [
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed",

@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = measure(pages, text, args.repeat, args.budget, text_quality)
     print("\n".join(text_table(runs)) + "\n")
-    print("F1 macro per split (lexbor_main was tuned on `tuning` only):\n")
+    print("F1 macro per split (holdout was written blind to lexbor_main 54cdd90, holdout2 to")
+    print("d5180c6; both have been seen since, see docs/content.md):\n")
     print("\n".join(grouped_table(runs, pages, "split")) + "\n")
     print("F1 macro per layout:\n")
     print("\n".join(grouped_table(runs, pages, "layout")) + "\n")
@@ -307,6 +308,17 @@ def score_real(
         pairs = [(p.expected, outputs[name][p.name]) for p in pages]
         p, r, f = realset.shingle_f1(pairs)
         print(f"| {name} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    pipelines = measure(
+        pages,
+        candidates.available(candidates.MARKDOWN_PIPELINES),
+        repeat,
+        budget,
+        lambda out, page, run: None,
+    )
+    print("\nWhole pipelines, page to main-content markdown (time only):\n")
+    print("| markdown | ms/page (median) | vs trafilatura extract |\n|---|---|---|")
+    for name, run in pipelines.items():
+        print(f"| {name} | {ms(run)} | {ratio(run, runs.get(BASELINE))} |")
     return 0
 
 
