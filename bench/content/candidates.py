@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from selectolax.lexbor import LexborHTMLParser
 
-from bench.content import lexbor_main
+from service.extraction import main_content as lexbor_main
 
 Extractor = Callable[[str, str], str]
 

@@ -1,7 +1,7 @@
 """The ScrapingHub article-extraction benchmark as a second, real corpus.
 
-181 real article pages with their ``articleBody`` (https://github.com/scrapinghub/
-article-extraction-benchmark, MIT). It is not vendored: clone it and pass its directory,
+181 real article pages with their ``articleBody`` (ScrapingHub's article-extraction-benchmark
+repository, MIT). It is not vendored: clone it and pass its directory,
 ``python -m bench.content.score --real DIR`` (``DIR/html/*.html.gz``, ``DIR/ground-truth.json``).
 
 Besides this benchmark's token F1, ``shingle_f1`` computes the benchmark's own figure (4-gram

@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.content import candidates, lexbor_main, realset
+from bench.content import candidates, realset
 from bench.content.make_corpus import CORPUS, SNIPPET_SEPARATOR
+from service.extraction import main_content as lexbor_main
 
 BASELINE = "trafilatura extract"
 _TOKEN = re.compile(r"\w+")

@@ -1,4 +1,4 @@
-"""Main-content extraction on a lexbor tree: a prototype for ``only_main_content``.
+"""Main-content extraction on a lexbor tree, for ``only_main_content``.
 
 The page is parsed once with lexbor (selectolax). ``strip_boilerplate`` removes what is never main
 content: unrendered elements, hidden elements, forms, ``nav``/``aside``/``footer``/``header`` and
