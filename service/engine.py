@@ -1,11 +1,12 @@
 """The engine bridge: one long-lived Scrapy crawler, fed one request per API call.
 
 The HTTP front talks to Scrapy only through this module. :meth:`EngineBridge.start` builds the
-crawler once; :meth:`EngineBridge.enter` turns a :class:`ScrapeJob` into one request for the
-running engine, which waits at the hold gate until :meth:`EngineBridge.clear` (or
-:meth:`EngineBridge.withdraw`), and returns the job's Deferred, which fires with the result once
-the pipelines (result building, billing) are through. A watchdog answers a job that overran its
-timeout by a margin, and releases its hold, whatever Scrapy is doing with it.
+crawler once; :meth:`EngineBridge.submit` turns a :class:`ScrapeJob`, whose credits are held
+already, into one request for the running engine and returns the job's Deferred, which fires
+with the result once the pipelines (result building, billing) are through. A watchdog answers a
+job that overran its timeout by a margin, and releases its hold, whatever Scrapy is doing with
+it; so does the shutdown's :meth:`EngineBridge.drain`, after which a job is answered and its hold
+released without entering the engine.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class EngineBridge:
         self._finished: Deferred[None] | None = None
         self._watchdogs: dict[int, Any] = {}  # job id -> IDelayedCall
         self._jobs: dict[int, ScrapeJob] = {}
+        self._drained = False  # the shutdown answered what was in flight; nothing more goes in
         self._cookie_jars: Any = None
         self.extractor: ExtractionPool | None = None
 
@@ -127,43 +129,23 @@ class EngineBridge:
             await self.extractor.stop()
             self.extractor = None
 
-    def enter(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
-        """Hand ``job``'s request to the engine before its credits are held: the engine
-        schedules it while the hold is on its way, and it waits at the hold gate
-        (middlewares.gate) for :meth:`clear` or :meth:`withdraw`. Returns the job's answer."""
+    def submit(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
+        """Scrape ``job``, whose credits (if any) are held already. Returns its answer."""
+        if self._drained:
+            # the hold came in after the shutdown's drain: give it back and fetch nothing
+            self._abandon(job, SHUTTING_DOWN)
+            return job.done
         assert self.crawler is not None and self.crawler.engine is not None
         assert self.spider is not None
-        job.cleared = None
-        self._jobs[job.id] = job
-        job.done.addBoth(self._forget, job)
-        self.crawler.engine.crawl(request_for(job, self.spider))
-        return job.done
-
-    def clear(self, job: ScrapeJob) -> None:
-        """The hold is in (``job.hold_id``, who pays and the price are set): let it through."""
-        if job.done.called:
-            # answered meanwhile (the service is shutting down): the request leaves the engine
-            # unfetched, so the engine can close, and the hold is given straight back
-            job.decide(False)
-            if job.hold_id is not None and self.database is not None:
-                assert job.answer is not None
-                self._release(job, job.answer).addErrback(
-                    lambda failure: log.error(
-                        "could not release hold %s: %s", job.hold_id, failure.getErrorMessage()
-                    )
-                )
-            return
         if job.hold_id is not None:
             HOLDS_OPEN.inc()
+        self._jobs[job.id] = job
         self._watchdogs[job.id] = running().callLater(
             job.timeout + WATCHDOG_MARGIN, self._overran, job
         )
-        job.decide(True)
-
-    def withdraw(self, job: ScrapeJob) -> None:
-        """The API refused the request before its hold: it leaves the engine unfetched."""
-        job.decide(False)
-        self._forget(None, job)
+        job.done.addBoth(self._forget, job)
+        self.crawler.engine.crawl(request_for(job, self.spider))
+        return job.done
 
     def _forget(self, result: Any, job: ScrapeJob) -> Any:
         if job.hold_id is not None:
@@ -216,12 +198,14 @@ class EngineBridge:
 
     async def drain(self, grace: float) -> int:
         """Wait up to ``grace`` seconds for the scrapes in flight; answer and release the rest.
+        A scrape submitted afterwards is answered and released the same way, unfetched.
 
         Returns how many had to be abandoned.
         """
         deadline = time.monotonic() + grace
         while self._jobs and time.monotonic() < deadline:
             await deferLater(running(), 0.05)
+        self._drained = True
         left = [job for job in self._jobs.values() if not job.done.called]
         for job in left:
             await self._abandon(job, SHUTTING_DOWN)

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,10 +40,6 @@ class ScrapeJob:
     started: float = field(default_factory=time.monotonic)
     done: Deferred[ScrapeResult] = field(default_factory=Deferred)
     answer: ScrapeResult | None = None  # what the caller was told, once ``done`` fired
-    # Whether the request may go past the hold gate (middlewares.gate): None while the hold is
-    # on its way, True once it is in (or nothing is held), False when the request was refused.
-    cleared: bool | None = True
-    _gate_waiters: list[Deferred[bool]] = field(default_factory=list)
 
     @property
     def deadline(self) -> float:
@@ -51,21 +47,6 @@ class ScrapeJob:
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
-
-    def wait_cleared(self) -> Deferred[bool]:
-        """Fires with :attr:`cleared` once it is decided."""
-        if self.cleared is not None:
-            return succeed(self.cleared)
-        waiter: Deferred[bool] = Deferred()
-        self._gate_waiters.append(waiter)
-        return waiter
-
-    def decide(self, cleared: bool) -> None:
-        self.cleared = cleared
-        waiters, self._gate_waiters = self._gate_waiters, []
-        for waiter in waiters:
-            if not waiter.called:  # a waiter whose download was cancelled meanwhile
-                waiter.callback(cleared)
 
     def finish(self, result: ScrapeResult) -> bool:
         """Fire ``done`` once; later results (a late item after the watchdog) are dropped."""

@@ -2,9 +2,8 @@
 
 Order of checks: strict parse and validation, the key's form, the per-key rate limit (on the
 key's hash), then in one transaction the key lookup, the price and residential trial, and the
-hold (402 when the balance is too low). Nothing is fetched or held before every check has
-passed: while the hold is on its way the request is already scheduled in the engine, but it
-waits at the hold gate (middlewares.gate), ahead of everything that may touch the network.
+hold (402 when the balance is too low). Only once the hold is in does the request go to the
+engine: a refused one (400, 401, 402, 403, 429, 503) never enters it, so nothing is fetched.
 The reference design looks the key up before the limit; keying the limit on the hash saves a
 database round trip per request and changes nothing for a valid key.
 """
@@ -85,6 +84,7 @@ class Scraper:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
         try:
+            caller, price, hold_id = await self._hold(key_hash, request.engine, request.proxy_type)
             job = ScrapeJob(
                 url=request.url,
                 engine=request.engine,
@@ -92,21 +92,13 @@ class Scraper:
                 respect_robots=request.respect_robots,
                 timeout=request.timeout,
                 proxy_type=request.proxy_type,
+                account_id=caller.account_id,
+                hold_id=hold_id,
+                trial=price.trial,
+                costs=price.costs,
                 request_id=request_id,
             )
-            # The request is scheduled while the hold is on its way; it waits at the hold
-            # gate, before anything that may touch the network, until the hold is in.
-            done = self.bridge.enter(job)
-            try:
-                caller, price, job.hold_id = await self._hold(
-                    key_hash, request.engine, request.proxy_type
-                )
-            except BaseException:
-                self.bridge.withdraw(job)
-                raise
-            job.account_id, job.trial, job.costs = caller.account_id, price.trial, price.costs
-            self.bridge.clear(job)
-            return await done
+            return await self.bridge.submit(job)
         finally:
             self.active -= 1
 

@@ -68,8 +68,6 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
     "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
-    # First: a request waits here until its credits are held (the engine schedules it meanwhile).
-    "middlewares.gate.HoldGateMiddleware": 10,
     "middlewares.egress_guard.EgressGuardMiddleware": 760,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.robots.ExpiringRobotsTxtMiddleware": 100,

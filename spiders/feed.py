@@ -16,7 +16,6 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from middlewares.gate import Withdrawn
 from service.jobs import JOB, ScrapeItem, ScrapeJob
 
 
@@ -78,6 +77,4 @@ class FeedSpider(Spider):
         return [item_for_response(response)]
 
     def failed(self, failure: Failure) -> list[ScrapeItem]:
-        if failure.check(Withdrawn):  # refused before its hold: the API answered already
-            return []
         return [item_for_failure(failure)]

@@ -31,7 +31,7 @@ def test_metrics_count_requests_scrapes_and_credits(service, site, accounts):
     assert service.scrape(key, {"url": site.url("/article")}).json["success"] is True
     assert service.scrape(key, {"url": site.url("/status/404")}).json["success"] is False
     assert service.scrape("spy_bad", {"url": site.url("/article")}).status == 401
-    # refused after the request was scheduled (middlewares.gate): counted as requests only
+    # refused at the key lookup or the hold: counted as requests only
     assert service.scrape(keys.generate_key(), {"url": site.url("/article")}).status == 401
     assert service.scrape(broke, {"url": site.url("/article")}).status == 402
     reply = call("GET", service.url("/metrics"))

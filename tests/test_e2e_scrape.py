@@ -197,8 +197,8 @@ def test_insufficient_credits_is_402_before_anything_is_fetched(service, site, a
 
 
 def test_a_refused_scrape_fetches_nothing_not_even_robots_txt(service, accounts):
-    # The request is scheduled while its key and hold are checked, and waits at the hold gate;
-    # a site the service has never seen shows that a refused one got no further.
+    # Refused at the key lookup or the hold, the request never reaches the engine; a site the
+    # service has never seen shows that it got no further.
     fresh = TargetSite().start()
     try:
         _, broke = accounts.create(credits=0)
