@@ -17,6 +17,7 @@ from service.dashboard.forms import (
     page_number,
     parse_selectors,
     scrape_body,
+    shown_try_form,
 )
 from service.dashboard.usage import DayTotal
 from service.errors import BadRequest
@@ -157,3 +158,25 @@ def test_the_chart_stacks_charged_under_free_scrapes_on_one_scale():
     assert last.title == "2025-01-30: 10 scrapes, 4 charged, 4 credits"
     assert [label.text for label in chart.labels] == ["01 Jan", "16 Jan", "30 Jan"]
     assert all(bar.x + bar.width <= chart.width for bar in chart.bars)
+
+
+def test_the_try_form_asks_for_outputs_only_when_ticked():
+    body = orjson.loads(
+        scrape_body(
+            {
+                "url": "https://example.com/",
+                "engine": "js",
+                "format_markdown": "on",
+                "format_screenshot": "on",
+                "only_main_content": "on",
+                "screenshot_full_page": "on",
+            }
+        )
+    )
+    assert body["formats"] == ["markdown", "screenshot"]
+    assert body["only_main_content"] is True and body["screenshot_full_page"] is True
+    plain = orjson.loads(scrape_body({"url": "https://example.com/"}))
+    assert not {"formats", "only_main_content", "screenshot_full_page"} & set(plain)
+    shown = shown_try_form({"format_html": "on", "only_main_content": "on"})
+    assert shown["format_html"] == "on" and shown["only_main_content"] == "on"
+    assert shown["format_markdown"] == "" and shown["screenshot_full_page"] == ""

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-import orjson
 from twisted.web.server import Request
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
@@ -26,6 +25,7 @@ from service.dashboard.forms import (
 )
 from service.dashboard.gate import args_of, first_arg, redirect
 from service.dashboard.pages import MOUNT
+from service.dashboard.preview import shown_json
 from service.dashboard.sessions import WebSession
 from service.dashboard.tryout import try_scrape
 from service.dashboard.usage import daily_totals, ledger_page, usage_batch, usage_page
@@ -278,7 +278,7 @@ class Dashboard(DashboardEntry):
             form=form,
             outcome=outcome,
             error=None,
-            result_json=orjson.dumps(outcome.body, option=orjson.OPT_INDENT_2).decode(),
+            result_json=shown_json(outcome.body),
             account=summary,
         )
 

@@ -17,6 +17,10 @@ from service.schemas import MAX_AMOUNT_EUR, MIN_AMOUNT_EUR, BuyRequest, validate
 MAX_FIELD = 16 * 1024
 
 
+# the outputs the "try it" form offers, as checkboxes named format_<name>
+FORMATS = ("markdown", "html", "raw_html", "screenshot")
+
+
 class FormError(ValueError):
     def __init__(self, message: str):
         super().__init__(message)
@@ -92,6 +96,12 @@ def scrape_body(fields: dict[str, str]) -> bytes:
     selectors = parse_selectors(fields.get("selectors", ""))
     if selectors is not None:
         body["selectors"] = selectors
+    formats = [name for name in FORMATS if fields.get(f"format_{name}") == "on"]
+    if formats:
+        body["formats"] = formats
+    for flag in ("only_main_content", "screenshot_full_page"):
+        if fields.get(flag) == "on":
+            body[flag] = True
     return orjson.dumps(body)
 
 
@@ -104,6 +114,14 @@ def shown_try_form(fields: dict[str, str]) -> dict[str, str]:
         "selectors": fields.get("selectors", ""),
         "timeout": fields.get("timeout", "20"),
         "respect_robots": "on" if fields.get("respect_robots") == "on" else "",
+        **{
+            name: "on" if fields.get(name) == "on" else ""
+            for name in (
+                *(f"format_{format}" for format in FORMATS),
+                "only_main_content",
+                "screenshot_full_page",
+            )
+        },
     }
 
 

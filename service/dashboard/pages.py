@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from twisted.web.server import Request
 
+from service.dashboard.preview import rendered_markdown
 from service.pricing import CREDITS_PER_EURO
 
 MOUNT = "/dashboard"
@@ -105,6 +106,7 @@ class Pages:
         self.env.filters["euros"] = euros_text
         self.env.filters["when"] = when_text
         self.env.filters["plural"] = plural_text
+        self.env.filters["markdown"] = rendered_markdown
         for path in TEMPLATES.glob("*.html"):
             self.env.get_template(path.name)
 
