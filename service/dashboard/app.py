@@ -61,6 +61,11 @@ class Dashboard(DashboardEntry):
     @app.route("/key", methods=["GET"])
     async def key_page(self, request: Request) -> bytes:
         session = await self.gate.signed_in(request)
+        return await self._key_page(request, session, already_shown=False)
+
+    async def _key_page(
+        self, request: Request, session: WebSession, *, already_shown: bool
+    ) -> bytes:
         summary = await self.database.run(account.overview, session.account_id)
         return self.pages.render(
             request,
@@ -68,7 +73,7 @@ class Dashboard(DashboardEntry):
             session=session,
             section="key",
             prefix=summary["key_prefix"],
-            already_shown=False,
+            already_shown=already_shown,
         )
 
     @app.route("/key", methods=["POST"])
@@ -86,15 +91,7 @@ class Dashboard(DashboardEntry):
             account.take_new_key, session.account_id, self.gate.session_token(request)
         )
         if new is None:
-            summary = await self.database.run(account.overview, session.account_id)
-            return self.pages.render(
-                request,
-                "key.html",
-                session=session,
-                section="key",
-                prefix=summary["key_prefix"],
-                already_shown=True,
-            )
+            return await self._key_page(request, session, already_shown=True)
         # The only response that ever holds the key, once: not cached (PAGE_HEADERS).
         return self.pages.render(
             request,
