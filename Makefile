@@ -40,12 +40,17 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy service middlewares pipelines spiders
 
-# ScrapyRT, the peer, lives in a venv of its own (installed from PyPI for the benchmark only).
-bench: setup chromium bench/.venv-scrapyrt/.installed
+# ScrapyRT, the peer, lives in a venv of its own (installed from PyPI for the benchmark only);
+# trafilatura, the yardstick of the main-content extraction's cost, comes with the `bench` extra.
+bench: setup chromium bench/.venv-scrapyrt/.installed $(VENV)/.bench-installed
 	@command -v wrk >/dev/null && command -v nginx >/dev/null || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk nginx-light >/dev/null; }
 	$(PY) -m bench
 	$(PY) -m bench.js_soak --json bench/results/js_soak.json
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(VENV)/bin/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat
+	touch $@
 
 bench/.venv-scrapyrt/.installed: pyproject.toml
 	$(PYTHON) -m venv bench/.venv-scrapyrt

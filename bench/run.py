@@ -7,6 +7,10 @@ every concurrency, one after the other, and each figure is the median of a conte
 At concurrency 1, where the target is a latency, they take ``BENCH_LATENCY_REPS`` shorter turns
 (default 7 of 3 s). A ratio against the ceiling or the peer is the median of the ratios of the
 turns taken in the same round, so that the machine's drift between rounds cancels out.
+
+Issue 20's content figures come first (bench/content_bench.py: main-content quality on the
+corpus and cost against trafilatura, in this process before anything else starts), then ride on
+the service's runs (bench/formats.py: markdown at static c=32, the screenshot at js c=1).
 """
 
 from __future__ import annotations
@@ -16,25 +20,31 @@ import math
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
+from bench import content_bench, formats
+from bench.contenders import (
+    RT_VENV,
+    ScrapyRT,
+    ceiling,
+    free_port,
+    postgres_database,
+    scrapespy,
+    wait_port,
+)
 from bench.site import server_name
 from harness.pages import write_pages
 from harness.procinfo import count_named, cpu_seconds, rss_mb
-from harness.service import Accounts, ServiceProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
-RT_VENV = BENCH / ".venv-scrapyrt"
 DURATION = float(os.environ.get("BENCH_DURATION", "5"))
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 LATENCY_REPS = int(os.environ.get("BENCH_LATENCY_REPS", "7"))
@@ -42,26 +52,6 @@ LATENCY_DURATION = float(os.environ.get("BENCH_LATENCY_DURATION", "3"))
 JS_DURATION = max(DURATION, 10.0)
 STATIC_CONCURRENCY = (1, 8, 32)
 JS_CONCURRENCY = (1, 4)
-POSTGRES_URL = os.environ.get(
-    "SCRAPESPY_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
-)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on {port}")
 
 
 def wrk(script: str, base: str, concurrency: int, env: dict[str, str], duration: float) -> dict:
@@ -116,96 +106,6 @@ def measured(
     }
 
 
-def ceiling(urls_file: Path, concurrency: int, duration: float = DURATION) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.ceiling", str(urls_file), str(concurrency), str(duration)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=duration + 120,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-class ScrapyRT:
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir = log_dir  # ScrapyRT writes a log file per crawl; keep them out of the repo
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> ScrapyRT:
-        self.proc = subprocess.Popen(
-            [
-                str(RT_VENV / "bin" / "scrapyrt"),
-                "-p",
-                str(self.port),
-                "-i",
-                "127.0.0.1",
-                "-s",
-                f"LOG_DIR={self.log_dir}",
-            ],
-            cwd=BENCH / "rt_project",
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_port(self.port)
-        return self
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-
-def postgres_database(server: str = POSTGRES_URL) -> tuple[str, Any] | None:
-    """A throwaway database on ``server`` (its URL and a function dropping it), or None."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    admin_url = make_url(server)
-    name = f"scrapespy_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception:
-        return None
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-    return admin_url.set(database=name).render_as_string(hide_password=False), drop
-
-
-def scrapespy(database_url: str, workdir: Path, args: tuple[str, ...] = ()) -> tuple[Any, str]:
-    env = {
-        "SCRAPESPY_LOG_LEVEL": "WARNING",
-        "SCRAPESPY_RATE_LIMIT_PER_SECOND": "100000",
-        "SCRAPESPY_RATE_LIMIT_BURST": "100000",
-        "SCRAPESPY_MAX_PAGES": "4",
-    }
-    # the access log goes to a file, as under an operator's daemon, not through a pipe that a
-    # thread of this process would read line by line on the cores being measured
-    proc = ServiceProcess(
-        database_url, workdir, env={**env}, args=args, log_path=workdir / "scrapespy.log"
-    )
-    proc.env["SCRAPESPY_LOG_LEVEL"] = "INFO"  # the listening line is at INFO
-    proc.start()
-    made = Accounts(database_url)
-    _, key = made.create(credits=10**12)
-    made.close()
-    return proc, key
-
-
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each figure's median over the turns, and every turn's throughput and p50 besides."""
     out: dict[str, Any] = {}
@@ -240,6 +140,12 @@ def paired_ratios(turns: dict[str, list[dict[str, Any]]], against: str) -> dict[
 
 def main() -> int:
     RESULTS.mkdir(exist_ok=True)
+    # in this process, before anything else runs on the cores
+    print(
+        "content: only_main_content on bench/content/corpus, cost against trafilatura", flush=True
+    )
+    content = content_bench.run()
+    print("\n".join(content_bench.report(content)), flush=True)
     work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-"))
     write_pages(work / "site")
     site_port = free_port()
@@ -261,6 +167,7 @@ def main() -> int:
         "workers": {},
         "machine": {"cores": os.cpu_count()},
         "site": server_name(),
+        "content": content,
     }
     cleanups: list[Any] = []
     try:
@@ -285,6 +192,9 @@ def main() -> int:
             env = {"BENCH_TARGET": target, "BENCH_KEY": key}
             wrk("scrapespy.lua", proc.base, 8, env, 2)  # warm-up: robots.txt, connections
             services[backend] = (proc, env)
+        if formats.MARKDOWN:
+            proc, env = services["sqlite"]
+            wrk(formats.SCRIPT, proc.base, 8, formats.markdown_env(env), 2)
 
         # The machine's speed drifts by tens of percent from one minute to the next (a shared
         # VM), so the contenders take turns, REPS times at each concurrency, and each figure is
@@ -308,6 +218,17 @@ def main() -> int:
                         ),
                     )
                 )
+            if c == 32 and formats.MARKDOWN:
+                proc, env = services["sqlite"]
+                md_env = formats.markdown_env(env)
+                out.append(
+                    (
+                        formats.CONTENDER,
+                        lambda: measured(
+                            proc.process.pid, formats.SCRIPT, proc.base, c, md_env, seconds
+                        ),
+                    )
+                )
             return out
 
         for c in STATIC_CONCURRENCY:
@@ -328,6 +249,8 @@ def main() -> int:
                 for ratios in paired:
                     figures.update(ratios.get(name, {}))
                 results["static"].setdefault(name, {})[c] = figures
+            if c == 32 and formats.MARKDOWN:
+                content["markdown_c32"] = formats.markdown_ratio(turns, "scrapespy_sqlite")
 
         proc, env = services["sqlite"]
         # js on the same instance
@@ -338,6 +261,13 @@ def main() -> int:
             figures["browser_processes"] = count_named(proc.process.pid, "chrom")
             results["js"].setdefault("scrapespy", {})[c] = figures
             print(f"  scrapespy js c={c:<3} {figures}", flush=True)
+        if formats.SCREENSHOT:
+            content["screenshot_js_c1"] = formats.screenshot_added_p50(
+                lambda script, e, c, seconds: measured(
+                    proc.process.pid, script, proc.base, c, e, seconds
+                ),
+                env,
+            )
         for proc, _ in services.values():
             proc.stop()
 
@@ -412,7 +342,13 @@ def report(results: dict[str, Any]) -> None:
         "\nstatic                c   rps     p50 ms  p99 ms  cpu s/1k  rss MB"
         "   rps x ceiling/scrapyrt   p50 x ceiling/scrapyrt"
     )
-    for name in ("ceiling", "scrapyrt", "scrapespy_sqlite", "scrapespy_postgresql"):
+    for name in (
+        "ceiling",
+        "scrapyrt",
+        "scrapespy_sqlite",
+        "scrapespy_postgresql",
+        formats.CONTENDER,
+    ):
         for c, f in static.get(name, {}).items():
             print(
                 f"{name:<22}{c:>3} {f['rps']:7.1f} {f['p50_ms']:7.1f} {f['p99_ms']:7.1f} "
@@ -437,6 +373,8 @@ def report(results: dict[str, Any]) -> None:
             f"workers: 1 -> {w[1]['rps']:.1f} rps, 2 -> {w[2]['rps']:.1f} rps "
             f"(x{ratio(w[2]['rps'], w[1]['rps'])})"
         )
+    print("\n" + "\n".join(content_bench.report(results["content"])))
+    print("\n".join(formats.report(results["content"])))
 
 
 if __name__ == "__main__":

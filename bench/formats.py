@@ -1,0 +1,131 @@
+"""The service's side of the content figures in ``make bench`` (issue 20), run by bench/run.py.
+
+- ``formats: ["markdown"], only_main_content: true`` at static c=32: one more contender in the
+  c=32 rounds, on the SQLite instance, taking its turns with the others; its figure is the median
+  of its throughput's ratios to the plain scrapespy turn of the same round (bar >= 0.8x).
+  ``BENCH_CONTENT_SERVICE=0`` leaves it out.
+- ``formats: ["screenshot"]`` at js c=1: turns with and without the screenshot alternate
+  (``BENCH_SCREENSHOT_TURNS`` each, default 4, of ``BENCH_SCREENSHOT_DURATION`` s, default 3,
+  the first of each pair swapping every round); the figure is the median of the per-round
+  differences of p50 (bar <= 60 ms). ``BENCH_SCREENSHOT=0`` leaves it out.
+
+Both use bench/wrk/scrapespy_fields.lua, which counts a response without the asked field as
+failed: a figure with failures measured something else, and the table says so.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+MARKDOWN = os.environ.get("BENCH_CONTENT_SERVICE", "1") != "0"
+SCREENSHOT = os.environ.get("BENCH_SCREENSHOT", "1") != "0"
+SCREENSHOT_TURNS = int(os.environ.get("BENCH_SCREENSHOT_TURNS", "4"))
+SCREENSHOT_DURATION = float(os.environ.get("BENCH_SCREENSHOT_DURATION", "3"))
+SCRIPT = "scrapespy_fields.lua"
+CONTENDER = "scrapespy_markdown"
+MARKDOWN_FIELDS = {
+    "BENCH_FIELDS": '"formats":["markdown"],"only_main_content":true',
+    "BENCH_EXPECT": '"markdown":"',
+}
+SCREENSHOT_FIELDS = {"BENCH_FIELDS": '"formats":["screenshot"]', "BENCH_EXPECT": '"screenshot":"'}
+MARKDOWN_BAR = 0.8
+SCREENSHOT_BAR_MS = 60.0
+
+# measure(script, env, concurrency, seconds) -> the figures of bench.run.measured
+Measure = Callable[[str, dict[str, str], int, float], dict[str, Any]]
+
+
+def markdown_env(env: dict[str, str]) -> dict[str, str]:
+    return {**env, **MARKDOWN_FIELDS}
+
+
+def markdown_ratio(turns: dict[str, list[dict[str, Any]]], plain: str) -> dict[str, Any]:
+    """The markdown contender's c=32 throughput against ``plain``'s turn of the same round."""
+    ours, base = turns.get(CONTENDER, []), turns.get(plain, [])
+    each = [round(a["rps"] / b["rps"], 3) for a, b in zip(ours, base, strict=False) if b["rps"]]
+    return {
+        "concurrency": 32,
+        "rps": statistics.median(t["rps"] for t in ours) if ours else None,
+        "plain_rps": statistics.median(t["rps"] for t in base) if base else None,
+        "rps_x_plain": statistics.median(each) if each else None,
+        "rps_x_plain_turns": each,
+        "failed": sum(t["failed"] for t in ours),
+        "requests": sum(t["requests"] for t in ours),
+        "bar": MARKDOWN_BAR,
+    }
+
+
+def screenshot_added_p50(measure: Measure, env: dict[str, str]) -> dict[str, Any]:
+    """js c=1 with and without a viewport screenshot, in alternating turns."""
+    js = {**env, "BENCH_ENGINE": "js", "BENCH_PAGE": "/js.html"}
+    plain_env = {**js, "BENCH_FIELDS": "", "BENCH_EXPECT": ""}
+    shot_env = {**js, **SCREENSHOT_FIELDS}
+    measure(SCRIPT, shot_env, 1, 2)  # warm-up: the first screenshot of the browser
+    plain: list[dict[str, Any]] = []
+    shot: list[dict[str, Any]] = []
+    for turn in range(SCREENSHOT_TURNS):
+        pair = [(plain, plain_env), (shot, shot_env)]
+        for runs, run_env in pair if turn % 2 == 0 else pair[::-1]:
+            runs.append(measure(SCRIPT, run_env, 1, SCREENSHOT_DURATION))
+            print(
+                f"  scrapespy js c=1 {'screenshot' if runs is shot else 'plain':<10} "
+                f"turn {turn + 1}: {runs[-1]}",
+                flush=True,
+            )
+    added = [round(s["p50_ms"] - p["p50_ms"], 1) for s, p in zip(shot, plain, strict=True)]
+    return {
+        "concurrency": 1,
+        "p50_ms": statistics.median(t["p50_ms"] for t in shot),
+        "plain_p50_ms": statistics.median(t["p50_ms"] for t in plain),
+        "added_p50_ms": statistics.median(added),
+        "added_p50_ms_turns": added,
+        "scrapes": sum(t["requests"] for t in shot),
+        "plain_scrapes": sum(t["requests"] for t in plain),
+        "failed": sum(t["failed"] for t in shot),
+        "bar_ms": SCREENSHOT_BAR_MS,
+    }
+
+
+def verdict(ok: bool | None, failed: int = 0) -> str:
+    if failed:
+        return f"NOT MEASURED ({failed} failed: the service did not answer the fields)"
+    return "-" if ok is None else ("meets the bar" if ok else "MISSES the bar")
+
+
+def report(content: dict[str, Any]) -> list[str]:
+    """Issue 20's four figures, each with its bar."""
+    rows = ["\nissue 20                                  figure        bar       verdict"]
+    q = content.get("only_main_content")
+    if q is not None:
+        rows.append(
+            f"main content P / R / F1 (corpus)      {q['precision']:.3f} / {q['recall']:.3f} / "
+            f"{q['f1']:.3f}  F1 >= {content['f1_bar']}  {verdict(q['f1'] >= content['f1_bar'])}"
+        )
+    cost = content.get("cost")
+    x = cost["x_trafilatura"] if cost else None
+    rows.append(
+        f"main content + markdown, x trafilatura  {x!s:>12}  <= {content.get('cost_bar')}x   "
+        f"{verdict(None if x is None else x <= content['cost_bar'])}"
+    )
+    md = content.get("markdown_c32")
+    if md is None:
+        rows.append("static c=32 rps with markdown, x plain   skipped (BENCH_CONTENT_SERVICE=0)")
+    else:
+        r = md["rps_x_plain"]
+        rows.append(
+            f"static c=32 rps with markdown, x plain  {r!s:>12}  >= {md['bar']}x   "
+            f"{verdict(None if r is None else r >= md['bar'], md['failed'])}"
+        )
+    shot = content.get("screenshot_js_c1")
+    if shot is None:
+        rows.append("js c=1 screenshot, added p50            skipped (BENCH_SCREENSHOT=0)")
+    else:
+        added = shot["added_p50_ms"]
+        rows.append(
+            f"js c=1 screenshot, added p50 ms         {added!s:>12}  <= {shot['bar_ms']:g} ms  "
+            f"{verdict(added <= shot['bar_ms'], shot['failed'])}"
+        )
+    return rows
