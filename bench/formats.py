@@ -91,41 +91,64 @@ def screenshot_added_p50(measure: Measure, env: dict[str, str]) -> dict[str, Any
 
 def verdict(ok: bool | None, failed: int = 0) -> str:
     if failed:
-        return f"NOT MEASURED ({failed} failed: the service did not answer the fields)"
+        return f"NOT MEASURED: {failed} answers failed or lacked the field"
     return "-" if ok is None else ("meets the bar" if ok else "MISSES the bar")
+
+
+def row(name: str, figure: str, bar: str, said: str) -> str:
+    return f"{name:<40}{figure:>22}  {bar:<12}{said}".rstrip()
 
 
 def report(content: dict[str, Any]) -> list[str]:
     """Issue 20's four figures, each with its bar."""
-    rows = ["\nissue 20                                  figure        bar       verdict"]
+    rows = ["\n" + row("issue 20", "figure", "bar", "verdict")]
     q = content.get("only_main_content")
     if q is not None:
+        bar = content["f1_bar"]
         rows.append(
-            f"main content P / R / F1 (corpus)      {q['precision']:.3f} / {q['recall']:.3f} / "
-            f"{q['f1']:.3f}  F1 >= {content['f1_bar']}  {verdict(q['f1'] >= content['f1_bar'])}"
+            row(
+                "main content P / R / F1 (corpus)",
+                f"{q['precision']:.3f} / {q['recall']:.3f} / {q['f1']:.3f}",
+                f"F1 >= {bar}",
+                verdict(q["f1"] >= bar),
+            )
         )
-    cost = content.get("cost")
+    cost, bar = content.get("cost"), content.get("cost_bar")
     x = cost["x_trafilatura"] if cost else None
     rows.append(
-        f"main content + markdown, x trafilatura  {x!s:>12}  <= {content.get('cost_bar')}x   "
-        f"{verdict(None if x is None else x <= content['cost_bar'])}"
+        row(
+            "main content + markdown, x trafilatura",
+            "not measured" if x is None else f"{x:.2f}x",
+            f"<= {bar}x",
+            verdict(None if x is None else x <= bar),
+        )
     )
     md = content.get("markdown_c32")
     if md is None:
-        rows.append("static c=32 rps with markdown, x plain   skipped (BENCH_CONTENT_SERVICE=0)")
+        rows.append(
+            row("static c=32 rps with markdown, x plain", "skipped", "", "BENCH_CONTENT_SERVICE=0")
+        )
     else:
         r = md["rps_x_plain"]
         rows.append(
-            f"static c=32 rps with markdown, x plain  {r!s:>12}  >= {md['bar']}x   "
-            f"{verdict(None if r is None else r >= md['bar'], md['failed'])}"
+            row(
+                "static c=32 rps with markdown, x plain",
+                "-" if r is None else f"{r:.2f}x",
+                f">= {md['bar']}x",
+                verdict(None if r is None else r >= md["bar"], md["failed"]),
+            )
         )
     shot = content.get("screenshot_js_c1")
     if shot is None:
-        rows.append("js c=1 screenshot, added p50            skipped (BENCH_SCREENSHOT=0)")
+        rows.append(row("js c=1 screenshot, added p50", "skipped", "", "BENCH_SCREENSHOT=0"))
     else:
         added = shot["added_p50_ms"]
         rows.append(
-            f"js c=1 screenshot, added p50 ms         {added!s:>12}  <= {shot['bar_ms']:g} ms  "
-            f"{verdict(added <= shot['bar_ms'], shot['failed'])}"
+            row(
+                "js c=1 screenshot, added p50",
+                f"{added:.1f} ms",
+                f"<= {shot['bar_ms']:g} ms",
+                verdict(added <= shot["bar_ms"], shot["failed"]),
+            )
         )
     return rows
