@@ -189,6 +189,13 @@ def _teaser_title(link: LexborNode, block_ids: set[int]) -> tuple[bool, int]:
     return _text_len(link) >= _TEASER_TITLE_MIN_CHARS, 0
 
 
+def _is_wrapper(node: LexborNode, length: int, keep_above: float) -> bool:
+    """Whether a boilerplate-looking element holds most of the page's prose (a page wrapper).
+
+    A mega-menu can hold most of a short article's page text: it is mostly links."""
+    return length >= keep_above and _link_len(node) < length * 0.5
+
+
 def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
     """Remove what is never main content from ``tree``; returns its body (None if it has none)."""
     body = tree.body
@@ -201,8 +208,10 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
     # An element that holds most of the page (``<div class="page has-sidebar">``) is a wrapper.
     keep_above = total * 0.5
     for node in body.css(_STRUCTURAL):
-        if node.parent is not None and _text_len(node) < keep_above:
+        if node.parent is not None and not _is_wrapper(node, _text_len(node), keep_above):
             node.remove()
+    # What the structural pass removed (a mega-menu) no longer counts in a content wrapper's share.
+    total = _text_len(body)
     for node in body.css(_NAMED):
         if node.tag in ("html", "body", "main", "article"):
             continue
@@ -212,7 +221,7 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
         length = _text_len(node)
         # ``field-name-body field-label-hidden``, ``l-sidebar-fixed l-article-body-segment``: a
         # content word, or the page's <h1>, beside a boilerplate word marks a wrapper.
-        if length >= keep_above or node.css_first("h1") is not None:
+        if _is_wrapper(node, length, keep_above) or node.css_first("h1") is not None:
             continue
         if (
             any(w in _POS_WORDS for w in words)
