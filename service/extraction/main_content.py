@@ -316,7 +316,22 @@ def main_node(body: LexborNode) -> LexborNode:
             score += _POS_BONUS * g
         if score > best_score:
             best, best_score = candidate, score
-    return best
+    return _titled_article(best)
+
+
+def _titled_article(best: LexborNode) -> LexborNode:
+    """The one ``<article>`` inside ``best`` that holds the page's ``<h1>``, if others are cards.
+
+    A post followed by "you may also like" posts, each an ``<article>`` with a summary, makes
+    their common parent win; the article that carries the title is the page's own."""
+    articles = best.css("article")
+    if len(articles) < 2:
+        return best
+    titled = [a for a in articles if a.css_first("h1") is not None]
+    # (``css`` matches the element itself too.)
+    if len(titled) != 1 or len(titled[0].css("article")) > 1:
+        return best
+    return titled[0]
 
 
 def prune(node: LexborNode) -> None:
