@@ -89,6 +89,8 @@ _ANCESTOR_LIMIT: Final = 12
 # so that a list of teasers does not join the article beside it.
 _TEASER_TITLE_COST: Final = 200.0
 _TEASER_TITLE_MIN_CHARS: Final = 25
+# A microdata ``articleBody`` shorter than this is a summary or an empty shell filled by script.
+_HINT_MIN_CHARS: Final = 200
 _HEADING_TAGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _INLINE_TAGS: Final = frozenset(
     """a abbr b bdi bdo big br cite code data del dfn em font i ins kbd mark q s samp small
@@ -316,7 +318,18 @@ def main_node(body: LexborNode) -> LexborNode:
             score += _POS_BONUS * g
         if score > best_score:
             best, best_score = candidate, score
+    hinted = _article_body(body)
+    if hinted is not None:
+        return hinted
     return _titled_article(best)
+
+
+def _article_body(body: LexborNode) -> LexborNode | None:
+    """The page's own mark of its body: one ``itemprop="articleBody"`` element with prose."""
+    marked = body.css("[itemprop=articleBody], [itemprop=articlebody]")
+    if len(marked) != 1 or _text_len(marked[0]) < _HINT_MIN_CHARS:
+        return None
+    return marked[0]
 
 
 def _titled_article(best: LexborNode) -> LexborNode:
