@@ -76,6 +76,8 @@ _POS_WORDS: Final = frozenset(
     """content entry article post body story text main markdown prose typeset
     articlebody postbody rich blog""".split()
 )
+_MAX_ID_WORDS: Final = 3
+_SLUG_WORDS: Final = frozenset("a an the with of to and in on for is how what why your".split())
 _WORD_SPLIT: Final = re.compile(r"[\s_\-]+")
 
 _BLOCKS: Final = "p, pre, li, td, th, dd, dt, blockquote, figcaption, h2, h3, h4, h5, h6"
@@ -100,8 +102,13 @@ _INLINE_TAGS: Final = frozenset(
 
 def _words(node: LexborNode) -> list[str]:
     attrs = node.attributes
-    names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}".lower()
-    return [w for w in _WORD_SPLIT.split(names) if w]
+    words = [w for w in _WORD_SPLIT.split((attrs.get("class") or "").lower()) if w]
+    # An id of many words, some of them function words, is a heading's slug
+    # (``sharing-with-a-single-developer``), not a name.
+    id_words = [w for w in _WORD_SPLIT.split((attrs.get("id") or "").lower()) if w]
+    if len(id_words) <= _MAX_ID_WORDS or _SLUG_WORDS.isdisjoint(id_words):
+        words.extend(id_words)
+    return words
 
 
 def _is_boilerplate_name(words: list[str]) -> bool:
