@@ -85,6 +85,10 @@ _GOOD_MIN_CHARS: Final = 50
 _MAX_GOOD_LINK_DENSITY: Final = 0.35
 _BAD_WEIGHT: Final = 1.0
 _POS_BONUS: Final = 0.15
+# A sibling of the best element joins it when it scores this share of the best's score.
+_SIBLING_SHARE: Final = 0.2
+_SIBLING_MIN_SCORE: Final = 100.0
+_SIBLING_MAX_LINK_DENSITY: Final = 0.25
 _ANCESTOR_LIMIT: Final = 12
 # A teaser's title is a link that is a heading, holds one, or stands outside any text block with
 # a headline's length. A container pays this many characters for each, about a teaser's summary,
@@ -116,6 +120,12 @@ def _is_boilerplate_name(words: list[str]) -> bool:
         if w in _NEG_WORDS or any(p in w for p in _NEG_PARTS):
             return True
     return False
+
+
+def _long_enough(text: str) -> bool:
+    """A sentence's length: in UTF-8 bytes, so that a CJK character (3 bytes) weighs about as
+    much as a short word does in an alphabetic script."""
+    return len(text) >= _GOOD_MIN_CHARS or len(text.encode()) >= _GOOD_MIN_CHARS
 
 
 def _text_len(node: LexborNode) -> int:
@@ -296,14 +306,15 @@ def main_node(body: LexborNode) -> LexborNode:
             parent = parent.parent
         if nested:
             continue
-        length = _text_len(block)
+        text = block.text(deep=True, separator=" ", strip=True)
+        length = len(text)
         if not length:
             continue
         density = 1.0 if in_link else _link_len(block) / length
         is_good = (
             block.mem_id not in teaser_blocks
             and density < _MAX_GOOD_LINK_DENSITY
-            and (length >= _GOOD_MIN_CHARS or block.tag in ("pre", "td", "th", "h2", "h3", "h4"))
+            and (_long_enough(text) or block.tag in ("pre", "td", "th", "h2", "h3", "h4"))
         )
         target = good if is_good else bad
         for node in ancestors:
@@ -328,7 +339,43 @@ def main_node(body: LexborNode) -> LexborNode:
     hinted = _article_body(body)
     if hinted is not None:
         return hinted
-    return _titled_article(best)
+    titled = _titled_article(best)
+    if titled is not best or best.mem_id == body_id:
+        return titled
+    return _merge_siblings(best, best_score, good, bad)
+
+
+def _merge_siblings(
+    best: LexborNode, best_score: float, good: dict[int, float], bad: dict[int, float]
+) -> LexborNode:
+    """``best`` or, when its siblings continue it, their parent without the other siblings.
+
+    As readability does: a body split by an ad or a share bar into sibling blocks keeps the
+    blocks that score at least a fifth of the best, with few links; the parent is returned
+    with the siblings that do not (boilerplate between the parts) removed."""
+    parent = best.parent
+    if parent is None or parent.tag in ("body", "html"):
+        return best
+    threshold = max(_SIBLING_MIN_SCORE, best_score * _SIBLING_SHARE)
+    keep: list[LexborNode] = []
+    drop: list[LexborNode] = []
+    for sibling in parent.iter():
+        sid = sibling.mem_id
+        if sid == best.mem_id:
+            keep.append(sibling)
+            continue
+        g = good.get(sid, 0.0)
+        if g and g - _BAD_WEIGHT * bad.get(sid, 0.0) >= threshold:
+            length = _text_len(sibling)
+            if length and _link_len(sibling) < length * _SIBLING_MAX_LINK_DENSITY:
+                keep.append(sibling)
+                continue
+        drop.append(sibling)
+    if len(keep) == 1:
+        return best
+    for sibling in drop:
+        sibling.remove()
+    return parent
 
 
 def _article_body(body: LexborNode) -> LexborNode | None:
