@@ -58,23 +58,31 @@ _NEG_WORDS: Final = frozenset(
     actions action buttons btn print hidden postprofile profile signature jumpbox
     breadcrumb breadcrumbs skip subscribe newsletter masthead colophon secondary
     outbrain taboola disqus related share sharing social credit credits caption captions
-    dateline timestamp date updated published""".split()
+    dateline timestamp date updated published
+    lateral pie pied piede teilen autor auteur autore etiquetas tambem fecha datum""".split()
 )
 _NEG_PARTS: Final = (
     "sidebar", "comment", "share", "social", "cookie", "newsletter", "banner", "breadcrumb",
     "related", "advert", "widget", "footer", "header", "menu", "navbar", "nav", "popup", "modal",
     "signature", "sponsor", "subscribe", "pagination", "respond", "overlay", "sr-only",
+    # pt, es, fr, de, it: footer, header, comments, related, ads, sharing, sidebar.
+    "rodape", "cabecalho", "comentario", "commentaire", "kommentar", "commento", "relacionad",
+    "correlat", "publicidad", "publicidade", "pubblicita", "werbung", "anuncio", "patrocin",
+    "compartilh", "compartir", "partage", "condivid", "seitenleiste", "fusszeile", "kopfzeile",
 )  # fmt: skip
 # Words that a wrapper of the article never carries (``content-list trending``), unlike
 # ``sidebar`` or ``hidden`` (``l-sidebar-fixed l-article-body-segment``).
 _STRONG_NEG_PARTS: Final = (
     "comment", "related", "trending", "popular", "recommend", "share", "sharing", "social",
     "cookie", "consent", "newsletter", "subscribe", "advert", "sponsor", "promo", "outbrain",
-    "taboola", "disqus", "breadcrumb",
+    "taboola", "disqus", "breadcrumb", "comentario", "commentaire", "kommentar", "commento",
+    "relacionad", "correlat", "publicidad", "publicidade", "werbung", "compartilh", "compartir",
 )  # fmt: skip
 _POS_WORDS: Final = frozenset(
     """content entry article post body story text main markdown prose typeset
-    articlebody postbody rich blog""".split()
+    articlebody postbody rich blog
+    conteudo materia noticia contenido articulo cuerpo corpo texto inhalt artikel haupttext
+    contenu corps texte contenuto articolo testo""".split()
 )
 _MAX_ID_WORDS: Final = 3
 _SLUG_WORDS: Final = frozenset("a an the with of to and in on for is how what why your".split())
