@@ -15,7 +15,8 @@ continue it and join it (readability's sibling merge). ``prune`` drops link-dens
 link-only headings inside the result. Class words are English, Portuguese, Spanish, French,
 German and Italian (``main_scoring``).
 
-``extract_main(html, url)`` returns the title (first ``<h1>``, taken out of the body), the cleaned
+``extract_main(html, url)`` returns the title (the ``<h1>`` that ``<title>`` or ``og:title``
+names, else the first; taken out of the body), the cleaned
 body HTML with absolute URLs, its text, and its markdown (html-to-markdown on the body HTML).
 The tree is changed in place: parse a tree of its own for it.
 """
@@ -213,10 +214,9 @@ _MARKDOWN_OPTIONS: Final = html_to_markdown.ConversionOptions(
 
 
 def main_tree(html: str) -> tuple[str, LexborNode | None]:
-    """Parse ``html``; returns the page title (first ``<h1>``) and the pruned main node."""
+    """Parse ``html``; returns the page title (see ``page_title``) and the pruned main node."""
     tree = LexborHTMLParser(html)
-    h1 = tree.css_first("h1")
-    title = h1.text(separator=" ", strip=True) if h1 is not None else ""
+    title = scoring.page_title(tree)
     body = strip_boilerplate(tree)
     if body is None:
         return title, None

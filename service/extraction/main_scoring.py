@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 # Class and id words that name boilerplate: a word matches when it equals one of NEG_WORDS or
 # contains one of NEG_PARTS (``sphinxsidebar``, ``commentlist``, ``td-post-sharing``...).
@@ -68,6 +68,7 @@ TEASER_TITLE_COST: Final = 200.0
 TEASER_TITLE_MIN_CHARS: Final = 25
 # A microdata ``articleBody`` shorter than this is a summary or an empty shell filled by script.
 HINT_MIN_CHARS: Final = 200
+MAX_TITLE_CANDIDATES: Final = 5
 HEADING_TAGS: Final = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 INLINE_TAGS: Final = frozenset(
     """a abbr b bdi bdo big br cite code data del dfn em font i ins kbd mark q s samp small
@@ -260,3 +261,23 @@ def titled_article(best: LexborNode) -> LexborNode:
     if len(titled) != 1 or len(titled[0].css("article")) > 1:
         return best
     return titled[0]
+
+
+def page_title(tree: LexborHTMLParser) -> str:
+    """The article's title: the first ``<h1>`` that ``og:title`` or ``<title>`` contains (a
+    logo's ``<h1>`` comes first on some pages), else the first ``<h1>``, else ``og:title``, else
+    ``<title>``."""
+    meta = tree.css_first("meta[property='og:title'][content]")
+    hint = (meta.attributes.get("content") or "").strip() if meta is not None else ""
+    if not hint:
+        head_title = tree.css_first("title")
+        hint = head_title.text(strip=True) if head_title is not None else ""
+    first = ""
+    for h1 in tree.css("h1")[:MAX_TITLE_CANDIDATES]:
+        text = " ".join(h1.text(separator=" ").split())
+        if not text:
+            continue
+        if text.lower() in hint.lower():
+            return text
+        first = first or text
+    return first or " ".join(hint.split())
