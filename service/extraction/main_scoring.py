@@ -264,7 +264,7 @@ def titled_article(best: LexborNode) -> LexborNode:
 
 
 def page_title(tree: LexborHTMLParser) -> str:
-    """The article's title: the first ``<h1>`` that ``og:title`` or ``<title>`` contains (a
+    """The article's title: the longest ``<h1>`` that ``og:title`` or ``<title>`` contains (a
     logo's ``<h1>`` comes first on some pages), else the first ``<h1>``, else ``og:title``, else
     ``<title>``."""
     meta = tree.css_first("meta[property='og:title'][content]")
@@ -272,12 +272,10 @@ def page_title(tree: LexborHTMLParser) -> str:
     if not hint:
         head_title = tree.css_first("title")
         hint = head_title.text(strip=True) if head_title is not None else ""
-    first = ""
-    for h1 in tree.css("h1")[:MAX_TITLE_CANDIDATES]:
-        text = " ".join(h1.text(separator=" ").split())
-        if not text:
-            continue
-        if text.lower() in hint.lower():
-            return text
-        first = first or text
-    return first or " ".join(hint.split())
+    texts = [" ".join(h1.text(separator=" ").split()) for h1 in tree.css("h1")]
+    texts = [t for t in texts[:MAX_TITLE_CANDIDATES] if t]
+    # The longest one: "Daily River" is in "Flood closes the towpath | Daily River" too.
+    named = [t for t in texts if t.lower() in hint.lower()]
+    if named:
+        return max(named, key=len)
+    return texts[0] if texts else " ".join(hint.split())
