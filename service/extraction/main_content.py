@@ -89,7 +89,7 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
         if (
             any(w in scoring.POS_WORDS for w in words)
             and length >= total * 0.2
-            and not any(p in w for w in words for p in scoring.STRONG_NEG_PARTS)
+            and not scoring.has_strong_boilerplate_name(words)
         ):
             continue
         node.remove()

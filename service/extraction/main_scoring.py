@@ -41,6 +41,9 @@ STRONG_NEG_PARTS: Final = (
     "taboola", "disqus", "breadcrumb", "comentario", "commentaire", "kommentar", "commento",
     "relacionad", "correlat", "publicidad", "publicidade", "werbung", "compartilh", "compartir",
 )  # fmt: skip
+# One search on the joined words instead of a test per word and part (no part holds a space).
+NEG_PART_RE: Final = re.compile("|".join(map(re.escape, NEG_PARTS)))
+STRONG_NEG_PART_RE: Final = re.compile("|".join(map(re.escape, STRONG_NEG_PARTS)))
 POS_WORDS: Final = frozenset(
     """content entry article post body story text main markdown prose typeset
     articlebody postbody rich blog
@@ -88,10 +91,11 @@ def words(node: LexborNode) -> list[str]:
 
 
 def is_boilerplate_name(words: list[str]) -> bool:
-    for w in words:
-        if w in NEG_WORDS or any(p in w for p in NEG_PARTS):
-            return True
-    return False
+    return any(w in NEG_WORDS for w in words) or NEG_PART_RE.search(" ".join(words)) is not None
+
+
+def has_strong_boilerplate_name(words: list[str]) -> bool:
+    return STRONG_NEG_PART_RE.search(" ".join(words)) is not None
 
 
 def long_enough(text: str) -> bool:
