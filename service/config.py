@@ -179,6 +179,9 @@ class Config:
     log_format: str = "json"
     # empty: /metrics is open; else it needs "Authorization: Bearer <token>"
     metrics_token: str = field(default="", repr=False)
+    # a js screenshot's PNG larger than this fails the scrape; the full page is cut at this height
+    max_screenshot_bytes: int = 8 * 1024 * 1024
+    screenshot_max_height: int = 10_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -242,4 +245,10 @@ class Config:
             log_level=_str(env, "SCRAPESPY_LOG_LEVEL", cls.log_level).upper(),
             log_format=_str(env, "SCRAPESPY_LOG_FORMAT", cls.log_format).lower(),
             metrics_token=_str(env, "SCRAPESPY_METRICS_TOKEN", cls.metrics_token),
+            max_screenshot_bytes=_int(
+                env, "SCRAPESPY_MAX_SCREENSHOT_BYTES", cls.max_screenshot_bytes, minimum=1
+            ),
+            screenshot_max_height=_int(
+                env, "SCRAPESPY_SCREENSHOT_MAX_HEIGHT", cls.screenshot_max_height, minimum=1
+            ),
         )

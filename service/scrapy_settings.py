@@ -124,6 +124,8 @@ def from_config(config: Config) -> dict[str, Any]:
         "SCRAPESPY_BLOCK_HEAVY_RESOURCES": config.block_heavy_resources,
         "SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS": list(config.egress_test_public_hosts),
         "LOG_LEVEL": config.log_level,
+        "SCRAPESPY_MAX_SCREENSHOT_BYTES": config.max_screenshot_bytes,
+        "SCRAPESPY_SCREENSHOT_MAX_HEIGHT": config.screenshot_max_height,
     }
 
 

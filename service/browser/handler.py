@@ -15,6 +15,8 @@ fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around
   the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
 * after ``load`` the page is given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no
   request in flight and no DOM change for a short quiet period) before the DOM is read;
+* a request with ``meta["scrapespy_screenshot"]`` gets a PNG of the page once it has been read
+  (:mod:`service.browser.screenshot`), within the same deadline;
 * failures are raised as the exceptions a ``static`` download raises (refused, unresolvable,
   timed out, egress blocked), so results and billing read the same for both engines.
 
@@ -51,6 +53,14 @@ from service.browser.egress import (
 )
 from service.browser.failures import BrowserError, navigation_failure, refused_navigation
 from service.browser.read import read_rendered
+from service.browser.screenshot import (
+    SCREENSHOT_META,
+    SCREENSHOT_PNG_META,
+    SCREENSHOT_RESERVE,
+    ScreenshotLimits,
+    take_screenshot,
+    wants_screenshot,
+)
 from service.browser.settle import PageWatch
 from service.browser.spares import Spare, Spares
 from service.config import default_chromium_path
@@ -211,6 +221,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS", 2.0)
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS", 0.1)
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
+        self.screenshot_limits = ScreenshotLimits.from_settings(settings)
         self.pages = asyncio.Semaphore(settings.getint("SCRAPESPY_MAX_PAGES", 4))
         self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
         self.navigations = Navigations()
@@ -436,12 +447,22 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
     async def _download_request_with_page(
         self, request: Request, page: Page, spider: Any
     ) -> Response:
-        return await read_rendered(self, request, page, spider, self.navigations)
+        response = await read_rendered(self, request, page, spider, self.navigations)
+        if wants_screenshot(request.meta):
+            request.meta[SCREENSHOT_PNG_META] = await take_screenshot(
+                page,
+                full_page=bool(request.meta[SCREENSHOT_META].get("full_page")),
+                limits=self.screenshot_limits,
+                timeout=self._time_left(request),
+            )
+            self.stats.inc_value("scrapespy/browser/screenshots")
+        return response
 
     async def _apply_page_methods(self, page: Page, request: Request, spider: Any) -> None:
         await super()._apply_page_methods(page, request, spider)
-        # Settle within what is left, keeping some for reading the DOM.
-        budget = min(self.settle_seconds, self._time_left(request) - READ_RESERVE)
+        # Settle within what is left, keeping some for reading the DOM (and the screenshot).
+        reserve = READ_RESERVE + (SCREENSHOT_RESERVE if wants_screenshot(request.meta) else 0.0)
+        budget = min(self.settle_seconds, self._time_left(request) - reserve)
         watch = self._watches.get(page)
         if watch is not None and budget > 0:
             await watch.settle(
