@@ -25,6 +25,9 @@ from scrapy.utils.test import get_crawler
 from harness.site import TargetSite
 from service.browser.failures import BrowserError
 from service.browser.handler import BrowserDownloadHandler
+from service.browser.screenshot import ScreenshotLimits
+from service.config import Config, ConfigError
+from service.engine import crawler_settings
 
 pytestmark = pytest.mark.browser
 
@@ -192,3 +195,16 @@ async def test_without_the_meta_no_screenshot_is_taken(pages):
         assert response.css("h1::text").get() == "Hello"
         assert "scrapespy_screenshot_png" not in response.meta
         assert not handler.stats.get_value("scrapespy/browser/screenshots")
+
+
+def test_the_operators_limits_reach_the_handler():
+    config = Config.from_env(
+        {"SCRAPESPY_MAX_SCREENSHOT_BYTES": "123456", "SCRAPESPY_SCREENSHOT_MAX_HEIGHT": "2000"}
+    )
+    crawler = get_crawler(settings_dict=dict(crawler_settings(config)))
+    handler = BrowserDownloadHandler(crawler)
+    assert handler.screenshot_limits == ScreenshotLimits(max_bytes=123456, max_height=2000)
+    assert Config().max_screenshot_bytes == 8 * 1024 * 1024
+    assert Config().screenshot_max_height == 10_000
+    with pytest.raises(ConfigError, match="SCRAPESPY_SCREENSHOT_MAX_HEIGHT must be at least 1"):
+        Config.from_env({"SCRAPESPY_SCREENSHOT_MAX_HEIGHT": "0"})
