@@ -54,11 +54,9 @@ from service.browser.egress import (
 from service.browser.failures import BrowserError, navigation_failure, refused_navigation
 from service.browser.read import read_rendered
 from service.browser.screenshot import (
-    SCREENSHOT_META,
-    SCREENSHOT_PNG_META,
     SCREENSHOT_RESERVE,
     ScreenshotLimits,
-    take_screenshot,
+    add_screenshot,
     wants_screenshot,
 )
 from service.browser.settle import PageWatch
@@ -449,12 +447,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
     ) -> Response:
         response = await read_rendered(self, request, page, spider, self.navigations)
         if wants_screenshot(request.meta):
-            request.meta[SCREENSHOT_PNG_META] = await take_screenshot(
-                page,
-                full_page=bool(request.meta[SCREENSHOT_META].get("full_page")),
-                limits=self.screenshot_limits,
-                timeout=self._time_left(request),
-            )
+            await add_screenshot(request, page, self.screenshot_limits, self._time_left(request))
             self.stats.inc_value("scrapespy/browser/screenshots")
         return response
 

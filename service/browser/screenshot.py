@@ -31,6 +31,7 @@ from service.browser.failures import BrowserError
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
+    from scrapy import Request
     from scrapy.settings import BaseSettings
 
 SCREENSHOT_META = "scrapespy_screenshot"
@@ -55,6 +56,16 @@ class ScreenshotLimits:
 
 def wants_screenshot(meta: dict[str, Any]) -> bool:
     return isinstance(meta.get(SCREENSHOT_META), dict)
+
+
+async def add_screenshot(
+    request: Request, page: Page, limits: ScreenshotLimits, timeout: float
+) -> None:
+    """Put the screenshot that ``request`` asks for in its (and its response's) meta."""
+    full_page = bool(request.meta[SCREENSHOT_META].get("full_page"))
+    request.meta[SCREENSHOT_PNG_META] = await take_screenshot(
+        page, full_page=full_page, limits=limits, timeout=timeout
+    )
 
 
 async def take_screenshot(
