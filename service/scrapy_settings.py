@@ -45,8 +45,8 @@ DOWNLOAD_HANDLERS = {
     "https": "service.browser.handler.BrowserDownloadHandler",
 }
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
-PLAYWRIGHT_ABORT_REQUEST = "service.browser.handler.abort_heavy_resource"
-PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.handler.browser_request_headers"
+PLAYWRIGHT_ABORT_REQUEST = "service.browser.launch.abort_heavy_resource"
+PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.launch.browser_request_headers"
 SCRAPESPY_BROWSER_SETTLE_SECONDS = 2.0
 SCRAPESPY_BROWSER_SPARES = 2  # fresh contexts made ahead of demand, each used once
 

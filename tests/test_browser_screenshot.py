@@ -90,7 +90,7 @@ async def rendering(**settings: Any) -> AsyncIterator[BrowserDownloadHandler]:
             "SCRAPESPY_ALLOW_PRIVATE_TARGETS": True,
             "SCRAPESPY_BROWSER_SETTLE_SECONDS": 0.5,
             "SCRAPESPY_BROWSER_SPARES": 0,
-            "PLAYWRIGHT_ABORT_REQUEST": "service.browser.handler.abort_heavy_resource",
+            "PLAYWRIGHT_ABORT_REQUEST": "service.browser.launch.abort_heavy_resource",
             **settings,
         }
     )

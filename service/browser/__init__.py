@@ -1,15 +1,16 @@
 """The ``js`` engine's download handler and what it is made of.
 
-``handler``: :class:`BrowserDownloadHandler` (one Chromium, one context per request) and the
-``PLAYWRIGHT_*`` hooks; ``egress`` and ``wire``: the forward proxy on loopback that Chromium must
-go through (the browser's SSRF guard); ``failures``: Chromium's errors told as a static download
-tells them; ``read``: the rendered page into a Scrapy response; ``settle``: when a page has
-settled; ``spares``: contexts made ahead of demand.
+``handler``: :class:`BrowserDownloadHandler` (one Chromium, one context per request);
+``launch``: how the browser is launched or reached, and the ``PLAYWRIGHT_*`` hooks; ``egress``
+and ``wire``: the forward proxy on loopback that Chromium must go through (the browser's SSRF
+guard); ``failures``: Chromium's errors told as a static download tells them; ``read``: the
+rendered page into a Scrapy response; ``settle``: when a page has settled; ``spares``: contexts
+made ahead of demand; ``screenshot``: the PNG a request may ask for.
 """
 
 from service.browser.failures import BrowserError
-from service.browser.handler import (
-    BrowserDownloadHandler,
+from service.browser.handler import BrowserDownloadHandler
+from service.browser.launch import (
     abort_heavy_resource,
     browser_request_headers,
     chromium_launch_options,

@@ -26,6 +26,8 @@ Requests without ``meta["playwright"]`` go straight to Scrapy's HTTP/1.1 handler
         "http": "service.browser.handler.BrowserDownloadHandler",
         "https": "service.browser.handler.BrowserDownloadHandler",
     }
+
+How the browser is launched or reached, and what it may load, is :mod:`service.browser.launch`.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
-from scrapy_playwright.headers import use_scrapy_headers
 
 from service.browser.egress import (
     BrowserEgressGuard,
@@ -52,6 +53,7 @@ from service.browser.egress import (
     parse_test_public_hosts,
 )
 from service.browser.failures import BrowserError, navigation_failure, refused_navigation
+from service.browser.launch import chromium_launch_options
 from service.browser.read import read_rendered
 from service.browser.screenshot import (
     SCREENSHOT_RESERVE,
@@ -65,23 +67,14 @@ from service.config import default_chromium_path
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page
-    from playwright.async_api import Request as PlaywrightRequest
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = [
-    "BrowserDownloadHandler",
-    "BrowserError",
-    "abort_heavy_resource",
-    "browser_request_headers",
-    "chromium_launch_options",
-    "remote_browser_settings",
-]
+__all__ = ["BrowserDownloadHandler", "BrowserError"]
 
 log = logging.getLogger(__name__)
 
-HEAVY_RESOURCE_TYPES = frozenset({"media", "font"})
 READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settling
 # A finished render's context closes, and its spare is replaced, once no other page is
 # navigating (a navigation that shared the browser with them took 55-63 ms instead of 27-31 ms,
@@ -89,64 +82,6 @@ READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settl
 # follows at once takes to start navigating, QUIET_WAIT the longest a context is kept for it.
 NEXT_NAVIGATION = 0.015
 QUIET_WAIT = 0.25
-
-
-def chromium_launch_options(chromium_path: str, *, as_root: bool) -> dict[str, Any]:
-    """PLAYWRIGHT_LAUNCH_OPTIONS for the system Chromium (the guard's proxy is added at launch)."""
-    # the headless shell is headless by nature; the full browser is told which headless mode
-    headless = [] if is_headless_shell(chromium_path) else ["--headless=new"]
-    args = [
-        *headless,
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        # Chromium's own calls home are refused by a closed network and waste connections.
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-default-apps",
-        "--disable-extensions",
-        "--metrics-recording-only",
-        "--no-default-browser-check",
-        # WebRTC could otherwise send UDP to any address, around the egress guard.
-        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-    ]
-    if as_root:
-        args.append("--no-sandbox")
-    return {"executable_path": chromium_path, "headless": True, "args": args}
-
-
-def is_headless_shell(chromium_path: str) -> bool:
-    return os.path.basename(chromium_path).startswith("chromium-headless-shell")
-
-
-def remote_browser_settings(url: str) -> dict[str, str]:
-    """SCRAPESPY_BROWSER_URL: a CDP endpoint (http://, or ws://.../devtools/browser/...) or a
-    Playwright server (other ws:// addresses)."""
-    if not url:
-        return {}
-    if url.startswith(("http://", "https://")) or "/devtools/browser/" in url:
-        return {"PLAYWRIGHT_CDP_URL": url}
-    return {"PLAYWRIGHT_CONNECT_URL": url}
-
-
-def abort_heavy_resource(request: PlaywrightRequest) -> bool:
-    """PLAYWRIGHT_ABORT_REQUEST: media and fonts change nothing in the DOM we read."""
-    return request.resource_type in HEAVY_RESOURCE_TYPES
-
-
-async def browser_request_headers(
-    *, browser_type_name: str, playwright_request: PlaywrightRequest, scrapy_request_data: dict
-) -> dict[str, str]:
-    """Scrapy's headers for the navigation, minus the proxy's credentials, which must never
-    reach a target (inside a CONNECT tunnel the target would read them)."""
-    headers = await use_scrapy_headers(
-        browser_type_name=browser_type_name,
-        playwright_request=playwright_request,
-        scrapy_request_data=scrapy_request_data,
-    )
-    return {k: v for k, v in headers.items() if k.lower() != "proxy-authorization"}
 
 
 class Navigations:

@@ -1,0 +1,79 @@
+"""How the ``js`` engine's Chromium is launched or reached, and what its pages may load.
+
+The handler (:mod:`service.browser.handler`) and the service's crawler settings
+(``service.engine.crawler_settings``) use these; the two ``PLAYWRIGHT_*`` hooks are named in
+``service.scrapy_settings``::
+
+    PLAYWRIGHT_ABORT_REQUEST = "service.browser.launch.abort_heavy_resource"
+    PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.launch.browser_request_headers"
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from scrapy_playwright.headers import use_scrapy_headers
+
+if TYPE_CHECKING:
+    from playwright.async_api import Request as PlaywrightRequest
+
+HEAVY_RESOURCE_TYPES = frozenset({"media", "font"})
+
+
+def chromium_launch_options(chromium_path: str, *, as_root: bool) -> dict[str, Any]:
+    """PLAYWRIGHT_LAUNCH_OPTIONS for the system Chromium (the guard's proxy is added at launch)."""
+    # the headless shell is headless by nature; the full browser is told which headless mode
+    headless = [] if is_headless_shell(chromium_path) else ["--headless=new"]
+    args = [
+        *headless,
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        # Chromium's own calls home are refused by a closed network and waste connections.
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--metrics-recording-only",
+        "--no-default-browser-check",
+        # WebRTC could otherwise send UDP to any address, around the egress guard.
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    ]
+    if as_root:
+        args.append("--no-sandbox")
+    return {"executable_path": chromium_path, "headless": True, "args": args}
+
+
+def is_headless_shell(chromium_path: str) -> bool:
+    return os.path.basename(chromium_path).startswith("chromium-headless-shell")
+
+
+def remote_browser_settings(url: str) -> dict[str, str]:
+    """SCRAPESPY_BROWSER_URL: a CDP endpoint (http://, or ws://.../devtools/browser/...) or a
+    Playwright server (other ws:// addresses)."""
+    if not url:
+        return {}
+    if url.startswith(("http://", "https://")) or "/devtools/browser/" in url:
+        return {"PLAYWRIGHT_CDP_URL": url}
+    return {"PLAYWRIGHT_CONNECT_URL": url}
+
+
+def abort_heavy_resource(request: PlaywrightRequest) -> bool:
+    """PLAYWRIGHT_ABORT_REQUEST: media and fonts change nothing in the DOM we read."""
+    return request.resource_type in HEAVY_RESOURCE_TYPES
+
+
+async def browser_request_headers(
+    *, browser_type_name: str, playwright_request: PlaywrightRequest, scrapy_request_data: dict
+) -> dict[str, str]:
+    """Scrapy's headers for the navigation, minus the proxy's credentials, which must never
+    reach a target (inside a CONNECT tunnel the target would read them)."""
+    headers = await use_scrapy_headers(
+        browser_type_name=browser_type_name,
+        playwright_request=playwright_request,
+        scrapy_request_data=scrapy_request_data,
+    )
+    return {k: v for k, v in headers.items() if k.lower() != "proxy-authorization"}
