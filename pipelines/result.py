@@ -18,6 +18,7 @@ that cannot be parsed turns a success into a failure, which the billing gives ba
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -30,7 +31,7 @@ from scrapy.exceptions import (
     IgnoreRequest,
     ResponseDataLossError,
 )
-from scrapy.http import TextResponse
+from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import error as net_error
 from twisted.internet.defer import TimeoutError as DeferredTimeoutError
@@ -38,7 +39,9 @@ from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
 from service.browser.failures import BrowserError
-from service.extraction import empty_fields, extract
+from service.config import Config
+from service.extraction import empty_fields
+from service.extraction.outputs import OutputOptions, extract_page
 from service.extraction.pool import PROCESSING_FAILED, ExtractionFailed, ExtractionPool
 from service.jobs import ScrapeItem, ScrapeJob
 from service.results import new_result
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RAW_HTML_BYTES = Config.max_raw_html_bytes
 
 
 def timed_out(job: ScrapeJob) -> str:
@@ -80,12 +85,28 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
     return f"fetch failed ({name})"
 
 
+def raw_html_too_large(size: int, limit: int) -> str:
+    return (
+        f"the page's HTML is {size} bytes, over the {limit}-byte limit on raw_html "
+        "(SCRAPESPY_MAX_RAW_HTML_BYTES)"
+    )
+
+
 class ResultPipeline:
-    """Sets ``item.result``, all but the page's fields: the outcome that the bill rests on."""
+    """Sets ``item.result``, all but the page's fields: the outcome that the bill rests on.
+
+    It also sets the outputs that need no parsing: ``raw_html`` (a document past
+    ``SCRAPESPY_MAX_RAW_HTML_BYTES`` is a failure, so unbilled) and ``screenshot``, the base64 of
+    the PNG that service.browser left in ``response.meta["scrapespy_screenshot_png"]``."""
+
+    def __init__(self, max_raw_html_bytes: int = DEFAULT_MAX_RAW_HTML_BYTES) -> None:
+        self.max_raw_html_bytes = max_raw_html_bytes
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResultPipeline:
-        return cls()
+        return cls(
+            crawler.settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES", DEFAULT_MAX_RAW_HTML_BYTES)
+        )
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
         job, response, meta = item.job, item.response, item.request.meta
@@ -96,6 +117,8 @@ class ResultPipeline:
             error: str | None = describe_failure(item.failure, job)
         elif response.status >= 400:
             error = f"the target answered HTTP {response.status}"
+        elif "raw_html" in job.formats and len(response.body) > self.max_raw_html_bytes:
+            error = raw_html_too_large(len(response.body), self.max_raw_html_bytes)
         else:
             error = None
         item.result = new_result(
@@ -109,7 +132,19 @@ class ResultPipeline:
         )
         if isinstance(response, TextResponse):
             item.page = response
+        if job.formats and response is not None:
+            self._received(item, response)
         return item
+
+    def _received(self, item: ScrapeItem, response: Response) -> None:
+        formats, result = item.job.formats, item.result
+        if "raw_html" in formats and isinstance(response, TextResponse):
+            if len(response.body) <= self.max_raw_html_bytes:
+                setattr(result, "raw_html", response.text)  # noqa: B010 - a result_class field
+        if "screenshot" in formats:
+            png = response.meta.get("scrapespy_screenshot_png")
+            if png:
+                setattr(result, "screenshot", base64.b64encode(png).decode("ascii"))  # noqa: B010
 
 
 class FieldsPipeline:
@@ -131,11 +166,12 @@ class FieldsPipeline:
             return self._counted(item)
         item.page = None
         try:
+            options = OutputOptions.for_job(job)
             if self.extractor is None:
-                fields = extract(page.text, page.url, job.selectors)
+                fields = extract_page(page.text, page.url, job.selectors, options)
             else:
                 left = job.deadline - time.monotonic()
-                parsing = self.extractor.extract(page.text, page.url, job.selectors, left)
+                parsing = self.extractor.extract(page.text, page.url, job.selectors, left, options)
                 fields = await maybe_deferred_to_future(parsing)
         except Exception as exc:
             self._not_parsed(exc, item)

@@ -182,6 +182,8 @@ class Config:
     # a js screenshot's PNG larger than this fails the scrape; the full page is cut at this height
     max_screenshot_bytes: int = 8 * 1024 * 1024
     screenshot_max_height: int = 10_000
+    # "formats": ["raw_html"] answers a failure past this many bytes of the document
+    max_raw_html_bytes: int = 2 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -250,5 +252,8 @@ class Config:
             ),
             screenshot_max_height=_int(
                 env, "SCRAPESPY_SCREENSHOT_MAX_HEIGHT", cls.screenshot_max_height, minimum=1
+            ),
+            max_raw_html_bytes=_int(
+                env, "SCRAPESPY_MAX_RAW_HTML_BYTES", cls.max_raw_html_bytes, minimum=1
             ),
         )

@@ -30,6 +30,12 @@ class ScrapeJob:
     respect_robots: bool = True
     timeout: float = 20.0
     proxy_type: str = "none"
+    # outputs beyond the specification's fields (docs/api.md); the defaults ask for none
+    formats: frozenset[str] = frozenset()
+    only_main_content: bool = False
+    include_tags: tuple[str, ...] = ()
+    exclude_tags: tuple[str, ...] = ()
+    screenshot_full_page: bool = False
     # billing; None when nothing is billed (``scrapy crawl page``)
     account_id: int | None = None
     hold_id: int | None = None

@@ -3,14 +3,19 @@
 The pipelines fill a :class:`ScrapeResult` (pipelines.result), the watchdog answers one
 (service.engine), the API writes it out as it is (orjson serialises dataclasses natively, in
 field order) and ``/openapi.json`` documents it (:func:`json_schema`). A blocked scrape is a
-:class:`BlockedResult`, whose ``block_reason`` comes last; any other answer has none, not a null.
+:class:`BlockedResult`, whose ``block_reason`` comes after the page's fields; any other answer
+has none, not a null. The outputs a request asks for in ``formats`` (``markdown``, ``html``,
+``raw_html``, ``screenshot``) come last, each only when asked: the answer is then an instance of a
+subclass with those fields (:func:`result_class`), so a request without ``formats`` gets the
+same bytes as before they existed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Annotated, Any
+from dataclasses import dataclass, field, fields, make_dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
@@ -49,7 +54,8 @@ class ScrapeResult:
     extracted: dict[str, list[str]]
 
     def fill(self, page: Mapping[str, Any]) -> None:
-        """Takes the page's fields as ``service.extraction.extract`` gives them."""
+        """Takes the page's fields as ``service.extraction.extract`` gives them, and the
+        converted outputs as ``service.extraction.outputs.extract_page`` adds them."""
         self.title = page["title"]
         self.meta = page["meta"]
         self.headings = page["headings"]
@@ -57,6 +63,11 @@ class ScrapeResult:
         self.images = page["images"]
         self.text = page["text"]
         self.extracted = page["extracted"]
+        # fields of the result_class that the request's formats chose
+        if "markdown" in page:
+            setattr(self, "markdown", page["markdown"])  # noqa: B010
+        if "html" in page:
+            setattr(self, "html", page["html"])  # noqa: B010
 
 
 @dataclass(slots=True)
@@ -68,6 +79,48 @@ class BlockedResult(ScrapeResult):
             "interface specification)"
         ),
     ]
+
+
+R = TypeVar("R", bound=ScrapeResult)
+OUTPUTS: Final = ("markdown", "html", "raw_html", "screenshot")
+_OUTPUT_TYPES: Final[dict[str, Any]] = {
+    "markdown": Annotated[
+        str | None,
+        Field(description='GitHub-flavoured markdown of the page; with "formats": ["markdown"]'),
+    ],
+    "html": Annotated[
+        str | None,
+        Field(
+            description="the page's HTML without scripts, styles, comments, hidden elements and "
+            'event attributes, with absolute URLs; with "formats": ["html"]'
+        ),
+    ],
+    "raw_html": Annotated[
+        str | None,
+        Field(
+            description="the document as received (static) or as rendered (js), decoded; "
+            'with "formats": ["raw_html"]'
+        ),
+    ],
+    "screenshot": Annotated[
+        str | None,
+        Field(
+            description='base64 PNG of the viewport, or of the page with "screenshot_full_page";'
+            ' with "formats": ["screenshot"] (js engine)',
+            json_schema_extra={"contentEncoding": "base64", "contentMediaType": "image/png"},
+        ),
+    ],
+}
+
+
+@cache
+def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
+    """``base`` with the fields of ``outputs`` (in :data:`OUTPUTS` order) after its own."""
+    if not outputs:
+        return base
+    extra = [(name, _OUTPUT_TYPES[name], field(default=None)) for name in outputs]
+    made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
+    return made
 
 
 def new_result(
@@ -94,6 +147,11 @@ def new_result(
         "blocked": block_reason is not None,
         "proxy_used": tier_used != "none",
     }
+    if job.formats:
+        outputs = tuple(name for name in OUTPUTS if name in job.formats)
+        if block_reason is None:
+            return result_class(ScrapeResult, outputs)(**outcome, **page)
+        return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)
     if block_reason is None:
         return ScrapeResult(**outcome, **page)
     return BlockedResult(**outcome, **page, block_reason=block_reason)
@@ -101,8 +159,8 @@ def new_result(
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
-    ``block_reason`` only when blocked."""
-    schema = _plain(TypeAdapter(BlockedResult).json_schema())
+    ``block_reason`` only when blocked, each output only when asked."""
+    schema = _plain(TypeAdapter(result_class(BlockedResult, OUTPUTS)).json_schema())
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema
 

@@ -17,6 +17,10 @@ M = TypeVar("M", bound=BaseModel)
 
 MAX_URL_LENGTH = 8192
 MAX_SELECTORS = 50
+MAX_TAGS = 50
+FORMATS = ("markdown", "html", "raw_html", "screenshot")
+SCREENSHOT_NEEDS_JS = '\'formats\': "screenshot" needs the js engine ("engine": "js")'
+FULL_PAGE_NEEDS_SCREENSHOT = "'screenshot_full_page' needs \"screenshot\" in 'formats'"
 
 # The documented ``url`` pattern, and the first check the service makes, so that what the schema
 # accepts and what the service accepts are the same strings. Whitespace is spelled out (Python's
@@ -37,7 +41,38 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
+Format = Literal["markdown", "html", "raw_html", "screenshot"]
+_TAGS_DOC = (
+    "CSS selectors (no pseudo-elements); a selector that is not valid CSS is a 400 naming it"
+)
+
+# What the validators below check across fields, written for /openapi.json.
+_ACROSS_FIELDS: dict[str, Any] = {
+    "allOf": [
+        {
+            "description": '"screenshot" needs the js engine',
+            "anyOf": [
+                {"properties": {"formats": {"not": {"contains": {"const": "screenshot"}}}}},
+                {"required": ["engine"], "properties": {"engine": {"const": "js"}}},
+            ],
+        },
+        {
+            "description": 'screenshot_full_page needs "screenshot" in formats',
+            "anyOf": [
+                {"properties": {"screenshot_full_page": {"const": False}}},
+                {
+                    "required": ["formats"],
+                    "properties": {"formats": {"contains": {"const": "screenshot"}}},
+                },
+            ],
+        },
+    ]
+}
+
+
 class ScrapeRequest(_Strict):
+    model_config = ConfigDict(json_schema_extra=_ACROSS_FIELDS)
+
     url: Annotated[
         str,
         Field(
@@ -58,6 +93,42 @@ class ScrapeRequest(_Strict):
     respect_robots: bool = True
     timeout: Annotated[float, Field(gt=0, le=120, description="seconds")] = 20
     proxy_type: Literal["none", "datacenter", "residential"] = "none"
+    formats: Annotated[
+        list[Format],
+        Field(
+            description="outputs to add to the result, each as a field of the same name: "
+            "markdown, html (cleaned), raw_html (as received or rendered), screenshot "
+            "(base64 PNG; js engine only)"
+        ),
+    ] = Field(default_factory=list)
+    only_main_content: Annotated[
+        bool,
+        Field(
+            description="text, markdown and html hold the page's main content only, without "
+            "navigation, header, footer, sidebars, comments, ads and cookie banners"
+        ),
+    ] = False
+    include_tags: Annotated[
+        list[str], Field(max_length=MAX_TAGS, description="keep only what matches; " + _TAGS_DOC)
+    ] = Field(default_factory=list)
+    exclude_tags: Annotated[
+        list[str], Field(max_length=MAX_TAGS, description="drop what matches; " + _TAGS_DOC)
+    ] = Field(default_factory=list)
+    screenshot_full_page: Annotated[
+        bool,
+        Field(
+            description="the whole page (bounded height) rather than the viewport; needs "
+            '"screenshot" in formats'
+        ),
+    ] = False
+
+    @model_validator(mode="after")
+    def _formats_fit(self) -> ScrapeRequest:
+        if "screenshot" in self.formats and self.engine != "js":
+            raise ValueError(SCREENSHOT_NEEDS_JS)
+        if self.screenshot_full_page and "screenshot" not in self.formats:
+            raise ValueError(FULL_PAGE_NEEDS_SCREENSHOT)
+        return self
 
     @field_validator("url")
     @classmethod

@@ -30,7 +30,7 @@ from service.errors import (
     Unauthorized,
     insufficient_credits,
 )
-from service.extraction import InvalidSelector, compile_selectors
+from service.extraction import InvalidSelector, compile_selectors, compile_tags
 from service.jobs import ScrapeJob
 from service.pricing import Quote, quote
 from service.ratelimit import RateLimiter, retry_after_seconds
@@ -56,6 +56,8 @@ class Scraper:
         request = validate(ScrapeRequest, parse_json_object(body))
         try:
             compiled = compile_selectors(request.selectors)
+            compile_tags("include_tags", request.include_tags)
+            compile_tags("exclude_tags", request.exclude_tags)
         except InvalidSelector as exc:
             raise BadRequest(f"invalid request: {exc}") from None
         return request, compiled
@@ -92,6 +94,11 @@ class Scraper:
                 respect_robots=request.respect_robots,
                 timeout=request.timeout,
                 proxy_type=request.proxy_type,
+                formats=frozenset(request.formats),
+                only_main_content=request.only_main_content,
+                include_tags=tuple(request.include_tags),
+                exclude_tags=tuple(request.exclude_tags),
+                screenshot_full_page=request.screenshot_full_page,
                 account_id=caller.account_id,
                 hold_id=hold_id,
                 trial=price.trial,

@@ -126,6 +126,7 @@ def from_config(config: Config) -> dict[str, Any]:
         "LOG_LEVEL": config.log_level,
         "SCRAPESPY_MAX_SCREENSHOT_BYTES": config.max_screenshot_bytes,
         "SCRAPESPY_SCREENSHOT_MAX_HEIGHT": config.screenshot_max_height,
+        "SCRAPESPY_MAX_RAW_HTML_BYTES": config.max_raw_html_bytes,
     }
 
 

@@ -34,6 +34,8 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
         # deadline middleware adds the navigation's timeout.
         meta["playwright_context"] = f"scrape-{job.id}"
         meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
+        if "screenshot" in job.formats:  # taken by service.browser after the page is read
+            meta["scrapespy_screenshot"] = {"full_page": job.screenshot_full_page}
     return Request(
         job.url,
         callback=spider.parse,

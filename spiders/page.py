@@ -6,6 +6,11 @@ service. Nothing is billed (there is no database here).
 
     scrapy crawl page -a url=https://example.com/ [-a engine=js] [-a timeout=20]
         [-a respect_robots=false] [-a selectors='{"h": "h1::text"}']
+        [-a formats=markdown,html,raw_html,screenshot] [-a only_main_content=true]
+        [-a include_tags='["article"]'] [-a exclude_tags='[".ad", "aside"]']
+        [-a screenshot_full_page=true]
+
+The tags are a JSON list of CSS selectors, or one selector.
 """
 
 from __future__ import annotations
@@ -21,14 +26,25 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from service.extraction import InvalidSelector, compile_selectors
+from service.extraction import InvalidSelector, compile_selectors, compile_tags
 from service.jobs import ScrapeItem, ScrapeJob
 from service.results import ScrapeResult
+from service.schemas import FORMATS
 from spiders.feed import item_for_failure, item_for_response, request_for
 
 
 def _flag(value: str) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def _tags(name: str, value: str) -> tuple[str, ...]:
+    tags = json.loads(value) if value.strip().startswith("[") else ([value] if value else [])
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise ValueError(f"{name} must be a JSON list of CSS selectors")
+    try:
+        return compile_tags(name, tags)
+    except InvalidSelector as exc:
+        raise ValueError(str(exc)) from None
 
 
 class PageSpider(Spider):
@@ -41,6 +57,11 @@ class PageSpider(Spider):
         timeout: str = "20",
         respect_robots: str = "true",
         selectors: str = "",
+        formats: str = "",
+        only_main_content: str = "false",
+        include_tags: str = "",
+        exclude_tags: str = "",
+        screenshot_full_page: str = "false",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -52,12 +73,25 @@ class PageSpider(Spider):
             compiled = compile_selectors(json.loads(selectors) if selectors else None)
         except (ValueError, InvalidSelector) as exc:
             raise ValueError(f"selectors: {exc}") from None
+        asked = frozenset(name.strip() for name in formats.split(",") if name.strip())
+        if not asked <= set(FORMATS):
+            raise ValueError(f"formats must be among {', '.join(FORMATS)}")
+        if "screenshot" in asked and engine != "js":
+            raise ValueError("formats: a screenshot needs the js engine (-a engine=js)")
+        full_page = _flag(screenshot_full_page)
+        if full_page and "screenshot" not in asked:
+            raise ValueError("screenshot_full_page needs screenshot in formats")
         self.job = ScrapeJob(
             url=url,
             engine=engine,
             selectors=compiled,
             respect_robots=_flag(respect_robots),
             timeout=float(timeout),
+            formats=asked,
+            only_main_content=_flag(only_main_content),
+            include_tags=_tags("include_tags", include_tags),
+            exclude_tags=_tags("exclude_tags", exclude_tags),
+            screenshot_full_page=full_page,
         )
         self.result: ScrapeResult | None = None
 

@@ -451,7 +451,7 @@ def test_any_markup_gives_every_field(html: str | bytes, base_url: str) -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from service.extraction.fields import _UrlResolver  # noqa: E402
+from service.extraction.fields import UrlResolver  # noqa: E402
 
 _URL_ALPHABET = "ab/.?#;:%=&-_ ~"
 
@@ -474,4 +474,4 @@ def test_fast_url_paths_agree_with_urljoin(base, tail, prefix):
         expected = urljoin(base, url)
     except ValueError:
         expected = url
-    assert _UrlResolver(base)(url) == expected
+    assert UrlResolver(base)(url) == expected

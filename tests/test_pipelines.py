@@ -13,6 +13,7 @@ import pytest_twisted
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse
+from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_from_coro, ensure_awaitable
 from scrapy.utils.misc import load_object
 from twisted.internet import reactor
@@ -29,6 +30,7 @@ PAGE = b"<html><head><title>Parsed</title></head><body><h1>Hi</h1></body></html>
 
 class Crawler:
     stats = None
+    settings = Settings()
 
     def __init__(self, database: Any):
         self.scrapespy_database = database

@@ -15,6 +15,7 @@ from service.extraction.selectors import (
     CompiledSelectors,
     InvalidSelector,
     compile_selectors,
+    compile_tags,
     selectors_from_wire,
     selectors_to_wire,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "CompiledSelectors",
     "InvalidSelector",
     "compile_selectors",
+    "compile_tags",
     "empty_fields",
     "extract",
     "selectors_from_wire",

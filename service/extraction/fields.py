@@ -21,7 +21,7 @@ from selectolax.lexbor import LexborHTMLParser
 from service.extraction.selectors import CompiledSelectors, no_matches, run_selectors
 from service.extraction.text import normalise, visible_text
 
-__all__ = ["empty_fields", "extract"]
+__all__ = ["UrlResolver", "document_base", "empty_fields", "extract", "fields_of", "parse"]
 
 HEADING_LEVELS: Final = ("h1", "h2", "h3", "h4", "h5", "h6")
 
@@ -39,16 +39,29 @@ def extract(
     Bytes are decoded by their BOM or ``<meta charset>`` (in the first 1024 bytes, as the HTML
     Standard says), else as UTF-8 with invalid bytes replaced.
     """
+    tree = parse(html)
+    if tree is None:
+        return empty_fields(selectors)
+    return fields_of(tree, base_url, selectors)
+
+
+def parse(html: str | bytes) -> LexborHTMLParser | None:
+    """The page's tree as ``extract`` parses it, or None when it cannot be parsed."""
     try:
         if isinstance(html, str):
             html = html.removeprefix("\ufeff")
         elif not isinstance(html, bytes):
             html = bytes(html)
-        tree = LexborHTMLParser(html, encoding=True, scripting=True)
+        return LexborHTMLParser(html, encoding=True, scripting=True)
     except Exception:  # garbage in must give the empty result, never a failed scrape
-        return empty_fields(selectors)
+        return None
 
-    resolve = _UrlResolver(_document_base(tree, base_url))
+
+def fields_of(
+    tree: LexborHTMLParser, base_url: str, selectors: CompiledSelectors | None = None
+) -> dict[str, Any]:
+    """The fields of an already parsed page; reads ``tree`` without changing it."""
+    resolve = UrlResolver(document_base(tree, base_url))
     body = tree.body
     return {
         "title": _title(tree),
@@ -104,7 +117,7 @@ def _headings(tree: LexborHTMLParser) -> dict[str, list[str]]:
     return {level: found[level] for level in HEADING_LEVELS if level in found}
 
 
-class _UrlResolver:
+class UrlResolver:
     """Resolves attribute URLs against the document base, memoised for one page only."""
 
     __slots__ = ("_base", "_memo", "_origin")
@@ -160,7 +173,7 @@ def _clean_url(raw: str) -> str:
     return url
 
 
-def _document_base(tree: LexborHTMLParser, base_url: str) -> str:
+def document_base(tree: LexborHTMLParser, base_url: str) -> str:
     node = tree.css_first("base[href]")
     href = _clean_url(node.attributes.get("href") or "") if node is not None else ""
     if not href:
@@ -176,7 +189,7 @@ def _document_base(tree: LexborHTMLParser, base_url: str) -> str:
     return resolved
 
 
-def _links(tree: LexborHTMLParser, resolve: _UrlResolver) -> list[dict[str, str]]:
+def _links(tree: LexborHTMLParser, resolve: UrlResolver) -> list[dict[str, str]]:
     links = []
     for node in tree.css("a[href]"):
         href = resolve(node.attributes.get("href"))
@@ -185,7 +198,7 @@ def _links(tree: LexborHTMLParser, resolve: _UrlResolver) -> list[dict[str, str]
     return links
 
 
-def _images(tree: LexborHTMLParser, resolve: _UrlResolver) -> list[str]:
+def _images(tree: LexborHTMLParser, resolve: UrlResolver) -> list[str]:
     images = []
     for node in tree.css("img"):
         attrs = node.attributes

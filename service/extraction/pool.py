@@ -9,6 +9,8 @@ its stdin and reads the fields back from its stdout; the reactor only moves byte
 Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
 ``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
 reply is the orjson of the fields (``service.extraction.fields.extract``) or ``{"error": "..."}``.
+A header with ``outputs`` (``service.extraction.outputs.OutputOptions``) asks for markdown, html
+or main content too: the reply's fields then carry them (``extract_page``).
 
 A worker that does not answer within the scrape's remaining time (at least
 ``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
@@ -39,6 +41,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.protocol import ProcessProtocol
 
 from service.extraction.fields import extract
+from service.extraction.outputs import OutputOptions, extract_page
 from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
 from service.reactor import running
 
@@ -60,8 +63,16 @@ class ExtractionFailed(Exception):
     """The page could not be extracted: its worker timed out or died."""
 
 
-def encode_request(text: str, url: str, selectors: CompiledSelectors | None) -> bytes:
-    header = orjson.dumps({"url": url, "selectors": selectors_to_wire(selectors)})
+def encode_request(
+    text: str,
+    url: str,
+    selectors: CompiledSelectors | None,
+    options: OutputOptions | None = None,
+) -> bytes:
+    meta: dict[str, Any] = {"url": url, "selectors": selectors_to_wire(selectors)}
+    if options is not None:
+        meta["outputs"] = options.to_wire()
+    header = orjson.dumps(meta)
     payload = header + b"\0" + text.encode("utf-8", "surrogatepass")
     return _LENGTH.pack(len(payload)) + payload
 
@@ -71,15 +82,24 @@ def answer(payload: bytes) -> bytes:
     try:
         header, page = payload.split(b"\0", 1)
         meta = orjson.loads(header)
-        fields = extract(
+        fields = _extract(
             page.decode("utf-8", "surrogatepass"),
             meta["url"],
             selectors_from_wire(meta["selectors"]),
+            OutputOptions.from_wire(meta.get("outputs")),
         )
         body = orjson.dumps(fields)
     except Exception as exc:  # never take the worker down: report, and take the next page
         body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
     return _LENGTH.pack(len(body)) + body
+
+
+def _extract(
+    text: str, url: str, selectors: CompiledSelectors | None, options: OutputOptions | None
+) -> dict[str, Any]:
+    if options is None:
+        return extract(text, url, selectors)
+    return extract_page(text, url, selectors, options)
 
 
 def serve(stdin: Any, stdout: Any) -> None:
@@ -152,17 +172,24 @@ class ExtractionPool:
         )  # connectionMade then hands it a page that waited, if any
 
     def extract(
-        self, text: str, url: str, selectors: CompiledSelectors | None, timeout: float
+        self,
+        text: str,
+        url: str,
+        selectors: CompiledSelectors | None,
+        timeout: float,
+        options: OutputOptions | None = None,
     ) -> Deferred[dict[str, Any]]:
-        """A Deferred firing with the fields of ``text``, or failing with ExtractionFailed."""
+        """A Deferred firing with the fields of ``text`` (and the outputs ``options`` asks
+        for), or failing with ExtractionFailed."""
         if self._inline(text):
             try:
-                return succeed(extract(text, url, selectors))
+                return succeed(_extract(text, url, selectors, options))
             except Exception as exc:  # extract does not raise; a bug must not lose the scrape
                 log.warning("extraction failed: %s", exc.__class__.__name__)
                 return fail(ExtractionFailed(PROCESSING_FAILED))
         d: Deferred[dict[str, Any]] = Deferred()
-        self.queue.append(_Task(encode_request(text, url, selectors), max(timeout, MIN_SECONDS), d))
+        frame = encode_request(text, url, selectors, options)
+        self.queue.append(_Task(frame, max(timeout, MIN_SECONDS), d))
         self._dispatch()
         return d
 

@@ -22,7 +22,7 @@ lists: :func:`selectors_to_wire` and :func:`selectors_from_wire`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -35,6 +35,7 @@ __all__ = [
     "CompiledSelectors",
     "InvalidSelector",
     "compile_selectors",
+    "compile_tags",
     "no_matches",
     "run_selectors",
     "selectors_from_wire",
@@ -45,18 +46,21 @@ _OPENER: Final = {")": "(", "]": "["}
 
 
 class InvalidSelector(ValueError):
-    """A selector in the request cannot be compiled; ``name`` is its key in ``selectors``."""
+    """A selector in the request cannot be compiled; ``name`` is its key in ``selectors``, or
+    its index in ``field`` (``include_tags``, ``exclude_tags``)."""
 
-    name: str
+    name: str | int
     selector: str
+    field: str
 
-    def __init__(self, name: str, selector: str) -> None:
-        super().__init__(f"invalid CSS selector for selectors[{name!r}]: {selector!r}")
+    def __init__(self, name: str | int, selector: str, field: str = "selectors") -> None:
+        super().__init__(f"invalid CSS selector for {field}[{name!r}]: {selector!r}")
         self.name = name
         self.selector = selector
+        self.field = field
 
-    def __reduce__(self) -> tuple[type[InvalidSelector], tuple[str, str]]:
-        return (type(self), (self.name, self.selector))
+    def __reduce__(self) -> tuple[type[InvalidSelector], tuple[str | int, str, str]]:
+        return (type(self), (self.name, self.selector, self.field))
 
 
 class _Mode(enum.Enum):
@@ -110,6 +114,23 @@ def compile_selectors(selectors: Mapping[str, str] | None) -> CompiledSelectors 
             raise InvalidSelector(name, selector) from None
         entries.append(_Selector(name, query, mode, attr))
     return CompiledSelectors(tuple(entries))
+
+
+def compile_tags(field: str, tags: Sequence[str]) -> tuple[str, ...]:
+    """``include_tags`` or ``exclude_tags`` checked as ``compile_selectors`` checks selectors;
+    pseudo-elements are refused (they select text, not elements)."""
+    if not tags:
+        return ()
+    probe = LexborHTMLParser("<p>x</p>")
+    for index, tag in enumerate(tags):
+        try:
+            query, mode, _ = _split_pseudo_element(tag)
+            if mode is not _Mode.TEXT:
+                raise _Unusable
+            probe.css(query)
+        except (_Unusable, SelectorSyntaxError, SelectolaxError, UnicodeError):
+            raise InvalidSelector(index, tag, field) from None
+    return tuple(tags)
 
 
 def _split_pseudo_element(selector: str) -> tuple[str, _Mode, str]:
