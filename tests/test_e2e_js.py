@@ -154,6 +154,21 @@ def test_client_side_content_is_empty_with_static_and_complete_with_js(
     assert accounts.entries_sum(account_id) == 100 - STATIC_PRICE - JS_PRICE
 
 
+def test_js_markdown_and_raw_html_are_of_the_rendered_page(service, pages, accounts, paying):
+    account_id, key = paying
+    body = {"url": pages.url("/js-only"), "formats": ["markdown", "raw_html"]}
+    static = service.scrape(key, body).json
+    assert "made by javascript" not in static["markdown"]
+    assert static["raw_html"] == JS_ONLY
+    js = service.scrape(key, {**body, "engine": "js"}).json
+    assert js["success"] is True
+    assert "# Client side" in js["markdown"] and "made by javascript" in js["markdown"]
+    assert f"[after]({pages.url('/after')})" in js["markdown"]
+    assert "document.title" not in js["markdown"]
+    assert '<p class="made">made by javascript</p>' in js["raw_html"]
+    assert balance(accounts, account_id) == (100 - STATIC_PRICE - JS_PRICE, 0)
+
+
 def test_js_reads_the_page_after_it_settled(service, pages, paying):
     _, key = paying
     body = {"url": pages.url("/js/data-later"), "engine": "js", "selectors": {"li": "li::text"}}
