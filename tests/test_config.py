@@ -86,6 +86,8 @@ def test_empty_and_padded_values_are_read_like_the_documented_ones():
     assert config.allow_private_targets is True
     assert config.public_url == "https://api.example.com"
     assert config.max_pages == Config.max_pages
+    assert Config.from_env({"SCRAPESPY_MAX_RAW_HTML_BYTES": "1000"}).max_raw_html_bytes == 1000
+    assert Config.from_env({}).max_raw_html_bytes == 2 * 1024 * 1024
     with pytest.raises(ConfigError, match="SCRAPESPY_ROBOTS_TTL_SECONDS must be at least 1"):
         Config.from_env({"SCRAPESPY_ROBOTS_TTL_SECONDS": "0"})
 
@@ -100,11 +102,13 @@ def test_the_services_crawler_takes_its_settings_from_the_config_it_was_started_
         allow_private_targets=True,
         max_pages=7,
         log_level="ERROR",
+        max_raw_html_bytes=4096,
         proxies_datacenter=("http://user:pw@10.0.0.9:3128",),
     )
     settings = crawler_settings(config)
     assert settings.getfloat("SCRAPESPY_ROBOTS_TTL") == 42.0
     assert settings.getbool("SCRAPESPY_ALLOW_PRIVATE_TARGETS") is True
     assert settings.getint("SCRAPESPY_MAX_PAGES") == 7
+    assert settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES") == 4096
     assert settings.get("LOG_LEVEL") == "ERROR"
     assert settings.getlist("SCRAPESPY_EGRESS_ALLOW_HOSTS") == ["10.0.0.9"]

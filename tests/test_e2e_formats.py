@@ -22,7 +22,8 @@ ARTICLE = """<!doctype html>
 <button onclick="accept()">Accept all cookies</button></div>
 <div class="layout">
 <aside class="sidebar"><h3>Most read this week</h3><ul>
-<li><a href="/a">Sidebar story about ferries</a></li><li><a href="/b">Sidebar story about bridges</a></li>
+<li><a href="/a">Sidebar story about ferries</a></li>
+<li><a href="/b">Sidebar story about bridges</a></li>
 </ul></aside>
 <article>
 <h1>Tidal power comes to the Severn estuary</h1>

@@ -20,10 +20,11 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import deferLater
 
+from pipelines.result import ResultPipeline
 from service import ledger
 from service.jobs import JOB, ScrapeItem, ScrapeJob
 from service.scrapy_settings import ITEM_PIPELINES
-from spiders.feed import item_for_response
+from spiders.feed import FeedSpider, item_for_response, request_for
 
 PAGE = b"<html><head><title>Parsed</title></head><body><h1>Hi</h1></body></html>"
 
@@ -158,3 +159,16 @@ async def test_without_a_database_the_page_is_still_parsed():
     item = await through(pipelines(None), item_for(ScrapeJob(url="http://example.com/")))
     assert item.result.title == "Parsed" and item.result.success is True
     assert item.page is None and item.settlement is None
+
+
+def test_the_screenshot_the_browser_left_is_answered_as_base64():
+    job = ScrapeJob(url="http://example.com/", engine="js", formats=frozenset({"screenshot"}))
+    request = request_for(job, FeedSpider())
+    assert request.meta["scrapespy_screenshot"] == {"full_page": False}
+    png = b"\x89PNG\r\n\x1a\nnot really an image"
+    request.meta["scrapespy_screenshot_png"] = png
+    response = HtmlResponse(job.url, body=b"<title>t</title>", request=request)
+    item = ResultPipeline().process_item(item_for_response(response))
+    assert item.result.screenshot == "iVBORw0KGgpub3QgcmVhbGx5IGFuIGltYWdl"  # type: ignore[attr-defined]
+    plain = request_for(replace(job, formats=frozenset()), FeedSpider())
+    assert "scrapespy_screenshot" not in plain.meta

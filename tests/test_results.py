@@ -79,3 +79,17 @@ def test_the_documented_schema_requires_what_every_answer_has_and_accepts_both()
         assert validator.is_valid(orjson.loads(orjson.dumps(answer)))
     assert not validator.is_valid({**orjson.loads(orjson.dumps(plain)), "engine": "lynx"})
     assert not validator.is_valid({**orjson.loads(orjson.dumps(blocked)), "block_reason": None})
+
+
+def test_asked_outputs_come_last_in_their_order_and_the_schema_documents_them():
+    job = ScrapeJob(url="http://example.com/", formats=frozenset({"raw_html", "markdown"}))
+    result = new_result(job, empty_fields(None), final_url=job.url, status_code=200, error=None)
+    result.fill({**empty_fields(None), "markdown": "# Hi"})
+    answer = orjson.loads(orjson.dumps(result))
+    assert list(answer) == [*SPEC_ORDER, "markdown", "raw_html"]
+    assert answer["markdown"] == "# Hi" and answer["raw_html"] is None
+    schema = json_schema()
+    for name in ("markdown", "html", "raw_html", "screenshot"):
+        assert schema["properties"][name]["type"] == ["string", "null"]
+        assert name not in schema["required"]
+    assert jsonschema_rs.validator_for(schema).is_valid(answer)

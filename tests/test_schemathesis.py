@@ -205,8 +205,8 @@ def refusals_the_schema_cannot_express(
     """Keep every failure except two refusals of schema-valid data that no schema can foresee.
 
     Whether a string is valid CSS is not expressible in JSON Schema: a 400 that names one of the
-    request's selectors as invalid CSS is the documented answer. And no generated Stripe-Signature
-    is ever valid: ``webhook_refuses`` requires the 400 instead.
+    request's selectors or tags as invalid CSS is the documented answer. And no generated
+    Stripe-Signature is ever valid: ``webhook_refuses`` requires the 400 instead.
     """
     if not isinstance(failure, RejectedPositiveData) or response.status_code != 400:
         return True
@@ -215,10 +215,12 @@ def refusals_the_schema_cannot_express(
         return False
     if path == "/scrape" and isinstance(case.body, dict):
         error = response.json().get("error", "")
-        names = case.body.get("selectors") or {}
+        named = [f"selectors[{name!r}]" for name in case.body.get("selectors") or {}]
+        for field in ("include_tags", "exclude_tags"):
+            tags = case.body.get(field)
+            named += [f"{field}[{index}]" for index in range(len(tags))] if tags else []
         return not any(
-            error.startswith(f"invalid request: invalid CSS selector for selectors[{name!r}]")
-            for name in names
+            error.startswith(f"invalid request: invalid CSS selector for {name}") for name in named
         )
     return True
 
