@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import orjson
 import pytest
 
@@ -120,3 +122,18 @@ def test_options_travel_to_a_worker_and_back():
     assert "A paragraph long enough" in reply["markdown"]
     plain = encode_request(PAGE, URL, None)
     assert b"outputs" not in plain.split(b"\0", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "tag", ['<img/onerror="x()" src="a.png">', '<IMG\nOnError = "x()" src="a.png">']
+)
+def test_event_attributes_are_dropped_however_they_are_written(tag):
+    html = extract_page(f"<body><p>{tag}</p></body>", URL, None, OutputOptions(frozenset({"html"})))
+    assert "x()" not in html["html"] and 'src="http://example.com/section/a.png"' in html["html"]
+
+
+def test_a_page_of_unclosed_tags_is_searched_for_event_attributes_in_linear_time():
+    page = "<body>" + "<" * 200_000 + "</body>"
+    started = time.perf_counter()
+    extract_page(page, URL, None, OutputOptions(frozenset({"html"})))
+    assert time.perf_counter() - started < 2

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from harness.service import ROOT
+from harness.site import ARTICLE
 
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 
@@ -35,6 +36,30 @@ def test_crawl_page_prints_the_api_result(site):
     assert result["success"] is True and result["title"] == "The Article"
     assert result["extracted"] == {"lead": ["Lead paragraph with text."]}
     assert set(result) >= {"url", "final_url", "status_code", "elapsed_ms", "blocked", "links"}
+
+
+def test_crawl_page_knows_the_outputs(site):
+    done = run(
+        "crawl",
+        "page",
+        "-a",
+        f"url={site.url('/article')}",
+        "-a",
+        "formats=markdown,raw_html",
+        "-a",
+        "only_main_content=false",
+        "-a",
+        'exclude_tags=["#items", "h2"]',
+        allow_private=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["success"] is True and result["raw_html"] == ARTICLE
+    assert "# Main heading" in result["markdown"]
+    assert "Lead paragraph with **bold** text." in result["markdown"]
+    assert f"[Relative link]({site.url('/docs/page2.html')})" in result["markdown"]
+    assert "First section" not in result["markdown"] and "One" not in result["text"]
+    assert "html" not in result and "screenshot" not in result
 
 
 def test_crawl_page_obeys_robots_txt(site):

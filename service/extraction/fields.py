@@ -58,9 +58,13 @@ def parse(html: str | bytes) -> LexborHTMLParser | None:
 
 
 def fields_of(
-    tree: LexborHTMLParser, base_url: str, selectors: CompiledSelectors | None = None
+    tree: LexborHTMLParser,
+    base_url: str,
+    selectors: CompiledSelectors | None = None,
+    text: bool = True,
 ) -> dict[str, Any]:
-    """The fields of an already parsed page; reads ``tree`` without changing it."""
+    """The fields of an already parsed page; reads ``tree`` without changing it. ``text=False``
+    leaves ``text`` None, for a caller that replaces it (service.extraction.outputs)."""
     resolve = UrlResolver(document_base(tree, base_url))
     body = tree.body
     return {
@@ -69,7 +73,7 @@ def fields_of(
         "headings": _headings(tree),
         "links": _links(tree, resolve),
         "images": _images(tree, resolve),
-        "text": visible_text(body if body is not None else tree.root) or None,
+        "text": (visible_text(body if body is not None else tree.root) or None) if text else None,
         "extracted": run_selectors(tree, selectors),
     }
 

@@ -21,6 +21,7 @@ Options travel to an extraction worker (:mod:`service.extraction.pool`) as a pla
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -49,6 +50,10 @@ _HIDDEN: Final = (
     "[style*='visibility:hidden' i], [style*='visibility: hidden' i], input[type=hidden i]"
 )
 _URL_ATTRIBUTES: Final = ("href", "src", "poster", "action", "formaction", "cite")
+_WITH_URL: Final = ", ".join(f"[{name}]" for name in (*_URL_ATTRIBUTES, "srcset"))
+# An event attribute somewhere in the page: "<p onclick=", "<a\nonmouseover =", "<img/onerror="
+# (names are case-insensitive). Linear: each try stops at the next "<" or ">".
+_EVENT_ATTRIBUTE: Final = re.compile(r"<[^<>]*?[\s/]on[a-z]+\s*=", re.IGNORECASE)
 _MARKDOWN_OPTIONS: Final = html_to_markdown.ConversionOptions(
     extract_metadata=False,
     heading_style="atx",
@@ -73,6 +78,11 @@ class OutputOptions:
         if not (converted or job.only_main_content or job.include_tags or job.exclude_tags):
             return None
         return cls(converted, job.only_main_content, job.include_tags, job.exclude_tags)
+
+    @property
+    def replaces_text(self) -> bool:
+        """Whether ``text`` is the main content's or the tags' rather than the whole page's."""
+        return bool(self.only_main_content or self.include_tags or self.exclude_tags)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -107,7 +117,7 @@ def extract_page(
         if options is not None:
             page.update(_empty_outputs(options, page["text"]))
         return page
-    page = fields_of(tree, url, selectors)
+    page = fields_of(tree, url, selectors, text=options is None or not options.replaces_text)
     if options is not None:
         page.update(render(tree, html, document_base(tree, url), options))
     return page
@@ -121,6 +131,7 @@ def render(
     ``tree`` is changed: take the standard fields from it first.
     """
     tagged = bool(options.include_tags or options.exclude_tags)
+    events = _EVENT_ATTRIBUTE.search(html) is not None
     root: LexborNode | None
     if tagged:
         tree = _apply_tags(tree, options)
@@ -133,10 +144,10 @@ def render(
         return _empty_outputs(options, None)
     _strip(root)
     out: dict[str, Any] = {}
-    if options.only_main_content or tagged:
+    if options.replaces_text:
         out["text"] = visible_text(root) or None
     if options.formats:
-        _clean_attributes(root, UrlResolver(base_url))
+        _clean_attributes(root, UrlResolver(base_url), events)
         cleaned = root.inner_html if root.tag == "body" else root.html
         cleaned = cleaned or ""
         if "html" in options.formats:
@@ -148,7 +159,7 @@ def render(
 
 def _empty_outputs(options: OutputOptions, text: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {name: "" for name in options.formats}
-    if options.only_main_content or options.include_tags or options.exclude_tags:
+    if options.replaces_text:
         out["text"] = None
     elif text is not None:
         out["text"] = text
@@ -185,23 +196,26 @@ def _strip(root: LexborNode) -> None:
         node.remove()
 
 
-def _clean_attributes(root: LexborNode, resolve: UrlResolver) -> None:
-    """Drop event attributes and ``javascript:`` URLs; make the other URLs absolute."""
-    for node in root.traverse():
+def _clean_attributes(root: LexborNode, resolve: UrlResolver, events: bool) -> None:
+    """Make URLs absolute and drop ``javascript:`` ones; drop event attributes when ``events``
+    says the page has any (walking every element costs as much as the markdown conversion)."""
+    for node in root.css(_WITH_URL):
         attrs = node.attributes
-        if not attrs:
-            continue
-        for name in attrs:
-            if name[:2].lower() == "on":
-                del node.attrs[name]
-            elif name in _URL_ATTRIBUTES:
+        for name in _URL_ATTRIBUTES:
+            if name in attrs:
                 absolute = resolve(attrs[name])
                 if absolute is None:
                     del node.attrs[name]
                 else:
                     node.attrs[name] = absolute
-            elif name == "srcset" and attrs[name]:
-                node.attrs[name] = _srcset(attrs[name] or "", resolve)
+        if attrs.get("srcset"):
+            node.attrs["srcset"] = _srcset(attrs["srcset"] or "", resolve)
+    if not events:
+        return
+    for node in root.traverse():
+        for name in node.attributes:
+            if name[:2].lower() == "on":
+                del node.attrs[name]
 
 
 def _srcset(value: str, resolve: UrlResolver) -> str:
