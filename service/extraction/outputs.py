@@ -131,7 +131,6 @@ def render(
     ``tree`` is changed: take the standard fields from it first.
     """
     tagged = bool(options.include_tags or options.exclude_tags)
-    events = _EVENT_ATTRIBUTE.search(html) is not None
     root: LexborNode | None
     if tagged:
         tree = _apply_tags(tree, options)
@@ -147,6 +146,7 @@ def render(
     if options.replaces_text:
         out["text"] = visible_text(root) or None
     if options.formats:
+        events = _EVENT_ATTRIBUTE.search(html) is not None
         _clean_attributes(root, UrlResolver(base_url), events)
         cleaned = root.inner_html if root.tag == "body" else root.html
         cleaned = cleaned or ""
