@@ -4,10 +4,10 @@
 :mod:`~service.extraction.fields` extracts the standard fields (``extract``), and
 :mod:`~service.extraction.text` gives the text of an element as a reader sees it, and
 :mod:`~service.extraction.outputs` adds the outputs a request asks for (markdown, cleaned
-HTML, main content, the tags kept). This
-library half (no Twisted, no Scrapy) is re-exported here. The worker processes that run
-it off the reactor thread are :mod:`service.extraction.pool`; that module is not imported
-here, as it is also the workers' entry point (``python -m service.extraction.pool``).
+HTML, main content, the tags kept). This library half (no Twisted, no Scrapy) is re-exported
+here. The worker processes that run it off the reactor thread are
+:mod:`service.extraction.pool`; that module is not imported here, as it is also the workers'
+entry point (``python -m service.extraction.pool``).
 """
 
 from __future__ import annotations
