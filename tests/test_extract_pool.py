@@ -14,6 +14,7 @@ from twisted.internet.task import deferLater
 from harness.pages import article
 from service.extraction import compile_selectors, extract
 from service.extraction import pool as extract_pool
+from service.extraction.outputs import OutputOptions
 from service.extraction.pool import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
@@ -56,6 +57,8 @@ async def test_a_small_page_is_parsed_here_when_no_other_scrape_is_in_flight():
     assert d.called, "a worker was asked"
     assert await d == extract(page, PAGE_URL)
     assert not idle.queue
+    markdown = idle.extract(page, PAGE_URL, None, 10, OutputOptions(frozenset({"markdown"})))
+    assert markdown.called and (await markdown)["markdown"]
 
 
 @pytest_twisted.ensureDeferred
@@ -68,8 +71,12 @@ async def test_pages_go_to_the_workers_under_concurrency_and_when_they_are_large
         alone.extract(many_tags, PAGE_URL, None, 10),
         alone.extract("<p>" + "x" * 70_000, PAGE_URL, None, 10),
     ]
+    # the main content of a small page of nested elements can take 100 ms: never here
+    waiting.append(
+        alone.extract(article(4), PAGE_URL, None, 10, OutputOptions(only_main_content=True))
+    )
     assert not any(d.called for d in waiting)
-    assert len(others_in_flight.queue) == 1 and len(alone.queue) == 2
+    assert len(others_in_flight.queue) == 1 and len(alone.queue) == 3
     for stopped in (others_in_flight, alone):
         await stopped.stop()
     for d in waiting:

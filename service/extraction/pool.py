@@ -20,7 +20,9 @@ A small page (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``) is parsed right here wh
 ``alone`` says no other scrape is in flight: a worker then protects no other caller, and the
 round trip to it (two process wake-ups, the page and its fields through pipes) cost as much as
 the parse itself at concurrency 1. Within those bounds the worst nesting parses in about 11 ms;
-under concurrency, and for larger pages, the workers parse.
+under concurrency, and for larger pages, the workers parse. The main content
+(``only_main_content``) is always found in a worker: on a small page of nested elements within
+those bounds it took 90 to 125 ms, where whole-page markdown and HTML took 7 to 14 ms.
 """
 
 from __future__ import annotations
@@ -181,7 +183,7 @@ class ExtractionPool:
     ) -> Deferred[dict[str, Any]]:
         """A Deferred firing with the fields of ``text`` (and the outputs ``options`` asks
         for), or failing with ExtractionFailed."""
-        if self._inline(text):
+        if self._inline(text, options):
             try:
                 return succeed(_extract(text, url, selectors, options))
             except Exception as exc:  # extract does not raise; a bug must not lose the scrape
@@ -193,9 +195,10 @@ class ExtractionPool:
         self._dispatch()
         return d
 
-    def _inline(self, text: str) -> bool:
+    def _inline(self, text: str, options: OutputOptions | None) -> bool:
         return (
             self.alone is not None
+            and (options is None or not options.only_main_content)
             and not self.queue
             and len(text) <= INLINE_MAX_CHARS
             and text.count("<") <= INLINE_MAX_TAGS
