@@ -68,13 +68,11 @@ async def test_pages_go_to_the_workers_under_concurrency_and_when_they_are_large
     many_tags = "<html><body>" + "<p>x</p>" * 1500 + "</body></html>"  # 3,000 tags, 12 KB
     waiting = [
         others_in_flight.extract(article(4), PAGE_URL, None, 10),
+        # the main content of a small page of nested elements can take 100 ms: never here
+        alone.extract(article(4), PAGE_URL, None, 10, OutputOptions(only_main_content=True)),
         alone.extract(many_tags, PAGE_URL, None, 10),
         alone.extract("<p>" + "x" * 70_000, PAGE_URL, None, 10),
     ]
-    # the main content of a small page of nested elements can take 100 ms: never here
-    waiting.append(
-        alone.extract(article(4), PAGE_URL, None, 10, OutputOptions(only_main_content=True))
-    )
     assert not any(d.called for d in waiting)
     assert len(others_in_flight.queue) == 1 and len(alone.queue) == 3
     for stopped in (others_in_flight, alone):
