@@ -114,6 +114,10 @@ def test_main_content_markdown_html_and_text_hold_the_body_only(
             assert marker not in result[field], (field, block)
     base = site.url("/blog/")
     markdown = result["markdown"]
+    # the headline opens markdown and html; text is the body alone, as article bodies are scored
+    assert markdown.startswith("# Tidal power comes to the Severn estuary\n")
+    assert result["html"].startswith("<h1>Tidal power comes to the Severn estuary</h1>")
+    assert "Tidal power comes to the Severn estuary" not in result["text"]
     assert "## The lagoon design" in markdown
     assert f"[full engineering report]({base}reports/lagoon.html)" in markdown
     assert f"![Lagoon wall at low tide]({base}posts/images/lagoon.png)" in markdown

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from html import escape
 from typing import TYPE_CHECKING, Any, Final
 
 import html_to_markdown
@@ -132,11 +133,12 @@ def render(
     """
     tagged = bool(options.include_tags or options.exclude_tags)
     root: LexborNode | None
+    title = ""
     if tagged:
         tree = _apply_tags(tree, options)
     if options.only_main_content:
         source = html if not tagged else (tree.html or "")
-        _, root = main_tree(source)
+        title, root = main_tree(source)
     else:
         root = tree.body
     if root is None:
@@ -150,6 +152,10 @@ def render(
         _clean_attributes(root, UrlResolver(base_url), events)
         cleaned = root.inner_html if root.tag == "body" else root.html
         cleaned = cleaned or ""
+        if title:
+            # The main content's headline is its title, taken out of the body (and out of
+            # ``text``, as article bodies are scored); markdown and html start with it again.
+            cleaned = f"<h1>{escape(title, quote=False)}</h1>\n{cleaned}"
         if "html" in options.formats:
             out["html"] = cleaned
         if "markdown" in options.formats:
