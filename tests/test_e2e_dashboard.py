@@ -113,6 +113,28 @@ def make_key(page: Any, public: str, button: str, shot: str) -> tuple[str, str, 
     return shown, copied, warning
 
 
+def try_outputs(page: Any, public: str, key: str, url: str) -> dict[str, Any]:
+    """Try a js scrape that asks for markdown of the main content and a screenshot."""
+    page.goto(public + "/dashboard/try")
+    page.fill("input[name=api_key]", key)
+    page.fill("input[name=url]", url)
+    page.select_option("select[name=engine]", "js")
+    for box in ("format_markdown", "format_screenshot", "only_main_content"):
+        page.check(f"input[name={box}]")
+    page.get_by_role("button", name="Scrape").click()
+    page.wait_for_selector("#result")
+    snap(page, "try-it-outputs")
+    image = page.locator("#result-screenshot")
+    return {
+        "status": page.inner_text("#result-status"),
+        "cost": page.inner_text("#result-cost"),
+        "json": page.inner_text("#result-json"),
+        "markdown": page.inner_html("#result-markdown"),
+        "image": image.evaluate("img => [img.complete, img.naturalWidth, img.naturalHeight]"),
+        "ticked": page.is_checked("input[name=format_markdown]"),
+    }
+
+
 def usage_rows(page: Any, public: str) -> list[list[str]]:
     page.goto(public + "/dashboard/usage")
     snap(page, "usage")
@@ -329,3 +351,24 @@ def test_the_dashboard_works_without_javascript(chromium, shop, site, accounts):
     assert done["cost"] == "Charged: 1 credit."
     assert done["status"] == "paid" and done["bars"] == 30
     assert accounts.summary(account_id)["balance"] == 10 - 1 + 50_000
+
+
+def test_try_it_renders_the_markdown_and_shows_the_screenshot(chromium, shop, site, accounts):
+    run, public = chromium.run, shop.public
+    email = new_email("outputs")
+    page = run(open_page, chromium.browser, public, DESKTOP)
+    run(sign_up, page, public, email)
+    _, key, _ = run(make_key, page, public, "Create key", "key-for-outputs")
+    grant(accounts, email, 100)
+
+    tried = run(try_outputs, page, public, key, site.url("/article"))
+    assert tried["status"] == "200" and tried["cost"] == "Charged: 5 credits."
+    # rendered, not shown as source: a heading and a list, links made absolute
+    assert tried["markdown"].startswith("<h1>Main heading</h1>")
+    assert "<h2>First section</h2>" in tried["markdown"]
+    assert "<li>One</li>" in tried["markdown"]
+    assert "# First section" not in tried["markdown"]
+    assert "script text must not appear" not in tried["markdown"]
+    assert tried["image"] == [True, 1280, 720]
+    assert "a base64 PNG of" in tried["json"] and '"markdown":' in tried["json"]
+    assert tried["ticked"] is True

@@ -9,6 +9,7 @@ connection it gets: anything the browser reached on loopback shows there.
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import socket
@@ -167,6 +168,29 @@ def test_js_markdown_and_raw_html_are_of_the_rendered_page(service, pages, accou
     assert "document.title" not in js["markdown"]
     assert '<p class="made">made by javascript</p>' in js["raw_html"]
     assert balance(accounts, account_id) == (100 - STATIC_PRICE - JS_PRICE, 0)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_a_screenshot_is_a_base64_png_of_the_viewport_or_the_page(service, pages, accounts, paying):
+    account_id, key = paying
+    body = {"url": pages.url("/js-only"), "engine": "js", "formats": ["screenshot"]}
+    shot = service.scrape(key, body).json
+    assert shot["success"] is True, shot["error"]
+    assert "made by javascript" in shot["text"]
+    assert png_size(base64.b64decode(shot["screenshot"])) == (1280, 720)
+    assert "markdown" not in shot and "raw_html" not in shot
+    tall = "<p style='height: 3000px'>top</p><p>bottom</p>"
+    pages.page("/tall", f"<!doctype html><html><body style='margin:0'>{tall}</body></html>")
+    whole = {"url": pages.url("/tall"), "engine": "js", "formats": ["screenshot"]}
+    full = service.scrape(key, {**whole, "screenshot_full_page": True}).json
+    width, height = png_size(base64.b64decode(full["screenshot"]))
+    assert width == 1280 and height > 3000
+    # the same js price as a scrape without a screenshot
+    assert balance(accounts, account_id) == (100 - 2 * JS_PRICE, 0)
 
 
 def test_js_reads_the_page_after_it_settled(service, pages, paying):
