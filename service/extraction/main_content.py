@@ -106,8 +106,21 @@ def main_node(body: LexborNode) -> LexborNode:
     body_id = body.mem_id
     # A block that a teaser's title starts (a card in a list item) is not article text.
     teaser_blocks: set[int] = set()
+    # Each block's link text, summed once from the links up (as ``scoring.link_len`` would).
+    link_chars: dict[int, int] = {}
+    headed = scoring.links_holding_headings(body)
     for link in body.css("a"):
-        is_title, block_id = scoring.teaser_title(link, block_ids)
+        text = link.text(deep=True, separator=" ", strip=True)
+        if text:
+            holder = link.parent
+            while holder is not None:
+                hid = holder.mem_id
+                if hid in block_ids:
+                    link_chars[hid] = link_chars.get(hid, 0) + len(text)
+                if hid == body_id:
+                    break
+                holder = holder.parent
+        is_title, block_id = scoring.teaser_title(link, block_ids, link.mem_id in headed, text)
         if not is_title:
             continue
         teaser_blocks.add(block_id)
@@ -134,7 +147,7 @@ def main_node(body: LexborNode) -> LexborNode:
         length = len(text)
         if not length:
             continue
-        density = 1.0 if in_link else scoring.link_len(block) / length
+        density = 1.0 if in_link else link_chars.get(block.mem_id, 0) / length
         is_good = (
             block.mem_id not in teaser_blocks
             and density < scoring.MAX_GOOD_LINK_DENSITY

@@ -160,12 +160,27 @@ def loose_text(body: LexborNode, block_ids: set[int]) -> dict[int, tuple[LexborN
     return loose
 
 
-def teaser_title(link: LexborNode, block_ids: set[int]) -> tuple[bool, int]:
-    """Whether ``link`` is a teaser's title, and the id of the text block it starts (or 0).
+def links_holding_headings(body: LexborNode) -> set[int]:
+    """The ids of the links under ``body`` that hold a heading: one query for the whole page."""
+    held: set[int] = set()
+    for heading in body.css("a h2, a h3, a h4, a h5, a h6"):
+        node = heading.parent
+        while node is not None:
+            if node.tag == "a":
+                held.add(node.mem_id)
+            node = node.parent
+    return held
+
+
+def teaser_title(
+    link: LexborNode, block_ids: set[int], holds_heading: bool, text: str
+) -> tuple[bool, int]:
+    """Whether ``link`` (whose text is ``text``) is a teaser's title, and the id of the text block
+    it starts (or 0).
 
     A teaser title is a heading that is a link, a link holding a heading, or a headline-long link
     that starts its block or stands outside any (a card: title link, then a summary)."""
-    if link.css_first("h2, h3, h4, h5, h6") is not None:
+    if holds_heading:
         return True, 0
     parent = link.parent
     for _ in range(4):
@@ -174,14 +189,13 @@ def teaser_title(link: LexborNode, block_ids: set[int]) -> tuple[bool, int]:
         if parent.mem_id in block_ids:
             if parent.tag in HEADING_TAGS:
                 return True, 0
-            text = link.text(deep=True, separator=" ", strip=True)
             if len(text) < TEASER_TITLE_MIN_CHARS:
                 return False, 0
             if parent.text(deep=True, separator=" ", strip=True).startswith(text):
                 return True, parent.mem_id
             return False, 0
         parent = parent.parent
-    return text_len(link) >= TEASER_TITLE_MIN_CHARS, 0
+    return len(text) >= TEASER_TITLE_MIN_CHARS, 0
 
 
 def is_wrapper(node: LexborNode, length: int, keep_above: float) -> bool:
