@@ -143,7 +143,7 @@ def render(
         root = tree.body
     if root is None:
         return _empty_outputs(options, None)
-    _strip(root)
+    _strip(root, comments="<!--" in html)
     out: dict[str, Any] = {}
     if options.replaces_text:
         out["text"] = visible_text(root) or None
@@ -191,14 +191,17 @@ def _apply_tags(tree: LexborHTMLParser, options: OutputOptions) -> LexborHTMLPar
     return tree
 
 
-def _strip(root: LexborNode) -> None:
-    """Remove what a reader does not see: unrendered and hidden elements, comments."""
+def _strip(root: LexborNode, comments: bool) -> None:
+    """Remove what a reader does not see: unrendered and hidden elements, and comments when the
+    page has any (finding them walks every node: as long as the visible text takes)."""
     for node in root.css(_UNRENDERED):
         node.remove()
     for node in root.css(_HIDDEN):
         node.remove()
-    comments = [node for node in root.traverse(include_text=True) if node.tag == "-comment"]
-    for node in comments:
+    if not comments:
+        return
+    comments_found = [node for node in root.traverse(include_text=True) if node.tag == "-comment"]
+    for node in comments_found:
         node.remove()
 
 
