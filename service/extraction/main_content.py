@@ -37,6 +37,7 @@ __all__ = [
     "absolutize",
     "extract_main",
     "main_node",
+    "main_of",
     "main_tree",
     "node_text",
     "prune",
@@ -228,7 +229,11 @@ _MARKDOWN_OPTIONS: Final = html_to_markdown.ConversionOptions(
 
 def main_tree(html: str) -> tuple[str, LexborNode | None]:
     """Parse ``html``; returns the page title (see ``page_title``) and the pruned main node."""
-    tree = LexborHTMLParser(html)
+    return main_of(LexborHTMLParser(html))
+
+
+def main_of(tree: LexborHTMLParser) -> tuple[str, LexborNode | None]:
+    """:func:`main_tree` of a page already parsed; ``tree`` is changed in place."""
     title = scoring.page_title(tree)
     body = strip_boilerplate(tree)
     if body is None:
