@@ -9,8 +9,8 @@
   the first of each pair swapping every round); the figure is the median of the per-round
   differences of p50 (bar <= 60 ms). ``BENCH_SCREENSHOT=0`` leaves it out.
 
-Both use bench/wrk/scrapespy_fields.lua, which counts a response without the asked field as
-failed: a figure with failures measured something else, and the table says so.
+Both use bench/wrk/scrapespy.lua with BENCH_FIELDS, which counts a response without the asked
+field as failed: a figure with failures measured something else, and the table says so.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ MARKDOWN = os.environ.get("BENCH_CONTENT_SERVICE", "1") != "0"
 SCREENSHOT = os.environ.get("BENCH_SCREENSHOT", "1") != "0"
 SCREENSHOT_TURNS = int(os.environ.get("BENCH_SCREENSHOT_TURNS", "4"))
 SCREENSHOT_DURATION = float(os.environ.get("BENCH_SCREENSHOT_DURATION", "3"))
-SCRIPT = "scrapespy_fields.lua"
+SCRIPT = "scrapespy.lua"
 CONTENDER = "scrapespy_markdown"
 MARKDOWN_FIELDS = {
     "BENCH_FIELDS": '"formats":["markdown"],"only_main_content":true',

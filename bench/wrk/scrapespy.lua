@@ -1,9 +1,14 @@
 -- POST /scrape over the 20 benchmark pages; BENCH_MAX responses per thread, then stop.
+-- BENCH_FIELDS adds JSON members to the body ('"formats":["markdown"],"only_main_content":true');
+-- a response counts as failed unless it also holds BENCH_EXPECT ('"markdown":'), so that
+-- fields the service ignored measure nothing.
 local key = os.getenv("BENCH_KEY")
 local target = os.getenv("BENCH_TARGET")
 local engine = os.getenv("BENCH_ENGINE") or "static"
 local page = os.getenv("BENCH_PAGE")
 local max = tonumber(os.getenv("BENCH_MAX") or "0")
+local fields = os.getenv("BENCH_FIELDS") or ""
+local expect = os.getenv("BENCH_EXPECT") or ""
 local threads = {}
 local i, seen = 0, 0
 failures = 0  -- a global: done() reads every thread's through thread:get
@@ -15,14 +20,16 @@ end
 function request()
   i = i + 1
   local url = page and (target .. page) or (target .. "/article-" .. (i % 20) .. ".html")
-  local body = '{"url":"' .. url .. '","engine":"' .. engine .. '"}'
+  local body = '{"url":"' .. url .. '","engine":"' .. engine .. '"' ..
+    (fields ~= "" and ("," .. fields) or "") .. "}"
   return wrk.format("POST", "/scrape",
     {["Content-Type"] = "application/json", ["X-API-Key"] = key}, body)
 end
 
 function response(status, headers, body)
   seen = seen + 1
-  if status ~= 200 or not string.find(body, '"success":true', 1, true) then
+  if status ~= 200 or not string.find(body, '"success":true', 1, true)
+      or not string.find(body, expect, 1, true) then
     failures = failures + 1
   end
   if max > 0 and seen >= max then wrk.thread:stop() end
