@@ -149,7 +149,7 @@ class ResultPipeline:
 
 class FieldsPipeline:
     """Parses the page's fields into ``item.result``, in the service's extraction workers
-    (``crawler.scrapespy_extractor``, service.extract_pool) when it has them, else on this
+    (``crawler.scrapespy_extractor``, service.extraction.pool) when it has them, else on this
     thread (``scrapy shell``, ``scrapy crawl page``, ``SCRAPESPY_EXTRACT_WORKERS=0``)."""
 
     def __init__(self, crawler: Crawler):
