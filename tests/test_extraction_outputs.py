@@ -92,6 +92,19 @@ def test_include_then_exclude_tags():
     assert nothing["markdown"] == "" and nothing["text"] is None
 
 
+def test_included_table_rows_and_cells_stay_a_table():
+    page = """<html><body><p>intro</p><table>
+    <tr class="keep"><th>Scheme</th><th>Capacity</th></tr>
+    <tr class="keep"><td>Lagoon</td><td>320 MW</td></tr><tr><td>Barrage</td><td>8.6 GW</td></tr>
+    </table><table><tr><td class="cell">lone cell</td></tr></table></body></html>"""
+    options = OutputOptions(frozenset({"markdown", "html"}), include_tags=("tr.keep", "td.cell"))
+    kept = extract_page(page, URL, None, options)
+    assert "| Scheme | Capacity |" in kept["markdown"]
+    assert "| Lagoon | 320 MW |" in kept["markdown"] and "Barrage" not in kept["markdown"]
+    assert "<td>Lagoon</td>" in kept["html"] and '<td class="cell">lone cell</td>' in kept["html"]
+    assert "intro" not in kept["text"]
+
+
 def test_nested_include_matches_are_kept_once():
     text = outputs(include_tags=("main", "main p"))["text"]
     assert isinstance(text, str)

@@ -180,12 +180,23 @@ def _apply_tags(tree: LexborHTMLParser, options: OutputOptions) -> LexborHTMLPar
             if parent is None:  # not inside a match already kept
                 kept.append(node)
                 kept_ids.add(node.mem_id)
-        body = "".join(node.html or "" for node in kept)
+        body = "".join(_standalone(node) for node in kept)
         tree = LexborHTMLParser(f"<html><body>{body}</body></html>", scripting=True)
     if options.exclude_tags:
         for node in tree.css(", ".join(options.exclude_tags)):
             node.remove()
     return tree
+
+
+def _standalone(node: LexborNode) -> str:
+    """``node``'s HTML, inside the table it needs to be parsed again (a lone ``<tr>`` or ``<td>``
+    in a ``<body>`` is dropped by the parser, and only its text would be left)."""
+    html = node.html or ""
+    if node.tag in ("td", "th"):
+        return f"<table><tr>{html}</tr></table>"
+    if node.tag in ("tr", "thead", "tbody", "tfoot", "caption", "colgroup"):
+        return f"<table>{html}</table>"
+    return html
 
 
 def _strip(root: LexborNode, comments: bool) -> None:
