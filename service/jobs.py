@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from service.ledger import Settlement
     from service.results import ScrapeResult
+    from service.schemas import ScrapeRequest
 
 _ids = itertools.count(1)
 
@@ -46,6 +47,25 @@ class ScrapeJob:
     started: float = field(default_factory=time.monotonic)
     done: Deferred[ScrapeResult] = field(default_factory=Deferred)
     answer: ScrapeResult | None = None  # what the caller was told, once ``done`` fired
+
+    @classmethod
+    def asked(cls, request: ScrapeRequest, selectors: Any, **billing: Any) -> ScrapeJob:
+        """The job a checked request (``service.schemas.checked_scrape``) asks for; ``billing``
+        gives who pays, when anyone does."""
+        return cls(
+            url=request.url,
+            engine=request.engine,
+            selectors=selectors,
+            respect_robots=request.respect_robots,
+            timeout=request.timeout,
+            proxy_type=request.proxy_type,
+            formats=frozenset(request.formats),
+            only_main_content=request.only_main_content,
+            include_tags=tuple(request.include_tags),
+            exclude_tags=tuple(request.exclude_tags),
+            screenshot_full_page=request.screenshot_full_page,
+            **billing,
+        )
 
     @property
     def deadline(self) -> float:

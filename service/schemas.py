@@ -12,6 +12,12 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from service.errors import BadRequest
+from service.extraction import (
+    CompiledSelectors,
+    InvalidSelector,
+    compile_selectors,
+    compile_tags,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -159,6 +165,19 @@ class ScrapeRequest(_Strict):
         if value is not None and len(value) > MAX_SELECTORS:
             raise ValueError(f"at most {MAX_SELECTORS} selectors")
         return value
+
+
+def checked_scrape(data: dict[str, Any]) -> tuple[ScrapeRequest, CompiledSelectors | None]:
+    """``data`` as a scrape request, with its selectors compiled and its tags checked: the one
+    check ``POST /scrape``, the dashboard's "try it" and ``scrapy crawl page`` share."""
+    request = validate(ScrapeRequest, data)
+    try:
+        compiled = compile_selectors(request.selectors)
+        compile_tags("include_tags", request.include_tags)
+        compile_tags("exclude_tags", request.exclude_tags)
+    except InvalidSelector as exc:
+        raise BadRequest(f"invalid request: {exc}") from None
+    return request, compiled
 
 
 PACKS = ("10", "50", "100")

@@ -23,19 +23,17 @@ from service.db.hot import HotConnection, hot_path
 from service.engine import EngineBridge
 from service.errors import (
     RESIDENTIAL_LOCKED,
-    BadRequest,
     Forbidden,
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
     insufficient_credits,
 )
-from service.extraction import InvalidSelector, compile_selectors, compile_tags
 from service.jobs import ScrapeJob
 from service.pricing import Quote, quote
 from service.ratelimit import RateLimiter, retry_after_seconds
 from service.results import ScrapeResult
-from service.schemas import ScrapeRequest, parse_json_object, validate
+from service.schemas import ScrapeRequest, checked_scrape, parse_json_object
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +51,7 @@ class Scraper:
         self.active = 0
 
     def parse(self, body: bytes) -> tuple[ScrapeRequest, Any]:
-        request = validate(ScrapeRequest, parse_json_object(body))
-        try:
-            compiled = compile_selectors(request.selectors)
-            compile_tags("include_tags", request.include_tags)
-            compile_tags("exclude_tags", request.exclude_tags)
-        except InvalidSelector as exc:
-            raise BadRequest(f"invalid request: {exc}") from None
-        return request, compiled
+        return checked_scrape(parse_json_object(body))
 
     async def authenticate(self, api_key: str | None) -> keys.Caller:
         if not api_key or not keys.well_formed(api_key):
@@ -87,18 +78,9 @@ class Scraper:
         self.active += 1
         try:
             caller, price, hold_id = await self._hold(key_hash, request.engine, request.proxy_type)
-            job = ScrapeJob(
-                url=request.url,
-                engine=request.engine,
-                selectors=compiled,
-                respect_robots=request.respect_robots,
-                timeout=request.timeout,
-                proxy_type=request.proxy_type,
-                formats=frozenset(request.formats),
-                only_main_content=request.only_main_content,
-                include_tags=tuple(request.include_tags),
-                exclude_tags=tuple(request.exclude_tags),
-                screenshot_full_page=request.screenshot_full_page,
+            job = ScrapeJob.asked(
+                request,
+                compiled,
                 account_id=caller.account_id,
                 hold_id=hold_id,
                 trial=price.trial,

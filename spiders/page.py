@@ -26,10 +26,10 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from service.extraction import InvalidSelector, compile_selectors, compile_tags
+from service.errors import BadRequest
 from service.jobs import ScrapeItem, ScrapeJob
 from service.results import ScrapeResult
-from service.schemas import FORMATS
+from service.schemas import checked_scrape
 from spiders.feed import item_for_failure, item_for_response, request_for
 
 
@@ -37,14 +37,9 @@ def _flag(value: str) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
-def _tags(name: str, value: str) -> tuple[str, ...]:
-    tags = json.loads(value) if value.strip().startswith("[") else ([value] if value else [])
-    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        raise ValueError(f"{name} must be a JSON list of CSS selectors")
-    try:
-        return compile_tags(name, tags)
-    except InvalidSelector as exc:
-        raise ValueError(str(exc)) from None
+def _tags(value: str) -> Any:
+    """A JSON list of CSS selectors, or one selector."""
+    return json.loads(value) if value.strip().startswith("[") else ([value] if value else [])
 
 
 class PageSpider(Spider):
@@ -67,32 +62,24 @@ class PageSpider(Spider):
         super().__init__(**kwargs)
         if not url:
             raise ValueError("give the page to fetch: scrapy crawl page -a url=URL")
-        if engine not in ("static", "js"):
-            raise ValueError("engine must be static or js")
-        try:
-            compiled = compile_selectors(json.loads(selectors) if selectors else None)
-        except (ValueError, InvalidSelector) as exc:
-            raise ValueError(f"selectors: {exc}") from None
-        asked = frozenset(name.strip() for name in formats.split(",") if name.strip())
-        if not asked <= set(FORMATS):
-            raise ValueError(f"formats must be among {', '.join(FORMATS)}")
-        if "screenshot" in asked and engine != "js":
-            raise ValueError("formats: a screenshot needs the js engine (-a engine=js)")
-        full_page = _flag(screenshot_full_page)
-        if full_page and "screenshot" not in asked:
-            raise ValueError("screenshot_full_page needs screenshot in formats")
-        self.job = ScrapeJob(
-            url=url,
-            engine=engine,
-            selectors=compiled,
-            respect_robots=_flag(respect_robots),
-            timeout=float(timeout),
-            formats=asked,
-            only_main_content=_flag(only_main_content),
-            include_tags=_tags("include_tags", include_tags),
-            exclude_tags=_tags("exclude_tags", exclude_tags),
-            screenshot_full_page=full_page,
-        )
+        asked = [name.strip() for name in formats.split(",") if name.strip()]
+        data: dict[str, Any] = {
+            "url": url,
+            "engine": engine,
+            "timeout": float(timeout),
+            "respect_robots": _flag(respect_robots),
+            "selectors": json.loads(selectors) if selectors else None,
+            "formats": asked,
+            "only_main_content": _flag(only_main_content),
+            "include_tags": _tags(include_tags),
+            "exclude_tags": _tags(exclude_tags),
+            "screenshot_full_page": _flag(screenshot_full_page),
+        }
+        try:  # the API's own checks, with its messages
+            request, compiled = checked_scrape(data)
+        except BadRequest as exc:
+            raise ValueError(exc.message) from None
+        self.job = ScrapeJob.asked(request, compiled)
         self.result: ScrapeResult | None = None
 
     @classmethod
