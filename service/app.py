@@ -111,18 +111,18 @@ class ScrapespyApp:
         error: ApiError = failure.value
         for name, value in error.headers.items():
             request.setHeader(name.encode(), value.encode())
-        return render_json(request, {"error": error.message}, error.status)
+        return render_json(request, error.body(), error.status)
 
     @app.handle_errors(WerkzeugNotFound)
     def _not_found(self, request: Request, failure: Any) -> bytes:
-        return render_json(request, {"error": NotFound.message}, 404)
+        return render_json(request, NotFound().body(), 404)
 
     @app.handle_errors(WerkzeugMethodNotAllowed)
     def _bad_method(self, request: Request, failure: Any) -> bytes:
         allowed = getattr(failure.value, "valid_methods", None)
         if allowed:  # RFC 9110: a 405 lists the methods the resource supports
             request.setHeader(b"Allow", ", ".join(sorted(allowed)).encode())
-        return render_json(request, {"error": MethodNotAllowed.message}, 405)
+        return render_json(request, MethodNotAllowed().body(), 405)
 
     @app.handle_errors(Exception)
     def _unexpected(self, request: Request, failure: Any) -> bytes:
@@ -132,7 +132,7 @@ class ScrapespyApp:
             request.uri.decode(errors="replace")[:200],
             exc_info=(failure.type, failure.value, failure.getTracebackObject()),
         )
-        return render_json(request, {"error": "internal error"}, 500)
+        return render_json(request, ApiError().body(), 500)
 
     # the API ----------------------------------------------------------------------------------
 

@@ -1,48 +1,101 @@
-"""The errors a caller can see: each one is a status and a single ``error`` message."""
+"""The errors a caller can see: each one is a status, an ``error`` message for people and an
+``error_code`` from :data:`ERROR_CODES` for programs.
+
+The same codes name why a scrape failed (``error_code`` in a result, pipelines.result), so a
+caller handles both kinds of failure with one table.
+"""
 
 from __future__ import annotations
+
+# code -> what it means; the codes are a stable interface, the messages are not.
+ERROR_CODES: dict[str, str] = {
+    # answers of the API itself, before or instead of a scrape
+    "invalid_request": "the request is malformed or a field is invalid; the message names it",
+    "unauthorized": "the API key is missing or invalid",
+    "insufficient_credits": "the balance available does not cover the request's price",
+    "residential_locked": "the free residential trials are used up",
+    "rate_limited": "too many requests for this key (or checkouts for this account); "
+    "see Retry-After",
+    "not_found": "no such resource",
+    "method_not_allowed": "the resource does not take this method",
+    "payment_provider_error": "the payment provider failed",
+    "unavailable": "temporarily unavailable: at capacity, database down or not configured; "
+    "retry later",
+    # why a scrape failed (success false in a result); none of these is billed
+    "robots_disallowed": "the target's robots.txt forbids the URL",
+    "egress_blocked": "the target resolves to an address the service does not fetch from",
+    "dns_error": "the target's host name could not be resolved",
+    "connection_error": "the connection to the target was refused, reset or cut short",
+    "tls_error": "the TLS handshake with the target failed",
+    "timeout": "the scrape did not finish within its timeout",
+    "http_error": "the target answered with an HTTP error status (4xx or 5xx)",
+    "blocked": "the target answered with an anti-bot page",
+    "too_large": "the page or an output is over a size limit",
+    "action_failed": "a browser action or wait_for failed; the message names the step",
+    "internal": "an unexpected error in the service; nothing was billed",
+}
 
 
 class ApiError(Exception):
     status = 500
+    code = "internal"
     message = "internal error"
 
-    def __init__(self, message: str | None = None, *, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        code: str | None = None,
+    ):
         super().__init__(message or self.message)
         self.message = message or self.message
         self.headers = headers or {}
+        if code is not None:
+            self.code = code
+
+    def body(self) -> dict[str, str]:
+        """What the caller reads."""
+        return {"error": self.message, "error_code": self.code}
 
 
 class BadRequest(ApiError):
     status = 400
+    code = "invalid_request"
     message = "invalid request"
 
 
 class Unauthorized(ApiError):
     status = 401
+    code = "unauthorized"
     message = "API key (X-API-Key header) is missing or invalid"
 
 
 class PaymentRequired(ApiError):
     status = 402
+    code = "insufficient_credits"
 
 
 class Forbidden(ApiError):
     status = 403
+    code = "residential_locked"
 
 
 class NotFound(ApiError):
     status = 404
+    code = "not_found"
     message = "not found"
 
 
 class MethodNotAllowed(ApiError):
     status = 405
+    code = "method_not_allowed"
     message = "method not allowed"
 
 
 class TooManyRequests(ApiError):
     status = 429
+    code = "rate_limited"
     message = "rate limit exceeded, retry later"
 
     def __init__(self, retry_after: int):
@@ -56,11 +109,13 @@ class TooManyRequests(ApiError):
 
 class BadGateway(ApiError):
     status = 502
+    code = "payment_provider_error"
     message = "the payment provider failed"
 
 
 class ServiceUnavailable(ApiError):
     status = 503
+    code = "unavailable"
     message = "service temporarily unavailable, retry later"
 
     def __init__(self, message: str | None = None, *, retry_after: int | None = None):

@@ -6,12 +6,20 @@ from typing import Any
 
 from service import results
 from service.config import ENGINES, TIERS
+from service.errors import ERROR_CODES
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
 
 _ERROR = {
     "type": "object",
-    "required": ["error"],
-    "properties": {"error": {"type": "string"}},
+    "required": ["error", "error_code"],
+    "properties": {
+        "error": {"type": "string", "description": "what went wrong, for people"},
+        "error_code": {
+            "enum": list(ERROR_CODES),
+            "description": "what went wrong, for programs: "
+            + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items()),
+        },
+    },
     "additionalProperties": False,
 }
 

@@ -108,6 +108,12 @@ API_ANSWERS = (
     ("POST", "/credits/buy", 400),
     ("POST", "/webhooks/stripe", 503),
 )
+ERROR_CODES = {
+    400: "invalid_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    503: "unavailable",
+}
 
 
 def test_every_api_answer_says_nosniff_and_no_hsts_over_http(service):
@@ -116,6 +122,8 @@ def test_every_api_answer_says_nosniff_and_no_hsts_over_http(service):
         assert reply.status == status, (method, path, reply.status, reply.body)
         assert reply.headers.get("X-Content-Type-Options") == "nosniff", (method, path)
         assert "Strict-Transport-Security" not in reply.headers, (method, path)
+        if status >= 400:  # every error says what it is to a program too
+            assert json.loads(reply.body)["error_code"] == ERROR_CODES[status], (method, path)
     scrape = call("POST", service.url("/scrape"), {"url": "http://127.0.0.1:9/"}, key="spy_x")
     assert scrape.status == 401
     assert scrape.headers["X-Content-Type-Options"] == "nosniff"

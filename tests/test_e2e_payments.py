@@ -28,7 +28,10 @@ from tests.checkout_flow import (
 )
 from tests.stripe_standin import API_KEY, WEBHOOK_SECRET, StripeStandin, event, sign
 
-BAD_SIGNATURE = {"error": "invalid Stripe-Signature: the webhook could not be verified"}
+BAD_SIGNATURE = {
+    "error": "invalid Stripe-Signature: the webhook could not be verified",
+    "error_code": "invalid_request",
+}
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +133,7 @@ def test_invalid_orders_are_400_and_reach_no_provider(shop, standin, accounts, b
     before = len(standin.calls)
     reply = buy(shop, key, body)
     assert reply.status == 400, reply.body
-    assert list(reply.json) == ["error"] and reply.json["error"]
+    assert list(reply.json) == ["error", "error_code"] and reply.json["error"]
     assert len(standin.calls) == before
     assert payments_of(accounts, account_id) == 0
 
@@ -140,7 +143,10 @@ def test_a_missing_or_invalid_key_is_401_and_reaches_no_provider(shop, standin):
     for key in (None, "spy_not_a_real_key_at_all_000000000000"):
         reply = buy(shop, key, {"pack": "10"})
         assert reply.status == 401
-        assert reply.json == {"error": "API key (X-API-Key header) is missing or invalid"}
+        assert reply.json == {
+            "error": "API key (X-API-Key header) is missing or invalid",
+            "error_code": "unauthorized",
+        }
     assert len(standin.calls) == before
 
 
@@ -161,7 +167,8 @@ def test_a_provider_error_is_a_clear_5xx_and_records_nothing(
     finally:
         standin.fail_with = None
     assert reply.status == status_code
-    assert reply.json == {"error": message}
+    code = {502: "payment_provider_error", 503: "unavailable"}[status_code]
+    assert reply.json == {"error": message, "error_code": code}
     assert payments_of(accounts, account_id) == 0
     assert "Traceback" not in shop.log_text()
 
@@ -182,7 +189,8 @@ def test_stripe_unreachable_is_502_and_records_nothing(database_url, tmp_path_fa
         reply = buy(proc, key, {"pack": "10"})
         assert reply.status == 502
         assert reply.json == {
-            "error": "the payment provider could not be reached; nothing was charged, retry later"
+            "error": "the payment provider could not be reached; nothing was charged, retry later",
+            "error_code": "payment_provider_error",
         }
         assert payments_of(accounts, account_id) == 0
     finally:

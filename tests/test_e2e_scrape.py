@@ -16,7 +16,10 @@ from harness.site import TargetSite
 from service import keys, ledger
 from service.dashboard.usage import usage_page
 
-UNAUTHORIZED = {"error": "API key (X-API-Key header) is missing or invalid"}
+UNAUTHORIZED = {
+    "error": "API key (X-API-Key header) is missing or invalid",
+    "error_code": "unauthorized",
+}
 
 
 @pytest.fixture
@@ -158,7 +161,8 @@ def test_invalid_input_is_400_naming_the_field(service, site, accounts, paying, 
     account_id, key = paying
     reply = service.scrape(key, body)
     assert reply.status == 400
-    assert list(reply.json) == ["error"]
+    assert list(reply.json) == ["error", "error_code"]
+    assert reply.json["error_code"] == "invalid_request"
     assert names in reply.json["error"]
     assert accounts.summary(account_id)["held"] == 0
 
@@ -172,6 +176,7 @@ def test_malformed_bodies_are_400(service, paying):
         key, None, raw=b'{"url": "http://x.test/"}', headers={"Content-Type": "text/plain"}
     )
     assert reply.status == 400 and "Content-Type" in reply.json["error"]
+    assert reply.json["error_code"] == "invalid_request"
 
 
 def test_missing_or_invalid_key_is_401_and_fetches_nothing(service, site, accounts):
@@ -189,6 +194,7 @@ def test_insufficient_credits_is_402_before_anything_is_fetched(service, site, a
     reply = service.scrape(key, {"url": site.url("/article")})
     assert reply.status == 402
     assert "insufficient credits" in reply.json["error"]
+    assert reply.json["error_code"] == "insufficient_credits"
     assert site.count("/article") == before
     assert accounts.summary(account_id)["balance"] == 0
     accounts.database.run_sync(ledger.credit, account_id, 1, kind="grant", reference="test")
@@ -255,7 +261,10 @@ def test_public_endpoints(service):
     assert {"/scrape", "/credits/buy", "/pricing", "/healthz"} <= set(spec["paths"])
     assert call("GET", service.url("/healthz")).json == {"status": "ok"}
     missing = call("GET", service.url("/nowhere"))
-    assert missing.status == 404 and missing.json == {"error": "not found"}
+    assert missing.status == 404 and missing.json == {
+        "error": "not found",
+        "error_code": "not_found",
+    }
 
 
 def test_buy_credits_validates_then_says_payments_not_configured(service, accounts):
@@ -276,7 +285,10 @@ def test_buy_credits_validates_then_says_payments_not_configured(service, accoun
         assert reply.status == 400, body
     reply = call("POST", url, {"pack": "10"}, key=key)
     assert reply.status == 503
-    assert reply.json == {"error": "payments are not configured"}
+    assert reply.json == {
+        "error": "payments are not configured",
+        "error_code": "unavailable",
+    }
 
 
 DEEP = "<html><body>" + "<div>" * 60_000 + "deep" + "</div>" * 60_000 + "</body></html>"

@@ -34,11 +34,11 @@ async def try_scrape(
         scraper.parse(body)
         caller = await scraper.authenticate(api_key)
         if caller.account_id != account_id:
-            return TryOutcome(403, {"error": NOT_YOURS}, None, False)
+            return TryOutcome(403, {"error": NOT_YOURS, "error_code": "unauthorized"}, None, False)
         before = await database.run(newest_usage_id, account_id)
         result = await scraper.scrape(api_key, body)
     except ApiError as error:
-        return TryOutcome(error.status, {"error": error.message}, None, False)
+        return TryOutcome(error.status, error.body(), None, False)
     row = await database.run(usage_of_scrape, account_id, before, result.url, result.elapsed_ms)
     if row is None:
         return TryOutcome(200, result, None, False)
