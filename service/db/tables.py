@@ -73,7 +73,7 @@ ledger_entries = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     CheckConstraint("kind IN ('grant', 'purchase', 'scrape')", name="kind_known"),
     CheckConstraint("balance_after >= 0", name="balance_after_not_negative"),
-    Index("ix_ledger_entries_account_created", "account_id", "created_at"),
+    Index("ix_ledger_entries_account_created_id", "account_id", "created_at", "id"),
 )
 
 holds = Table(
@@ -110,7 +110,7 @@ usage = Table(
     Column("elapsed_ms", Integer, nullable=False),
     Column("credits", BigInteger, nullable=False),
     Column("trial", Boolean, nullable=False, default=False),
-    Index("ix_usage_account_created", "account_id", "created_at"),
+    Index("ix_usage_account_created_id", "account_id", "created_at", "id"),
 )
 
 
