@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 
 
 class RateLimiter(Protocol):
+    rate: float  # requests per second, once the burst is spent
+    burst: int  # requests at once
+
     async def check(self, key: str) -> float:
         """0 when the request may go ahead, else the seconds to wait before retrying."""
         ...
@@ -33,6 +36,8 @@ class MemoryRateLimiter:
         clock: Callable[[], float] = time.monotonic,
         max_keys: int = 100_000,
     ):
+        self.rate = rate
+        self.burst = burst
         self.interval = 1.0 / rate
         self.tolerance = self.interval * burst
         self.clock = clock
@@ -94,6 +99,8 @@ class RedisRateLimiter:
 
         self.client: Any = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
         self.script = self.client.register_script(GCRA_SCRIPT)
+        self.rate = rate
+        self.burst = burst
         self.interval = 1.0 / rate
         self.tolerance = self.interval * burst
         self.prefix = prefix
