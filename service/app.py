@@ -18,6 +18,7 @@ from twisted.web.server import NOT_DONE_YET, Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
+from service.account_api import AccountReads
 from service.config import Config
 from service.db import Database
 from service.errors import (
@@ -69,6 +70,12 @@ def api_key_of(request: Request) -> str | None:
     return raw.decode("utf-8", "replace").strip() if raw else None
 
 
+def query_of(request: Request) -> dict[bytes, list[bytes]]:
+    """The query string's parameters (Twisted parses a GET's into ``args``)."""
+    args: dict[bytes, list[bytes]] | None = request.args  # type: ignore[assignment]
+    return args or {}
+
+
 def bearer_token_of(request: Request) -> bytes:
     scheme, _, token = (request.getHeader(b"Authorization") or b"").strip().partition(b" ")
     return token.strip() if scheme.lower() == b"bearer" else b""
@@ -86,10 +93,13 @@ class ScrapespyApp:
         scraper: Scraper,
         payments: PaymentProvider | None = None,
         dashboard: Dashboard | None = None,
+        *,
+        reads: AccountReads,
     ):
         self.config = config
         self.database = database
         self.scraper = scraper
+        self.reads = reads
         self.payments = payments
         self.dashboard = dashboard
         self.stripe_webhooks = (
@@ -142,6 +152,21 @@ class ScrapespyApp:
             api_key_of(request), read_json_body(request), request_id=request_id_of(request)
         )
         return render_json(request, result)
+
+    @app.route("/account", methods=["GET"])
+    async def account(self, request: Request) -> bytes:
+        found = await self.reads.account(api_key_of(request), query_of(request))
+        return render_json(request, found)
+
+    @app.route("/usage", methods=["GET"])
+    async def usage(self, request: Request) -> bytes:
+        page = await self.reads.usage(api_key_of(request), query_of(request))
+        return render_json(request, page)
+
+    @app.route("/ledger", methods=["GET"])
+    async def ledger(self, request: Request) -> bytes:
+        page = await self.reads.ledger(api_key_of(request), query_of(request))
+        return render_json(request, page)
 
     @app.route("/credits/buy", methods=["POST"])
     async def buy_credits(self, request: Request) -> bytes:

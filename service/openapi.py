@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from service import results
+from service.account_api import DEFAULT_LIMIT, MAX_LIMIT
 from service.config import ENGINES, TIERS
 from service.errors import ERROR_CODES
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
@@ -49,13 +50,187 @@ PRICE_LIST: dict[str, Any] = {
 }
 
 
+_BUCKET = {
+    "type": "object",
+    "required": ["per_second", "burst"],
+    "properties": {
+        "per_second": {"type": "number", "exclusiveMinimum": 0},
+        "burst": {"type": "integer", "minimum": 1},
+    },
+    "additionalProperties": False,
+}
+
+ACCOUNT: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "account_id",
+        "email",
+        "balance",
+        "held",
+        "available",
+        "residential_trials_left",
+        "residential_unlocked",
+        "rate_limits",
+    ],
+    "properties": {
+        "account_id": {"type": "integer"},
+        "email": {"type": "string"},
+        "balance": {"type": "integer", "minimum": 0, "description": "the sum of the ledger"},
+        "held": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "credits reserved by scrapes in flight",
+        },
+        "available": {"type": "integer", "minimum": 0, "description": "balance - held"},
+        "residential_trials_left": {"type": "integer", "minimum": 0},
+        "residential_unlocked": {"type": "boolean"},
+        "rate_limits": {
+            "type": "object",
+            "description": "the key's buckets: burst requests at once, then per_second",
+            "required": ["scrape", "reads"],
+            "properties": {"scrape": _BUCKET, "reads": _BUCKET},
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+
+USAGE_ROW: dict[str, Any] = {
+    "type": "object",
+    "description": "one scrape as billed",
+    "required": [
+        "id",
+        "created_at",
+        "url",
+        "engine",
+        "tier_requested",
+        "tier_used",
+        "status_code",
+        "success",
+        "blocked",
+        "error",
+        "elapsed_ms",
+        "credits",
+        "trial",
+        "reference",
+    ],
+    "properties": {
+        "id": {"type": "integer"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "url": {"type": "string"},
+        "engine": {"enum": list(ENGINES)},
+        "tier_requested": {"enum": list(TIERS)},
+        "tier_used": {"enum": list(TIERS)},
+        "status_code": {"type": ["integer", "null"]},
+        "success": {"type": "boolean"},
+        "blocked": {"type": "boolean"},
+        "error": _NULLABLE_STRING,
+        "elapsed_ms": {"type": "integer", "minimum": 0},
+        "credits": {"type": "integer", "minimum": 0, "description": "credits charged"},
+        "trial": {"type": "boolean", "description": "a residential trial was used"},
+        "reference": {
+            **_NULLABLE_STRING,
+            "description": "hold:<id>, which the charge's ledger entry names too",
+        },
+    },
+    "additionalProperties": False,
+}
+
+LEDGER_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "description": "one change of balance",
+    "required": ["id", "created_at", "kind", "amount", "balance_after", "reference"],
+    "properties": {
+        "id": {"type": "integer"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "kind": {"enum": ["grant", "purchase", "scrape"]},
+        "amount": {"type": "integer", "description": "credits added (negative: charged)"},
+        "balance_after": {"type": "integer", "minimum": 0},
+        "reference": _NULLABLE_STRING,
+    },
+    "additionalProperties": False,
+}
+
+
+def _page_of(item: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["items", "next_cursor"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "maxItems": MAX_LIMIT,
+                "items": {"$ref": f"#/components/schemas/{item}"},
+            },
+            "next_cursor": {
+                **_NULLABLE_STRING,
+                "description": "the next page's cursor; null on the last page",
+            },
+        },
+        "additionalProperties": False,
+    }
+
+
+_TIME_BOUND = {
+    "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}]
+}
+
+LISTING_PARAMETERS: list[dict[str, Any]] = [
+    {
+        "name": "since",
+        "in": "query",
+        "description": "rows at or after this time (a date-time with an offset, or a date: "
+        "midnight UTC)",
+        "schema": _TIME_BOUND,
+    },
+    {
+        "name": "until",
+        "in": "query",
+        "description": "rows before this time",
+        "schema": _TIME_BOUND,
+    },
+    {
+        "name": "cursor",
+        "in": "query",
+        "description": "the next_cursor of the previous page; anything else is a 400",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "limit",
+        "in": "query",
+        "description": "rows per page",
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    },
+]
+
+
+def _listing(summary: str, item: str, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "security": secured,
+            "parameters": LISTING_PARAMETERS,
+            "responses": {
+                "200": {
+                    "description": "one page, newest first",
+                    "content": {"application/json": {"schema": _page_of(item)}},
+                },
+                **_errors(400, 401, 429, 500, 503),
+            },
+        }
+    }
+
+
 def _errors(*statuses: int) -> dict[str, Any]:
     meanings = {
         400: "invalid input",
         401: "missing or invalid X-API-Key",
         402: "insufficient credits; nothing scraped, nothing billed",
         403: "free residential trials used up and residential not unlocked",
-        429: "rate limit exceeded (scrapes per key, checkouts per account); see Retry-After",
+        429: "rate limit exceeded (scrapes or reads per key, checkouts per account); see "
+        "Retry-After",
         500: "unexpected error",
         502: "the payment provider failed",
         503: "temporarily unavailable (database down, at capacity, payments not configured)",
@@ -91,6 +266,9 @@ def document(public_url: str) -> dict[str, Any]:
                 "BuyRequest": _schema(BuyRequest),
                 "ScrapeResult": results.json_schema(),
                 "Error": _ERROR,
+                "Account": ACCOUNT,
+                "UsageRow": USAGE_ROW,
+                "LedgerEntry": LEDGER_ENTRY,
             },
         },
         "paths": {
@@ -119,6 +297,27 @@ def document(public_url: str) -> dict[str, Any]:
                     },
                 }
             },
+            "/account": {
+                "get": {
+                    "summary": "The key's account: balance, held, available, trials, rate limits",
+                    "security": secured,
+                    "responses": {
+                        "200": {
+                            "description": "the account's figures, as the ledger has them",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/Account"}
+                                }
+                            },
+                        },
+                        **_errors(400, 401, 429, 500, 503),
+                    },
+                }
+            },
+            "/usage": _listing("The account's scrapes, newest first", "UsageRow", secured),
+            "/ledger": _listing(
+                "The account's changes of balance, newest first", "LedgerEntry", secured
+            ),
             "/credits/buy": {
                 "post": {
                     "summary": "Start a credit purchase; returns the hosted checkout URL",

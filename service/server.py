@@ -13,6 +13,7 @@ from twisted.internet import reactor
 from twisted.internet.task import LoopingCall
 
 from service import ledger
+from service.account_api import AccountReads
 from service.app import ScrapespyApp
 from service.config import Config
 from service.dashboard.app import Dashboard
@@ -26,10 +27,18 @@ from service.scraping import Scraper
 log = logging.getLogger(__name__)
 
 
-def make_limiter(config: Config) -> RateLimiter:
+# GET /account, /usage and /ledger count in a bucket of their own (service.account_api).
+READS_REDIS_PREFIX = "scrapespy:rl-reads:"
+
+
+def make_limiter(config: Config, redis_prefix: str = "scrapespy:rl:") -> RateLimiter:
+    """The per-key limit at the configured rate; another ``redis_prefix`` is another bucket."""
     if config.redis_url:
         return RedisRateLimiter(
-            config.redis_url, config.rate_limit_per_second, config.rate_limit_burst
+            config.redis_url,
+            config.rate_limit_per_second,
+            config.rate_limit_burst,
+            prefix=redis_prefix,
         )
     return MemoryRateLimiter(config.rate_limit_per_second, config.rate_limit_burst)
 
@@ -85,7 +94,8 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     scraper = Scraper(config, database, bridge, make_limiter(config))
     dashboard = Dashboard(config, database, scraper, payments)
     dashboard.start()
-    http = ScrapespyApp(config, database, scraper, payments, dashboard=dashboard)
+    reads = AccountReads(database, make_limiter(config, READS_REDIS_PREFIX), scraper.limiter)
+    http = ScrapespyApp(config, database, scraper, payments, dashboard=dashboard, reads=reads)
     sweeper = LoopingCall(_sweep, database)
     sweeper.clock = reactor  # type: ignore[assignment]
     sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)
