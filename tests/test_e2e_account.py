@@ -267,8 +267,10 @@ def test_a_missing_or_unknown_key_is_the_401_of_scrape(
         ({"limit": "0"}, "'limit'"),
         ({"limit": "1001"}, "'limit'"),
         ({"limit": "ten"}, "'limit'"),
+        ({"limit": "1" * 5000}, "'limit'"),
         ({"cursor": "bm90IGEgY3Vyc29y"}, "'cursor'"),
         ({"cursor": "%%%"}, "'cursor'"),
+        ({"cursor": "dS4xLjk5OTk5OTk5OTk5OTk5OTk5OTk"}, "'cursor'"),  # a row id past 64 bits
         ({"sort": "asc"}, "'sort'"),
     ],
 )
