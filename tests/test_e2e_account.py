@@ -4,7 +4,9 @@ are what happened, the walks see every row once, and an account sees only its ow
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -143,6 +145,31 @@ def test_the_figures_rows_and_entries_are_what_happened(
     # each charge is the usage row's credits, under the same hold
     charged = {row["reference"]: row["credits"] for row in rows if row["credits"]}
     assert {e["reference"]: -e["amount"] for e in entries if e["kind"] == "scrape"} == charged
+
+
+def test_held_is_what_a_scrape_in_flight_reserved(
+    shop: ServiceProcess, site: TargetSite, accounts: Accounts
+) -> None:
+    _, key = accounts.create(credits=GRANT)
+    cost = static_cost(shop)
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(scrape, shop, key, site.url("/slow"))  # four seconds
+        deadline = time.monotonic() + 3
+        figures = ok(get(shop, "/account", key))
+        while figures["held"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            figures = ok(get(shop, "/account", key))
+        assert (figures["balance"], figures["held"]) == (GRANT, cost)
+        assert figures["available"] == GRANT - cost
+        assert ok(get(shop, "/usage", key))["items"] == []  # not settled yet
+        assert slow.result()["success"] is True
+    figures = ok(get(shop, "/account", key))
+    assert (figures["balance"], figures["held"], figures["available"]) == (
+        GRANT - cost,
+        0,
+        GRANT - cost,
+    )
+    assert [row["credits"] for row in ok(get(shop, "/usage", key))["items"]] == [cost]
 
 
 def test_a_walk_sees_every_row_exactly_once_whatever_happens_meanwhile(
