@@ -18,7 +18,10 @@ from harness.site import TargetSite
 from service import keys
 from tests.checkout_flow import buy, post_form, start_service
 
-UNAUTHORIZED = {"error": "API key (X-API-Key header) is missing or invalid"}
+UNAUTHORIZED = {
+    "error": "API key (X-API-Key header) is missing or invalid",
+    "error_code": "unauthorized",
+}
 PURCHASE_EUR = 5
 PURCHASE_CREDITS = 5_000
 GRANT = 1_000
@@ -308,7 +311,8 @@ def test_a_bad_parameter_is_a_400_that_names_it(
     for path in ("/usage", "/ledger"):
         reply = get(shop, path, key, **params)
         assert reply.status == 400, reply.body
-        assert list(reply.json) == ["error"]
+        assert list(reply.json) == ["error", "error_code"]
+        assert reply.json["error_code"] == "invalid_request"
         assert named in reply.json["error"], reply.json
 
 
@@ -324,15 +328,24 @@ def test_a_cursor_belongs_to_its_listing_and_a_parameter_is_given_once(
     reply = get(shop, "/ledger", key, cursor=usage_cursor)
     assert (reply.status, reply.json) == (
         400,
-        {"error": "invalid request: 'cursor': not a next_cursor of GET /ledger"},
+        {
+            "error": "invalid request: 'cursor': not a next_cursor of GET /ledger",
+            "error_code": "invalid_request",
+        },
     )
     assert get(shop, "/usage", key, cursor=ledger_cursor).status == 400
     twice = call("GET", shop.url("/usage?limit=1&limit=2"), key=key)
     assert (twice.status, twice.json) == (
         400,
-        {"error": "invalid request: 'limit': given more than once"},
+        {
+            "error": "invalid request: 'limit': given more than once",
+            "error_code": "invalid_request",
+        },
     )
-    assert get(shop, "/account", key, verbose="1").json == {"error": "unknown parameter 'verbose'"}
+    assert get(shop, "/account", key, verbose="1").json == {
+        "error": "unknown parameter 'verbose'",
+        "error_code": "invalid_request",
+    }
 
 
 def test_reads_have_a_rate_limit_bucket_of_their_own(
