@@ -13,6 +13,8 @@ ERROR_CODES: dict[str, str] = {
     "invalid_request": "the request is malformed or a field is invalid; the message names it",
     "unauthorized": "the API key is missing or invalid",
     "insufficient_credits": "the balance available does not cover the request's price",
+    "max_credits_exceeded": "the request may cost more than its max_credits; nothing was "
+    "fetched or held",
     "residential_locked": "the free residential trials are used up",
     "rate_limited": "too many requests for this key (or checkouts for this account); "
     "see Retry-After",
@@ -133,4 +135,13 @@ def insufficient_credits(cost: int, available: int) -> PaymentRequired:
     return PaymentRequired(
         f"insufficient credits: this request costs {cost} credits and the balance "
         f"available is {available}; buy credits and retry"
+    )
+
+
+def max_credits_exceeded(cost: int, max_credits: int) -> PaymentRequired:
+    """The request's own cap is under the least it could be billed (service.pricing)."""
+    return PaymentRequired(
+        f"this request may cost {cost} credits, more than its max_credits of {max_credits}; "
+        "raise max_credits or ask for a cheaper engine or proxy_type",
+        code="max_credits_exceeded",
     )

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response, TextResponse
     from twisted.python.failure import Failure
 
+    from service.escalation import Ladder
     from service.ledger import Settlement
     from service.results import ScrapeResult
     from service.schemas import ScrapeRequest
@@ -42,6 +43,10 @@ class ScrapeJob:
     hold_id: int | None = None
     trial: bool = False
     costs: dict[str, int] = field(default_factory=dict)  # tier -> credits for this engine
+    # engine or proxy_type auto: the steps it may try (service.escalation), and each attempt
+    # as middlewares.escalation records it; None for any other request
+    ladder: Ladder | None = None
+    attempts: list[dict[str, Any]] | None = None
     request_id: str | None = None
     id: int = field(default_factory=lambda: next(_ids))
     started: float = field(default_factory=time.monotonic)

@@ -121,7 +121,7 @@ USAGE_ROW: dict[str, Any] = {
         "created_at": {"type": "string", "format": "date-time"},
         "url": {"type": "string"},
         "engine": {"enum": list(ENGINES)},
-        "tier_requested": {"enum": list(TIERS)},
+        "tier_requested": {"enum": [*TIERS, "auto"]},
         "tier_used": {"enum": list(TIERS)},
         "status_code": {"type": ["integer", "null"]},
         "success": {"type": "boolean"},
@@ -227,7 +227,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
     meanings = {
         400: "invalid input",
         401: "missing or invalid X-API-Key",
-        402: "insufficient credits; nothing scraped, nothing billed",
+        402: "insufficient credits, or a price over the request's max_credits; nothing scraped, "
+        "nothing billed",
         403: "free residential trials used up and residential not unlocked",
         429: "rate limit exceeded (scrapes or reads per key, checkouts per account); see "
         "Retry-After",

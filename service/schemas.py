@@ -87,7 +87,13 @@ class ScrapeRequest(_Strict):
             json_schema_extra={"pattern": URL_PATTERN},
         ),
     ]
-    engine: Literal["static", "js"] = "static"
+    engine: Annotated[
+        Literal["static", "js", "auto"],
+        Field(
+            description="auto: static, then js when the page is a JavaScript shell; billed at "
+            "the engine that produced the answer"
+        ),
+    ] = "static"
     selectors: Annotated[
         dict[str, str] | None,
         Field(
@@ -98,7 +104,23 @@ class ScrapeRequest(_Strict):
     ] = None
     respect_robots: bool = True
     timeout: Annotated[float, Field(gt=0, le=120, description="seconds")] = 20
-    proxy_type: Literal["none", "datacenter", "residential"] = "none"
+    proxy_type: Annotated[
+        Literal["none", "datacenter", "residential", "auto"],
+        Field(
+            description="auto: direct, then datacenter, then residential while the answer is "
+            "blocked (anti-bot page, 403, 429, reset connection); billed at the tier that "
+            "produced the answer"
+        ),
+    ] = "none"
+    max_credits: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            description="the most this request may be billed; one that may cost more is a 402 "
+            "(max_credits_exceeded) before anything is fetched or held, and auto does not try "
+            "the steps that cost more",
+        ),
+    ] = None
     formats: Annotated[
         list[Format],
         Field(

@@ -10,6 +10,7 @@ database round trip per request and changes nothing for a valid key.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import logging
 from typing import Any
@@ -24,11 +25,13 @@ from service.engine import EngineBridge
 from service.errors import (
     RESIDENTIAL_LOCKED,
     Forbidden,
+    PaymentRequired,
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
     insufficient_credits,
 )
+from service.escalation import AUTO
 from service.jobs import ScrapeJob
 from service.pricing import Quote, quote
 from service.ratelimit import RateLimiter, retry_after_seconds
@@ -38,6 +41,9 @@ from service.schemas import ScrapeRequest, checked_scrape, parse_json_object
 log = logging.getLogger(__name__)
 
 AT_CAPACITY = "the service is at capacity, retry later"
+# An amount no balance covers: PostgreSQL's authorize-and-hold then holds nothing, and the
+# service refuses the request on its max_credits (see _hold_terms).
+UNHOLDABLE = 2**62
 
 
 class Scraper:
@@ -77,7 +83,8 @@ class Scraper:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
         try:
-            caller, price, hold_id = await self._hold(key_hash, request.engine, request.proxy_type)
+            terms = (request.engine, request.proxy_type, request.max_credits)
+            caller, price, hold_id = await self._hold(key_hash, *terms)
             job = ScrapeJob.asked(
                 request,
                 compiled,
@@ -85,6 +92,7 @@ class Scraper:
                 hold_id=hold_id,
                 trial=price.trial,
                 costs=price.costs,
+                ladder=price.ladder,
                 request_id=request_id,
             )
             return await self.bridge.submit(job)
@@ -92,58 +100,125 @@ class Scraper:
             self.active -= 1
 
     def _hold(
-        self, key_hash: str, engine: str, tier: str
+        self, key_hash: str, engine: str, tier: str, max_credits: int | None
     ) -> Deferred[tuple[keys.Caller, Quote, int]]:
         """The key's caller, the price and the hold, in one round trip to the database."""
         if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
-            params = ledger.authorize_and_hold_params(key_hash, **self._hold_terms(engine, tier))
-            return self.database.call("pg_authorize_hold", params).addCallback(
-                lambda row: self._authorized(ledger.authorized_hold(row), key_hash, engine, tier)
-            )
-        return self.database.run_hot(self._authorize_and_hold, key_hash, engine, tier)
+            return self._call_authorize_hold(key_hash, engine, tier, max_credits)
+        return self.database.run_hot(self._authorize_and_hold, key_hash, engine, tier, max_credits)
+
+    def _call_authorize_hold(
+        self, key_hash: str, engine: str, tier: str, max_credits: int | None, trials: bool = True
+    ) -> Deferred[tuple[keys.Caller, Quote, int]]:
+        terms = self._hold_terms(engine, tier, max_credits, trials)
+        params = ledger.authorize_and_hold_params(key_hash, **terms)
+
+        def authorized(row: Any) -> Any:
+            done = ledger.authorized_hold(row)
+            if self._trial_taken(done, tier, trials):  # again, without residential
+                return self._call_authorize_hold(key_hash, engine, tier, max_credits, False)
+            return self._authorized(done, key_hash, engine, tier, max_credits)
+
+        return self.database.call("pg_authorize_hold", params).addCallback(authorized)
 
     def _authorize_and_hold(
-        self, conn: HotConnection, key_hash: str, engine: str, tier: str
+        self,
+        conn: HotConnection,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
     ) -> tuple[keys.Caller, Quote, int]:
         if hot_path(conn).functions:
-            return self._authorize_and_hold_in_one(conn, key_hash, engine, tier)
+            return self._authorize_and_hold_in_one(conn, key_hash, engine, tier, max_credits)
         caller = keys.caller_by_hash(conn, key_hash)
         if caller is None:
             raise Unauthorized()
-        price = quote(self.config, engine, tier, caller)
-        try:
-            hold_id = ledger.hold(
-                conn,
-                caller.account_id,
-                price.hold,
-                trial=price.trial,
-                ttl_seconds=self.config.hold_ttl_seconds,
-            )
-        except ledger.InsufficientCredits as exc:
-            raise insufficient_credits(exc.cost, exc.available) from None
-        except ledger.NoTrialLeft:
-            raise Forbidden(RESIDENTIAL_LOCKED) from None
-        return caller, price, hold_id
+        while True:
+            price = quote(self.config, engine, tier, caller, max_credits)
+            try:
+                hold_id = ledger.hold(
+                    conn,
+                    caller.account_id,
+                    price.hold,
+                    trial=price.trial,
+                    ttl_seconds=self.config.hold_ttl_seconds,
+                )
+            except ledger.InsufficientCredits as exc:
+                raise insufficient_credits(exc.cost, exc.available) from None
+            except ledger.NoTrialLeft:
+                if tier != AUTO:
+                    raise Forbidden(RESIDENTIAL_LOCKED) from None
+                # the trials went to requests in flight: auto goes without residential
+                caller = dataclasses.replace(caller, residential_trials_left=0)
+                continue
+            return caller, price, hold_id
 
-    def _hold_terms(self, engine: str, tier: str) -> dict[str, Any]:
-        """What PostgreSQL's authorize-and-hold needs besides the key (see the ledger)."""
-        costs = self.config.costs[engine]
+    def _hold_terms(
+        self, engine: str, tier: str, max_credits: int | None, trials: bool = True
+    ) -> dict[str, Any]:
+        """What PostgreSQL's authorize-and-hold needs besides the key (see the ledger): the
+        hold of an unlocked account (``amount``) and of one on a residential trial
+        (``trial_amount``), as :func:`quote` prices them. One that is over the request's
+        ``max_credits`` is :data:`UNHOLDABLE`, so the function holds nothing and
+        :meth:`_authorized` refuses. ``trials`` False prices an account with none left."""
+        on_trial = keys.Caller(0, "", False, 1 if trials else 0)
+        # without trials the account is known not to be unlocked: both amounts are its price
+        unlocked = keys.Caller(0, "", True, 0) if trials else on_trial
+        amount, _ = self._priced(engine, tier, unlocked, max_credits)
+        trial_amount, residential = self._priced(engine, tier, on_trial, max_credits)
         return {
-            "residential": tier == "residential",
-            "amount": costs[tier],
-            "trial_amount": costs["none"],
+            "residential": residential,
+            "amount": amount,
+            "trial_amount": trial_amount,
             "ttl_seconds": self.config.hold_ttl_seconds,
         }
 
+    def _priced(
+        self, engine: str, tier: str, caller: keys.Caller, max_credits: int | None
+    ) -> tuple[int, bool]:
+        try:
+            price = quote(self.config, engine, tier, caller, max_credits)
+        except PaymentRequired:
+            return UNHOLDABLE, caller.residential_trials_left > 0 and tier == "residential"
+        return price.hold, price.trial
+
+    @staticmethod
+    def _trial_taken(done: ledger.AuthorizedHold | None, tier: str, trials: bool) -> bool:
+        """An auto request refused only because no residential trial was left (none at all,
+        or all reserved by requests in flight): it is held again without residential."""
+        return (
+            trials
+            and tier == AUTO
+            and done is not None
+            and done.hold_id is None
+            and done.trial
+            and done.trials_left_after <= 0
+        )
+
     def _authorize_and_hold_in_one(
-        self, conn: HotConnection, key_hash: str, engine: str, tier: str
+        self,
+        conn: HotConnection,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
+        trials: bool = True,
     ) -> tuple[keys.Caller, Quote, int]:
         """PostgreSQL: the same checks and hold as above, in one round trip."""
-        done = ledger.authorize_and_hold(conn, key_hash, **self._hold_terms(engine, tier))
-        return self._authorized(done, key_hash, engine, tier)
+        terms = self._hold_terms(engine, tier, max_credits, trials)
+        done = ledger.authorize_and_hold(conn, key_hash, **terms)
+        if self._trial_taken(done, tier, trials):
+            return self._authorize_and_hold_in_one(conn, key_hash, engine, tier, max_credits, False)
+        return self._authorized(done, key_hash, engine, tier, max_credits)
 
     def _authorized(
-        self, done: ledger.AuthorizedHold | None, key_hash: str, engine: str, tier: str
+        self,
+        done: ledger.AuthorizedHold | None,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
     ) -> tuple[keys.Caller, Quote, int]:
         """The caller, the price and the hold of a PostgreSQL authorize-and-hold, or raises."""
         if done is None or not hmac.compare_digest(done.key_hash, key_hash):
@@ -151,7 +226,10 @@ class Scraper:
         caller = keys.Caller(
             done.account_id, key_hash, done.residential_unlocked, done.residential_trials_left
         )
-        price = quote(self.config, engine, tier, caller)  # Forbidden when no trial is left
+        if tier == AUTO and not done.trial:  # held without residential: priced so
+            caller = dataclasses.replace(caller, residential_trials_left=0)
+        # Forbidden when no trial is left, PaymentRequired over max_credits
+        price = quote(self.config, engine, tier, caller, max_credits)
         if (price.hold, price.trial) != (done.amount, done.trial):  # pragma: no cover - a bug
             raise RuntimeError(f"the database priced {done} where the service priced {price}")
         if done.hold_id is None:
