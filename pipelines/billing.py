@@ -1,7 +1,8 @@
 """Settles the credits held for a scrape: capture the tier actually used, or release.
 
 Billed only when ``success`` is true and ``blocked`` is false, at the cost of the tier that was
-actually used (a fallback to a direct connection bills ``none``). A residential trial that went
+actually used (a fallback to a direct connection bills ``none``), and for an auto request of
+the engine that answered; its earlier attempts cost nothing. A residential trial that went
 through the residential pool costs nothing and uses up one trial. The usage row is written in
 the same transaction. Settling is at most once per hold (see ``service.ledger.settle``), so a
 late item after the watchdog answered, or after the sweeper expired the hold, charges nothing.
@@ -49,6 +50,8 @@ def charge_for(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> tuple[in
         return 0, False
     if job.trial and tier_used == "residential":
         return 0, True
+    if job.ladder is not None:  # auto: the engine that answered (service.escalation)
+        return job.ladder.costs[result.engine][tier_used], False
     return job.costs[tier_used], False
 
 
@@ -65,7 +68,7 @@ def usage_row(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> UsageRow:
     return UsageRow(
         account_id=job.account_id,
         url=_storable(job.url[:4000]),
-        engine=job.engine,
+        engine=result.engine,  # the engine that answered, for an auto request too
         tier_requested=job.proxy_type,
         tier_used=tier_used,
         status_code=result.status_code or None,

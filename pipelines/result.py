@@ -129,6 +129,7 @@ class ResultPipeline:
             error=error,
             tier_used=item.tier_used,
             block_reason=block_reason,
+            engine=None if job.ladder is None else ("js" if meta.get("playwright") else "static"),
         )
         if isinstance(response, TextResponse):
             item.page = response

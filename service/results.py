@@ -7,7 +7,8 @@ field order) and ``/openapi.json`` documents it (:func:`json_schema`). A blocked
 has none, not a null. The outputs a request asks for in ``formats`` (``markdown``, ``html``,
 ``raw_html``, ``screenshot``) come last, each only when asked: the answer is then an instance of a
 subclass with those fields (:func:`result_class`), so a request without ``formats`` gets the
-same bytes as before they existed.
+same bytes as before they existed. An auto request (``engine`` or ``proxy_type`` auto) gets
+``attempts`` the same way, before the outputs; its ``engine`` is the engine that answered.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
-from service.config import ENGINES
+from service.config import ENGINES, TIERS
 
 if TYPE_CHECKING:
     from service.jobs import ScrapeJob
@@ -29,6 +30,20 @@ if TYPE_CHECKING:
 class Link(TypedDict):
     text: str
     href: str
+
+
+class Attempt(TypedDict):
+    """One attempt of an auto request, as middlewares.escalation records it."""
+
+    tier: Annotated[str, Field(json_schema_extra={"enum": list(TIERS)})]
+    engine: Annotated[str, Field(json_schema_extra={"enum": list(ENGINES)})]
+    status_code: Annotated[int, Field(ge=0, description="0 when no response was received")]
+    blocked: bool
+    block_reason: str | None
+    error_code: Annotated[
+        str | None, Field(description="why the attempt failed (an error code); null if it did not")
+    ]
+    elapsed_ms: Annotated[int, Field(ge=0)]
 
 
 @dataclass(slots=True)
@@ -83,7 +98,15 @@ class BlockedResult(ScrapeResult):
 
 R = TypeVar("R", bound=ScrapeResult)
 OUTPUTS: Final = ("markdown", "html", "raw_html", "screenshot")
+ATTEMPTS: Final = ("attempts",)
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
+    "attempts": Annotated[
+        list[Attempt],
+        Field(
+            description='every attempt, in order; with "engine" or "proxy_type" "auto". The '
+            "last one is the answer's, the only one billed"
+        ),
+    ],
     "markdown": Annotated[
         str | None,
         Field(description='GitHub-flavoured markdown of the page; with "formats": ["markdown"]'),
@@ -132,23 +155,30 @@ def new_result(
     error: str | None,
     tier_used: str = "none",
     block_reason: str | None = None,
+    engine: str | None = None,
 ) -> ScrapeResult:
     """The answer to ``job``: a success unless there is an ``error``; ``page`` gives the page's
-    fields (``service.extraction.empty_fields`` until the page is parsed)."""
+    fields (``service.extraction.empty_fields`` until the page is parsed). ``engine`` is the
+    one that answered an auto job (by default the one it starts with)."""
+    if engine is None:
+        engine = job.engine if job.ladder is None else job.ladder.first[0]
     outcome: dict[str, Any] = {
         "url": job.url,
         "final_url": final_url,
         "status_code": status_code,
         "success": error is None,
-        "engine": job.engine,
+        "engine": engine,
         # the billing basis: the same figure in the usage row and in the answer
         "elapsed_ms": job.elapsed_ms(),
         "error": error,
         "blocked": block_reason is not None,
         "proxy_used": tier_used != "none",
     }
-    if job.formats:
-        outputs = tuple(name for name in OUTPUTS if name in job.formats)
+    if job.formats or job.ladder is not None:
+        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in job.formats)
+        if job.ladder is not None:
+            outputs = ATTEMPTS + outputs
+            outcome["attempts"] = list(job.attempts or ())
         if block_reason is None:
             return result_class(ScrapeResult, outputs)(**outcome, **page)
         return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)
@@ -160,7 +190,7 @@ def new_result(
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
     ``block_reason`` only when blocked, each output only when asked."""
-    schema = _plain(TypeAdapter(result_class(BlockedResult, OUTPUTS)).json_schema())
+    schema = _plain(TypeAdapter(result_class(BlockedResult, ATTEMPTS + OUTPUTS)).json_schema())
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema
 

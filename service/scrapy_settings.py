@@ -74,6 +74,8 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.deadline.DeadlineMiddleware": 120,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.antibot.AntiBotMiddleware": 580,
+    # Below the anti-bot middleware: sees an answer once it is marked blocked (or not).
+    "middlewares.escalation.EscalationMiddleware": 560,
     # Just before HttpProxyMiddleware (750), which turns the chosen proxy's credentials into
     # Proxy-Authorization (and removes a stale one when the request falls back to direct).
     "middlewares.proxy_pool.ProxyPoolMiddleware": 740,

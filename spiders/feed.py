@@ -16,6 +16,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from middlewares.escalation import start_escalation
 from service.jobs import JOB, ScrapeItem, ScrapeJob
 
 
@@ -28,7 +29,8 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
         "cookiejar": job.id,
         "scrapespy_proxy_tier": job.proxy_type,
     }
-    if job.engine == "js":
+    engine = job.engine if job.ladder is None else start_escalation(job, meta)
+    if engine == "js":
         meta["playwright"] = True
         # Its own browser context, closed when the request ends (service.browser); the
         # deadline middleware adds the navigation's timeout.

@@ -4,7 +4,7 @@ Run from the repository root, so ``scrapy.cfg`` brings the project's settings: t
 robots.txt, deadline and anti-bot middlewares and the result pipeline apply exactly as in the
 service. Nothing is billed (there is no database here).
 
-    scrapy crawl page -a url=https://example.com/ [-a engine=js] [-a timeout=20]
+    scrapy crawl page -a url=https://example.com/ [-a engine=js|auto] [-a timeout=20]
         [-a respect_robots=false] [-a selectors='{"h": "h1::text"}']
         [-a formats=markdown,html,raw_html,screenshot] [-a only_main_content=true]
         [-a include_tags='["article"]'] [-a exclude_tags='[".ad", "aside"]']
@@ -26,7 +26,9 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from service.config import Config
 from service.errors import BadRequest
+from service.escalation import AUTO, ladder
 from service.jobs import ScrapeItem, ScrapeJob
 from service.results import ScrapeResult
 from service.schemas import checked_scrape
@@ -79,7 +81,13 @@ class PageSpider(Spider):
             request, compiled = checked_scrape(data)
         except BadRequest as exc:
             raise ValueError(exc.message) from None
-        self.job = ScrapeJob.asked(request, compiled)
+        steps = None
+        if request.engine == AUTO:  # static, then js for a JavaScript shell; nothing billed
+            config = Config.from_env()
+            steps, _, _ = ladder(
+                config, AUTO, request.proxy_type, unlocked=True, trials_left=0, max_credits=None
+            )
+        self.job = ScrapeJob.asked(request, compiled, ladder=steps)
         self.result: ScrapeResult | None = None
 
     @classmethod

@@ -1,0 +1,189 @@
+"""``proxy_type: "auto"`` and ``engine: "auto"``: try again on the next step while it can help.
+
+An auto job carries its ladder (service.escalation): the (engine, tier) steps it may try, those
+over its ``max_credits`` left out. :func:`start_escalation` (spiders.feed) puts the first step
+in the meta. Each answer or failure of an attempt is recorded in ``job.attempts`` (tier used,
+engine, status, blocked, block reason, error code, elapsed time), and the next attempt is the
+same request, from its URL again, for:
+
+* the next tier, when the answer is an anti-bot page (``meta["scrapespy_block_reason"]``, set
+  by the anti-bot middleware before this one sees the response), a 403 or a 429, or the
+  connection was reset or cut short (what a proxy can help with; a refused connection or an
+  unknown host is the target's, and the proxy pool has already tried its other proxies);
+* the ``js`` engine at the same tier, when a ``static`` answer is a JavaScript shell
+  (service.extraction.shell); it gets a fresh browser context of its own.
+
+No attempt starts with less than :data:`MIN_LEFT` seconds of the job's timeout left; the last
+answer or failure is then the job's. Billing charges the attempt that answered, at its engine
+and tier (pipelines.billing). A request that is not auto has no ladder in its meta and costs this
+middleware one dictionary lookup per answer.
+
+    DOWNLOADER_MIDDLEWARES = {"middlewares.escalation.EscalationMiddleware": 560}
+
+Below the anti-bot middleware (580): Scrapy hands responses down from the highest number, so
+this one sees them marked, and failures after the proxy pool (740) has retried its own proxies.
+Stats: ``scrapespy/escalation/tier``, ``scrapespy/escalation/js``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from OpenSSL import SSL
+from scrapy.exceptions import CannotResolveHostError, DownloadTimeoutError, IgnoreRequest
+from twisted.internet import error as net_error
+
+from middlewares.antibot import META_KEY as BLOCK_REASON
+from middlewares.deadline import DeadlineExceeded
+from middlewares.proxy_pool import (
+    DEADLINE,
+    MIDWAY,
+    PROXIES_FAILED,
+    PROXY_IN_USE,
+    TIER_REQUESTED,
+    TIER_USED,
+    classify,
+)
+from service.egress.addresses import EgressBlocked
+from service.extraction.shell import is_js_shell
+from service.jobs import JOB
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+
+    from service.jobs import ScrapeJob
+
+LADDER = "scrapespy_ladder"
+ATTEMPT_STARTED = "scrapespy_attempt_started"
+MIN_LEFT = 0.05  # seconds: less than this left of the timeout, no new attempt
+RETRY_STATUSES = frozenset((403, 429))
+# what an attempt leaves in the meta that must not reach the next one
+_STALE = (
+    TIER_USED,
+    PROXY_IN_USE,
+    PROXIES_FAILED,
+    BLOCK_REASON,
+    "proxy",
+    "redirect_times",
+    "redirect_ttl",
+    "redirect_urls",
+    "redirect_reasons",
+)
+STATS_PREFIX = "scrapespy/escalation"
+
+
+def start_escalation(job: ScrapeJob, meta: dict[str, Any]) -> str:
+    """Puts the first step of auto ``job`` in its request's ``meta``; returns its engine."""
+    assert job.ladder is not None
+    engine, tier = job.ladder.first
+    meta[TIER_REQUESTED] = tier
+    meta[LADDER] = job.ladder
+    meta[ATTEMPT_STARTED] = job.started
+    job.attempts = []
+    return engine
+
+
+def error_code_of(exception: BaseException) -> str:
+    """The ``error_code`` (service.errors.ERROR_CODES) of a failed download."""
+    if isinstance(exception, DeadlineExceeded | DownloadTimeoutError | net_error.TimeoutError):
+        return "timeout"
+    if isinstance(exception, EgressBlocked):
+        return "egress_blocked"
+    if isinstance(exception, IgnoreRequest):
+        return "robots_disallowed" if "robots.txt" in str(exception).lower() else "internal"
+    if isinstance(exception, CannotResolveHostError | net_error.DNSLookupError):
+        return "dns_error"
+    if isinstance(exception, SSL.Error):
+        return "tls_error"
+    return "connection_error"
+
+
+class EscalationMiddleware:
+    def __init__(
+        self, stats: StatsCollector | None = None, clock: Callable[[], float] = time.monotonic
+    ):
+        self.stats = stats
+        self.clock = clock
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler.stats)
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        ladder = request.meta.get(LADDER)
+        if ladder is None:
+            return response
+        meta = request.meta
+        engine = "js" if meta.get("playwright") else "static"
+        tier = meta[TIER_REQUESTED]
+        reason = meta.get(BLOCK_REASON)
+        status = response.status
+        code = "blocked" if reason else ("http_error" if status >= 400 else None)
+        self._record(request, engine, status, reason, code)
+        if reason or status in RETRY_STATUSES:
+            higher = ladder.next_tier(engine, tier)
+            if higher is not None:
+                return self._next(request, engine, higher, "tier") or response
+        elif engine == "static" and status < 400 and ladder.renders_at(tier):
+            if is_js_shell(response.body):
+                return self._next(request, "js", tier, "js") or response
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        ladder = request.meta.get(LADDER)
+        if ladder is None:
+            return None
+        meta = request.meta
+        engine = "js" if meta.get("playwright") else "static"
+        self._record(request, engine, 0, None, error_code_of(exception))
+        if classify(exception) == MIDWAY:
+            higher = ladder.next_tier(engine, meta[TIER_REQUESTED])
+            if higher is not None:
+                return self._next(request, engine, higher, "tier")
+        return None
+
+    def _record(
+        self, request: Request, engine: str, status: int, reason: str | None, code: str | None
+    ) -> None:
+        meta = request.meta
+        job: ScrapeJob = meta[JOB]
+        assert job.attempts is not None
+        job.attempts.append(
+            {
+                "tier": meta.get(TIER_USED, meta[TIER_REQUESTED]),
+                "engine": engine,
+                "status_code": status,
+                "blocked": reason is not None,
+                "block_reason": reason,
+                "error_code": code,
+                "elapsed_ms": max(0, int((self.clock() - meta[ATTEMPT_STARTED]) * 1000)),
+            }
+        )
+
+    def _next(self, request: Request, engine: str, tier: str, why: str) -> Request | None:
+        """The job's request again, for ``engine`` at ``tier``, unless its time is up."""
+        deadline = request.meta.get(DEADLINE)
+        if deadline is not None and deadline - self.clock() <= MIN_LEFT:
+            return None
+        job: ScrapeJob = request.meta[JOB]
+        retry = request.replace(url=job.url, dont_filter=True)
+        meta = retry.meta
+        for key in _STALE:
+            meta.pop(key, None)
+        meta[TIER_REQUESTED] = tier
+        meta[ATTEMPT_STARTED] = self.clock()
+        if engine == "js" and not meta.get("playwright"):
+            # as spiders.feed asks for js; every attempt renders in a fresh context
+            meta["playwright"] = True
+            meta["playwright_context"] = f"scrape-{job.id}-{len(job.attempts or ())}"
+            meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
+        if self.stats is not None:
+            self.stats.inc_value(f"{STATS_PREFIX}/{why}")
+        return retry
