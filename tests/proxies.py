@@ -4,6 +4,8 @@
 (``GET http://host/path HTTP/1.1``) are forwarded to the target, ``CONNECT host:port`` opens a
 byte tunnel (for https targets). With credentials it demands Basic ``Proxy-Authorization`` and
 answers 407 otherwise. Every request that reaches it is recorded in :attr:`ForwardProxy.seen`.
+With a ``stamp`` it adds ``X-Test-Proxy: <stamp>`` to what it forwards, so that a test target can
+tell which pool a request came through (a site that blocks datacenter addresses, say).
 
 Dead proxies: :func:`closed_port` is a port nothing listens on (connection refused), and
 :class:`DroppingProxy` accepts a connection, reads the request and closes it unanswered.
@@ -91,10 +93,16 @@ class ForwardProxy:
     """A threaded HTTP forward proxy (absolute-URI requests and CONNECT) that counts."""
 
     def __init__(
-        self, username: str | None = None, password: str | None = None, *, port: int = 0
+        self,
+        username: str | None = None,
+        password: str | None = None,
+        *,
+        port: int = 0,
+        stamp: str | None = None,
     ) -> None:
         self.username = username
         self.password = password
+        self.stamp = stamp
         self.seen: list[Seen] = []
         self._lock = threading.Lock()
         proxy = self
@@ -160,6 +168,8 @@ class ForwardProxy:
                     for name, value in self.headers.items()
                     if name.lower() not in HOP_BY_HOP
                 }
+                if proxy.stamp is not None:
+                    headers["X-Test-Proxy"] = proxy.stamp
                 path = (url.path or "/") + (f"?{url.query}" if url.query else "")
                 upstream = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=30)
                 try:
