@@ -1,0 +1,167 @@
+"""Tests for middlewares.escalation: when an auto request is tried again, and how, no network."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedError
+from scrapy.http import HtmlResponse, Request
+from twisted.internet.error import DNSLookupError
+
+from harness.site import ARTICLE, JS_ONLY
+from middlewares.deadline import DeadlineExceeded
+from middlewares.escalation import EscalationMiddleware, error_code_of, start_escalation
+from service.config import Config
+from service.egress.addresses import EgressBlocked
+from service.escalation import ladder
+from service.jobs import JOB, ScrapeJob
+
+URL = "http://shop.example/item"
+CONFIG = dataclasses.replace(
+    Config(), proxies_datacenter=["http://dc:3128"], proxies_residential=["http://resi:8000"]
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def auto_request(
+    engine: str = "static", tier: str = "auto", max_credits: int | None = None
+) -> tuple[Request, ScrapeJob]:
+    steps, _, _ = ladder(
+        CONFIG, engine, tier, unlocked=True, trials_left=0, max_credits=max_credits
+    )
+    job = ScrapeJob(URL, engine=engine, proxy_type=tier, ladder=steps, started=999.5)
+    meta: dict[str, Any] = {JOB: job, "scrapespy_deadline": 1020.0}
+    start_escalation(job, meta)
+    return Request(URL, meta=meta, dont_filter=True), job
+
+
+def answered(request: Request, status: int = 200, body: str = ARTICLE) -> HtmlResponse:
+    return HtmlResponse(request.url, status=status, body=body.encode(), request=request)
+
+
+def test_a_request_without_auto_is_left_alone() -> None:
+    middleware = EscalationMiddleware()
+    request = Request(URL, meta={"scrapespy_proxy_tier": "none", "scrapespy_block_reason": "x"})
+    response = answered(request, 403, JS_ONLY)
+    assert middleware.process_response(request, response) is response
+    assert middleware.process_exception(request, DownloadFailedError()) is None
+    assert request.meta == {"scrapespy_proxy_tier": "none", "scrapespy_block_reason": "x"}
+
+
+def test_a_blocked_answer_goes_to_the_next_tier_from_the_url_again() -> None:
+    clock = Clock()
+    middleware = EscalationMiddleware(clock=clock)
+    request, job = auto_request()
+    redirected = request.replace(url=URL + "/moved")
+    redirected.meta.update(
+        {
+            "scrapespy_tier_used": "none",
+            "scrapespy_block_reason": "datadome",
+            "proxy": None,
+            "redirect_times": 1,
+            "redirect_urls": [URL],
+        }
+    )
+    retry = middleware.process_response(redirected, answered(redirected, 200))
+    assert isinstance(retry, Request) and retry.url == URL and retry.dont_filter
+    assert retry.meta["scrapespy_proxy_tier"] == "datacenter"
+    for stale in ("scrapespy_tier_used", "scrapespy_block_reason", "proxy", "redirect_times"):
+        assert stale not in retry.meta
+    assert retry.meta["scrapespy_attempt_started"] == clock.now
+    assert job.attempts == [
+        {
+            "tier": "none",
+            "engine": "static",
+            "status_code": 200,
+            "blocked": True,
+            "block_reason": "datadome",
+            "error_code": "blocked",
+            "elapsed_ms": 500,
+        }
+    ]
+
+
+def test_403_and_429_climb_other_errors_do_not() -> None:
+    middleware = EscalationMiddleware(clock=Clock())
+    for status in (403, 429):
+        request, _ = auto_request()
+        request.meta["scrapespy_tier_used"] = "none"
+        assert isinstance(middleware.process_response(request, answered(request, status)), Request)
+    for status in (404, 500, 200):
+        request, job = auto_request()
+        response = answered(request, status)
+        assert middleware.process_response(request, response) is response
+        assert job.attempts is not None and len(job.attempts) == 1
+
+
+def test_the_last_tier_answers_as_it_is() -> None:
+    middleware = EscalationMiddleware(clock=Clock())
+    request, job = auto_request(max_credits=2)  # residential (10) is left out
+    request.meta["scrapespy_proxy_tier"] = "datacenter"
+    response = answered(request, 403)
+    assert middleware.process_response(request, response) is response
+    assert job.attempts is not None and job.attempts[0]["error_code"] == "http_error"
+
+
+def test_no_new_attempt_when_the_time_is_up() -> None:
+    clock = Clock()
+    middleware = EscalationMiddleware(clock=clock)
+    request, _ = auto_request()
+    clock.now = 1019.99
+    response = answered(request, 429)
+    assert middleware.process_response(request, response) is response
+
+
+def test_a_javascript_shell_is_rendered_at_the_same_tier() -> None:
+    middleware = EscalationMiddleware(clock=Clock())
+    request, job = auto_request(engine="auto", tier="datacenter")
+    request.meta["scrapespy_tier_used"] = "datacenter"
+    retry = middleware.process_response(request, answered(request, 200, JS_ONLY))
+    assert isinstance(retry, Request)
+    assert retry.meta["playwright"] is True and retry.meta["scrapespy_proxy_tier"] == "datacenter"
+    assert retry.meta["playwright_context"] == f"scrape-{job.id}-1"
+    # The rendered answer is the job's, shell or not.
+    rendered = answered(retry, 200, JS_ONLY)
+    assert middleware.process_response(retry, rendered) is rendered
+    assert job.attempts is not None
+    assert [(a["engine"], a["tier"]) for a in job.attempts] == [
+        ("static", "datacenter"),
+        ("js", "datacenter"),
+    ]
+
+
+def test_a_page_stays_static_and_a_shell_over_the_cap_too() -> None:
+    middleware = EscalationMiddleware(clock=Clock())
+    request, _ = auto_request(engine="auto", tier="none")
+    response = answered(request, 200, ARTICLE)
+    assert middleware.process_response(request, response) is response
+    request, _ = auto_request(engine="auto", tier="none", max_credits=4)  # js costs 5
+    response = answered(request, 200, JS_ONLY)
+    assert middleware.process_response(request, response) is response
+
+
+def test_a_reset_connection_climbs_a_refused_one_does_not() -> None:
+    middleware = EscalationMiddleware(clock=Clock())
+    request, job = auto_request()
+    retry = middleware.process_exception(request, DownloadFailedError("reset"))
+    assert isinstance(retry, Request) and retry.meta["scrapespy_proxy_tier"] == "datacenter"
+    assert middleware.process_exception(request, DownloadConnectionRefusedError()) is None
+    assert job.attempts is not None
+    assert [(a["status_code"], a["error_code"]) for a in job.attempts] == [
+        (0, "connection_error"),
+        (0, "connection_error"),
+    ]
+
+
+def test_error_codes_of_failures() -> None:
+    assert error_code_of(DeadlineExceeded()) == "timeout"
+    assert error_code_of(EgressBlocked()) == "egress_blocked"
+    assert error_code_of(DNSLookupError()) == "dns_error"
