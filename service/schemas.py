@@ -181,6 +181,14 @@ class ScrapeRequest(_Strict):
             raise ValueError("must be a finite number of seconds")
         return value
 
+    @field_validator("max_credits", mode="before")
+    @classmethod
+    def _whole_credits(cls, value: Any) -> Any:
+        """A whole number written as a float (``5.0``) is the integer JSON Schema says it is."""
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
     @field_validator("selectors")
     @classmethod
     def _few_selectors(cls, value: dict[str, str] | None) -> dict[str, str] | None:

@@ -202,16 +202,21 @@ def api_schema(
 def refusals_the_schema_cannot_express(
     ctx: Any, failure: Any, case: schemathesis.Case, response: schemathesis.Response
 ) -> bool:
-    """Keep every failure except three refusals of schema-valid data that no schema can foresee.
+    """Keep every failure except four refusals of schema-valid data that no schema can foresee.
 
     Whether a string is valid CSS is not expressible in JSON Schema: a 400 that names one of the
     request's selectors or tags as invalid CSS is the documented answer. No generated
     Stripe-Signature is ever valid: ``webhook_refuses`` requires the 400 instead. Nor is a
     generated ``cursor`` one the service handed out: the documented answer is the 400 naming it.
+    A scrape's price is the operator's: a ``max_credits`` under it is the documented 402.
     """
-    if not isinstance(failure, RejectedPositiveData) or response.status_code != 400:
+    if not isinstance(failure, RejectedPositiveData) or response.status_code not in (400, 402):
         return True
     path = case.operation.path
+    if response.status_code == 402:
+        return not (
+            path == "/scrape" and response.json().get("error_code") == "max_credits_exceeded"
+        )
     if path == "/webhooks/stripe":
         return False
     if path in ("/usage", "/ledger") and (case.query or {}).get("cursor") is not None:
