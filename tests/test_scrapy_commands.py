@@ -62,6 +62,26 @@ def test_crawl_page_knows_the_outputs(site):
     assert "html" not in result and "screenshot" not in result
 
 
+def test_crawl_page_renders_a_javascript_shell_with_engine_auto(site):
+    done = run(
+        "crawl",
+        "page",
+        "-a",
+        f"url={site.url('/js-only')}",
+        "-a",
+        "engine=auto",
+        allow_private=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["success"] is True and result["engine"] == "js"
+    assert result["title"] == "Rendered by JS"
+    assert [(a["engine"], a["status_code"]) for a in result["attempts"]] == [
+        ("static", 200),
+        ("js", 200),
+    ]
+
+
 def test_crawl_page_obeys_robots_txt(site):
     before = site.count("/private/secret")
     done = run("crawl", "page", "-a", f"url={site.url('/private/secret')}", allow_private=True)
