@@ -5,7 +5,8 @@ check reads the raw body with a few linear regular expressions, not a parse: it 
 reactor thread, and a parse of a hostile page (deep nesting) could take seconds there.
 
 A page is a shell when its visible text (the body without scripts, styles, ``noscript``,
-``template``, comments and tags) is under :data:`LITTLE_TEXT` characters and one of these holds:
+``template``, comments and tags; white space not counted) is under :data:`LITTLE_TEXT`
+characters and one of these holds:
 
 * an empty app root: ``<div id="root">``, ``"app"``, ``"__next"``, ``"__nuxt"``,
   ``"___gatsby"``, ``"q-app"`` or ``"svelte"``, or ``<app-root>``, with nothing inside;
@@ -27,15 +28,15 @@ from typing import Final
 LITTLE_TEXT: Final = 200
 NO_TEXT: Final = 20
 SCRIPT_WEIGHT: Final = 500
-MAX_SCAN: Final = 512 * 1024  # bytes of the body looked at (a hostile page: ~50 ms at most)
+MAX_SCAN: Final = 512 * 1024  # bytes of the body looked at
 
 # Every pattern is linear in the body: tags are matched up to the next "<" or ">" only, and
 # blocks are cut with bytes.find, so no input makes the check quadratic.
 _BLOCK = re.compile(rb"<(script|style|noscript|template|title|svg|head)\b|<!--")  # on lower()
 _SRC = re.compile(rb"\bsrc\s*=", re.IGNORECASE)
 _TAG = re.compile(rb"<[^<>]*>")
+_WHITE_SPACE = b" \t\n\r\x0b\x0c"
 _ENTITY = re.compile(rb"&#?\w{1,32};")
-_SPACE = re.compile(rb"\s+")
 _EMPTY_ROOT = re.compile(
     rb"<div\b[^<>]*?\bid\s*=\s*[\"']?(?:root|app|__next|__nuxt|___gatsby|q-app|svelte)[\"'\s>]"
     rb"[^<>]*>\s*</div\s*>|<app-root\b[^<>]*>\s*</app-root\s*>",
@@ -90,7 +91,7 @@ def is_js_shell(body: bytes) -> bool:
     """True when ``body`` (an HTML document as received) needs JavaScript to show its content."""
     page = _Page(body[:MAX_SCAN])
     rest = b" ".join(page.rest)
-    text = _SPACE.sub(b" ", _ENTITY.sub(b"x", _TAG.sub(b" ", rest))).strip()
+    text = _ENTITY.sub(b"x", _TAG.sub(b"", rest)).translate(None, _WHITE_SPACE)
     if len(text) >= LITTLE_TEXT:
         return False
     if _EMPTY_ROOT.search(rest):
