@@ -23,12 +23,14 @@ stays ``static``; an empty page without scripts is not one either (rendering it 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Final
 
 LITTLE_TEXT: Final = 200
 NO_TEXT: Final = 20
 SCRIPT_WEIGHT: Final = 500
 MAX_SCAN: Final = 512 * 1024  # bytes of the body looked at
+_SLICE = 2048  # bytes of text counted at a time
 
 # Every pattern is linear in the body: tags are matched up to the next "<" or ">" only, and
 # blocks are cut with bytes.find, so no input makes the check quadratic.
@@ -51,17 +53,23 @@ _ASKS_FOR_JS = re.compile(
 
 
 class _Page:
-    """The body cut into what a reader would see (``rest``) and its scripts and notices."""
+    """The body cut into what a reader would see (:meth:`pieces`), its scripts and notices."""
 
     def __init__(self, body: bytes) -> None:
+        self.body = body
         self.rest: list[bytes] = []
         self.script_bytes = 0
         self.external_scripts = 0
         self.noscripts: list[bytes] = []
+
+    def pieces(self) -> Iterator[bytes]:
+        """What lies between the blocks, in order; the blocks' content is counted meanwhile, so
+        a caller that stops early has not scanned the rest of the page."""
+        body = self.body
         lower = body.lower()
         at = 0
         while (found := _BLOCK.search(lower, at)) is not None:
-            self.rest.append(body[at : found.start()])
+            yield self._kept(body[at : found.start()])
             name = found.group(1)
             if name is None:  # a comment
                 end = lower.find(b"-->", found.end())
@@ -69,8 +77,7 @@ class _Page:
                 continue
             open_end = lower.find(b">", found.end())
             if open_end < 0:
-                at = len(body)
-                break
+                return
             close = lower.find(b"</" + name, open_end)
             inner = body[open_end + 1 : len(body) if close < 0 else close]
             if name == b"script":
@@ -80,24 +87,42 @@ class _Page:
             elif name == b"noscript":
                 self.noscripts.append(inner)
             if close < 0:
-                at = len(body)
-                break
+                return
             close_end = lower.find(b">", close)
             at = len(body) if close_end < 0 else close_end + 1
-        self.rest.append(body[at:])
+        yield self._kept(body[at:])
+
+    def _kept(self, piece: bytes) -> bytes:
+        self.rest.append(piece)
+        return piece
+
+
+def _text_length(piece: bytes, enough: int) -> int:
+    """The visible characters of ``piece`` (white space not counted), counted in slices cut
+    before a ``<`` (so no tag is cut) until there are ``enough``."""
+    total, at = 0, 0
+    while at < len(piece) and total < enough:
+        end = piece.find(b"<", at + _SLICE) if at + _SLICE < len(piece) else -1
+        end = len(piece) if end < 0 else end
+        text = _ENTITY.sub(b"x", _TAG.sub(b"", piece[at:end]))
+        total += len(text.translate(None, _WHITE_SPACE))
+        at = end
+    return total
 
 
 def is_js_shell(body: bytes) -> bool:
     """True when ``body`` (an HTML document as received) needs JavaScript to show its content."""
     page = _Page(body[:MAX_SCAN])
+    text = 0
+    for piece in page.pieces():
+        text += _text_length(piece, LITTLE_TEXT - text)
+        if text >= LITTLE_TEXT:  # most pages: known after their first few kilobytes
+            return False
     rest = b" ".join(page.rest)
-    text = _ENTITY.sub(b"x", _TAG.sub(b"", rest)).translate(None, _WHITE_SPACE)
-    if len(text) >= LITTLE_TEXT:
-        return False
     if _EMPTY_ROOT.search(rest):
         return True
     if any(_ASKS_FOR_JS.search(notice) for notice in page.noscripts):
         return True
-    if len(text) >= NO_TEXT:
+    if text >= NO_TEXT:
         return False
     return page.external_scripts > 0 or page.script_bytes >= SCRIPT_WEIGHT
