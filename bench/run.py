@@ -10,7 +10,8 @@ turns taken in the same round, so that the machine's drift between rounds cancel
 
 Issue 20's content figures come first (bench/content_bench.py: main-content quality on the
 corpus and cost against trafilatura, in this process before anything else starts), then ride on
-the service's runs (bench/formats.py: markdown at static c=32, the screenshot at js c=1).
+the service's runs (bench/formats.py: markdown at static c=32, the screenshot at js c=1), as
+does issue 22's (bench/escalation.py: auto at static c=1, when its first attempt succeeds).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import content_bench, formats
+from bench import content_bench, escalation, formats
 from bench.contenders import (
     RT_VENV,
     ScrapyRT,
@@ -253,6 +254,13 @@ def main() -> int:
                 content["markdown_c32"] = formats.markdown_ratio(turns, "scrapespy_sqlite")
 
         proc, env = services["sqlite"]
+        if escalation.AUTO:
+            content["auto_static_c1"] = escalation.added_p50(
+                lambda script, e, c, seconds: measured(
+                    proc.process.pid, script, proc.base, c, e, seconds
+                ),
+                env,
+            )
         # js on the same instance
         jenv = {**env, "BENCH_ENGINE": "js", "BENCH_PAGE": "/js.html"}
         wrk("scrapespy.lua", proc.base, 1, jenv, 3)  # browser launch
@@ -375,6 +383,7 @@ def report(results: dict[str, Any]) -> None:
         )
     print("\n" + "\n".join(content_bench.report(results["content"])))
     print("\n".join(formats.report(results["content"])))
+    print("\n".join(escalation.report(results["content"])))
 
 
 if __name__ == "__main__":
