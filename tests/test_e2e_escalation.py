@@ -9,8 +9,12 @@ What is billed is read from the ledger, as the account's owner reads it (``GET /
 
 from __future__ import annotations
 
+import socket
+import struct
+import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
+from socketserver import BaseRequestHandler, ThreadingTCPServer
 from typing import Any
 
 import pytest
@@ -35,6 +39,51 @@ def guarded(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes
         return 200, {"Content-Type": "text/html"}, body.encode()
     challenge = b"<html><head><title>Just a moment...</title></head><body></body></html>"
     return 403, {"Content-Type": "text/html", "CF-Mitigated": "challenge"}, challenge
+
+
+class ResettingSite:
+    """A target that resets connections that do not come through a proxy (no X-Test-Proxy)."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+
+        class _Handler(BaseRequestHandler):
+            def handle(handler) -> None:  # noqa: N805 - the site is self
+                sock: socket.socket = handler.request
+                sock.settimeout(10)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                self.hits += 1
+                if b"\r\nx-test-proxy:" not in data.lower():
+                    # An RST rather than a FIN: the client sees the connection reset.
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.close()
+                    return
+                body = b"<html><head><title>through a proxy</title></head><body>in</body></html>"
+                sock.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
+                    b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+                )
+
+        self.server = ThreadingTCPServer(("127.0.0.1", 0), _Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/page"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def resetting() -> Iterator[ResettingSite]:
+    target = ResettingSite()
+    yield target
+    target.stop()
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +265,26 @@ def test_without_trials_auto_stops_before_residential(
     assert pages.count(path) == 2
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"], summary["residential_trials_left"]) == (100, 0, 0)
+
+
+def test_a_reset_connection_climbs_and_the_proxy_that_answered_is_billed(
+    laddered: ServiceProcess, resetting: ResettingSite, accounts: Accounts
+) -> None:
+    account_id, key = unlocked_account(accounts)
+    body = {"url": resetting.url, "proxy_type": "auto", "respect_robots": False}
+    result = scrape_ok(laddered, key, body)
+    assert result["success"] is True and result["title"] == "through a proxy"
+    assert steps(result) == [
+        ("none", "static", 0, False, None, "connection_error"),
+        ("datacenter", "static", 200, False, None, None),
+    ]
+    assert charges(laddered, key) == [-COST["datacenter"]]
+    assert accounts.summary(account_id)["balance"] == 100 - COST["datacenter"]
+    # Without auto the same reset is the answer, unbilled.
+    result = scrape_ok(laddered, key, {"url": resetting.url, "respect_robots": False})
+    assert result["success"] is False and result["status_code"] == 0
+    assert resetting.hits == 3
+    assert "attempts" not in result and charges(laddered, key) == [-COST["datacenter"]]
 
 
 def test_engine_auto_renders_a_javascript_shell_and_bills_js(
