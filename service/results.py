@@ -32,8 +32,9 @@ class Link(TypedDict):
     href: str
 
 
+# recorded by middlewares.escalation; the docstring is the schema's description
 class Attempt(TypedDict):
-    """One attempt of an auto request, as middlewares.escalation records it."""
+    """One attempt of an auto request: the tier and engine it went through, and its outcome."""
 
     tier: Annotated[str, Field(json_schema_extra={"enum": list(TIERS)})]
     engine: Annotated[str, Field(json_schema_extra={"enum": list(ENGINES)})]
