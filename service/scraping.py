@@ -162,6 +162,14 @@ class Scraper:
         (``trial_amount``), as :func:`quote` prices them. One that is over the request's
         ``max_credits`` is :data:`UNHOLDABLE`, so the function holds nothing and
         :meth:`_authorized` refuses. ``trials`` False prices an account with none left."""
+        if max_credits is None and AUTO not in (engine, tier):  # most requests: as quote prices
+            costs = self.config.costs[engine]
+            return {
+                "residential": tier == "residential",
+                "amount": costs[tier],
+                "trial_amount": costs["none"],
+                "ttl_seconds": self.config.hold_ttl_seconds,
+            }
         on_trial = keys.Caller(0, "", False, 1 if trials else 0)
         # without trials the account is known not to be unlocked: both amounts are its price
         unlocked = keys.Caller(0, "", True, 0) if trials else on_trial
