@@ -7,7 +7,8 @@ field order) and ``/openapi.json`` documents it (:func:`json_schema`). A blocked
 has none, not a null. The outputs a request asks for in ``formats`` (``markdown``, ``html``,
 ``raw_html``, ``screenshot``) come last, each only when asked: the answer is then an instance of a
 subclass with those fields (:func:`result_class`), so a request without ``formats`` gets the
-same bytes as before they existed.
+same bytes as before they existed. A request with ``actions`` gets ``actions`` (each step's
+outcome) and ``action_results`` the same way, between ``block_reason`` and the outputs.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, make_dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired, TypeVar
 
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from service.config import ENGINES
+from service.schemas import ACTION_TYPES
 
 if TYPE_CHECKING:
     from service.jobs import ScrapeJob
@@ -29,6 +31,29 @@ if TYPE_CHECKING:
 class Link(TypedDict):
     text: str
     href: str
+
+
+class ActionOutcome(TypedDict):
+    index: Annotated[int, Field(ge=0)]
+    type: Annotated[str, Field(json_schema_extra={"enum": list(ACTION_TYPES)})]
+    ok: bool
+    elapsed_ms: Annotated[int, Field(ge=0)]
+    error: NotRequired[Annotated[str, Field(description="why the step failed; when ok is false")]]
+
+
+class ActionResult(TypedDict):
+    index: Annotated[int, Field(ge=0, description="the step that produced it")]
+    type: Annotated[str, Field(json_schema_extra={"enum": ["screenshot", "evaluate"]})]
+    screenshot: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="base64 PNG (a screenshot step)",
+                json_schema_extra={"contentEncoding": "base64", "contentMediaType": "image/png"},
+            ),
+        ]
+    ]
+    value: NotRequired[Annotated[Any, Field(description="the script's value (an evaluate step)")]]
 
 
 @dataclass(slots=True)
@@ -83,7 +108,19 @@ class BlockedResult(ScrapeResult):
 
 R = TypeVar("R", bound=ScrapeResult)
 OUTPUTS: Final = ("markdown", "html", "raw_html", "screenshot")
+ACTION_FIELDS: Final = ("actions", "action_results")
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
+    "actions": Annotated[
+        list[ActionOutcome],
+        Field(
+            description='one entry per step that ran, in order; with "actions" (js engine). A '
+            "failed step is the last one, and the scrape failed"
+        ),
+    ],
+    "action_results": Annotated[
+        list[ActionResult],
+        Field(description='what the screenshot and evaluate steps produced; with "actions"'),
+    ],
     "markdown": Annotated[
         str | None,
         Field(description='GitHub-flavoured markdown of the page; with "formats": ["markdown"]'),
@@ -115,10 +152,16 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
-    """``base`` with the fields of ``outputs`` (in :data:`OUTPUTS` order) after its own."""
+    """``base`` with the fields of ``outputs`` (in :data:`ACTION_FIELDS` then :data:`OUTPUTS`
+    order) after its own; the action fields start as empty lists, the outputs as None."""
     if not outputs:
         return base
-    extra = [(name, _OUTPUT_TYPES[name], field(default=None)) for name in outputs]
+    extra: list[tuple[str, Any, Any]] = [
+        (name, _OUTPUT_TYPES[name], field(default_factory=list))
+        if name in ACTION_FIELDS
+        else (name, _OUTPUT_TYPES[name], field(default=None))
+        for name in outputs
+    ]
     made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
     return made
 
@@ -147,8 +190,10 @@ def new_result(
         "blocked": block_reason is not None,
         "proxy_used": tier_used != "none",
     }
-    if job.formats:
-        outputs = tuple(name for name in OUTPUTS if name in job.formats)
+    if job.formats or job.actions:
+        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in job.formats)
+        if job.actions:
+            outputs = ACTION_FIELDS + outputs
         if block_reason is None:
             return result_class(ScrapeResult, outputs)(**outcome, **page)
         return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)
@@ -159,8 +204,9 @@ def new_result(
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
-    ``block_reason`` only when blocked, each output only when asked."""
-    schema = _plain(TypeAdapter(result_class(BlockedResult, OUTPUTS)).json_schema())
+    ``block_reason`` only when blocked, ``actions`` and ``action_results`` only with actions,
+    each output only when asked."""
+    schema = _plain(TypeAdapter(result_class(BlockedResult, ACTION_FIELDS + OUTPUTS)).json_schema())
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema
 
