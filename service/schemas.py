@@ -12,6 +12,7 @@ import orjson
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -133,7 +134,17 @@ Selector = Annotated[
     ),
     AfterValidator(_css),
 ]
-Milliseconds = Annotated[int, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds")]
+
+
+def _whole(value: Any) -> Any:
+    """JSON Schema counts ``1500.0`` as an integer, and so does the service."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = BeforeValidator(_whole)
+Milliseconds = Annotated[int, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds"), Whole]
 
 
 class WaitFor(_Strict):
@@ -229,7 +240,9 @@ class ScrollStep(_Strict):
 
     type: Literal["scroll"]
     direction: Literal["down", "up"] | None = None
-    amount: Annotated[int, Field(ge=1, le=MAX_SCROLL_PX, description="CSS pixels")] | None = None
+    amount: (
+        Annotated[int, Field(ge=1, le=MAX_SCROLL_PX, description="CSS pixels"), Whole] | None
+    ) = None
     to: Literal["bottom"] | None = None
 
     @model_validator(mode="after")
@@ -594,6 +607,9 @@ class BuyRequest(_Strict):
         return int(Decimal(repr(self.amount_eur)) * 100)
 
 
+_MODEL_NAME = re.compile(r" or instance of \w+")
+
+
 def _where(loc: tuple[Any, ...]) -> str:
     """A location as a caller writes it: ``actions[2].selector``, ``headers["X-A"]``."""
     parts = [part for part in loc if part != "__root__"]
@@ -623,7 +639,7 @@ def _describe(error: dict[str, Any]) -> str:
         types = ", ".join(ACTION_TYPES)
         return f"'{loc}.type' must be one of {types}"
     msg = str(error.get("msg", "is invalid"))
-    msg = msg.removeprefix("Value error, ")
+    msg = _MODEL_NAME.sub("", msg.removeprefix("Value error, "))  # the class is ours, not theirs
     return f"'{loc}': {msg}" if loc else msg
 
 
