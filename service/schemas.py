@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
 import orjson
@@ -66,7 +66,8 @@ _HTTP_URL = re.compile(URL_PATTERN)
 
 # Headers and cookies, written so that ECMA and Python regexes read them alike: ``(?![\s\S])`` is
 # the end of the string in both (Python's ``$`` also matches before a final newline). The service
-# checks them with these very patterns, so that the schema and the service agree.
+# checks them with these very patterns (a header's name against REFUSED_HEADERS first, to name
+# it), so that the schema and the service agree.
 _END = r"(?![\s\S])"
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]"
 # Host and Content-Length are the connection's own, hop-by-hop headers are not the caller's to
@@ -284,7 +285,9 @@ Action = Annotated[
     | EvaluateStep,
     Field(discriminator="type"),
 ]
-ACTION_TYPES = ("wait", "wait_for", "click", "type", "press", "scroll", "screenshot", "evaluate")
+ACTION_TYPES: tuple[str, ...] = tuple(
+    get_args(step.model_fields["type"].annotation)[0] for step in get_args(get_args(Action)[0])
+)
 
 
 class Cookie(_Strict):
