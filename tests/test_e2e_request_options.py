@@ -80,6 +80,18 @@ def test_a_cookie_is_for_its_request_only(service, accounts, paying, echo):
     assert shown(service, someone_else, {"url": echo})["cookie"] == "none"
 
 
+def test_a_cookie_follows_a_redirect_on_its_host_only(service, site, paying, echo):
+    _, key = paying
+    site.routes["/to-echo"] = lambda _h: (302, {"Location": "/echo"}, b"")
+    other_host = f"http://localhost:{site.port}/echo"
+    site.routes["/to-other-host"] = lambda _h: (302, {"Location": other_host}, b"")
+    cookie = [{"name": "session", "value": "s1"}]
+    same = shown(service, key, {"url": site.url("/to-echo"), "cookies": cookie})
+    assert same["cookie"] == "session=s1"
+    moved = shown(service, key, {"url": site.url("/to-other-host"), "cookies": cookie})
+    assert moved["cookie"] == "none"
+
+
 def test_a_cookie_of_another_domain_is_not_sent(service, paying, echo):
     _, key = paying
     seen = shown(
