@@ -10,16 +10,19 @@ its index and type, and ends the scrape.
 
 Every step is bounded by what is left of the request's deadline minus what reading the page
 needs (``budget``); a step that runs out of it fails as that step, not as a timeout of the page.
+Selectors are standard CSS, matched in the page's document (not inside frames); waiting for
+one survives a navigation.
 
 What the steps do:
 
 * ``wait``: sleeps ``ms``; more than the time left fails at once;
 * ``wait_for``: until an element matching the CSS selector is visible;
-* ``click``: Playwright's click (visible, stable, receiving events) on the first match; with
-  ``all``, every match visible when the step starts, in document order (one that a previous
-  click removed is skipped);
-* ``type``: fills the matching field with ``text`` (focusing it, replacing its value, firing
-  ``input``), so that a following ``press`` goes to it;
+* ``click``: a real mouse click at the centre of the first visible match that can be clicked
+  (:mod:`service.browser.targets` says when one can), scrolled into view; with ``all``, every
+  match visible when the step starts, in document order (one that an earlier click removed or
+  hid is skipped);
+* ``type``: replaces the matching field's content with ``text``, as typed (``input`` events)
+  and leaves the focus in it, so that a following ``press`` goes to it;
 * ``press``: presses ``key`` (Playwright's key names: ``Enter``, ``ArrowDown``, ``Control+a``)
   on whatever has the focus;
 * ``scroll``: by ``amount`` CSS pixels up or down, or ``to`` the document's current bottom (an
@@ -45,6 +48,7 @@ import base64
 import json
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -52,6 +56,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from service.browser.failures import BrowserError
 from service.browser.screenshot import ScreenshotLimits, take_screenshot
+from service.browser.targets import FORGET, NotFound, find, quote
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -63,9 +68,9 @@ ACTIONS_META = "scrapespy_actions"
 OUTCOMES_META = "scrapespy_action_outcomes"
 RESULTS_META = "scrapespy_action_results"
 MAX_EVALUATE_BYTES = 64 * 1024
-# A step given ``left`` seconds passes them to Playwright's own timeout, which says what was
-# not found; this much longer, the step is cut short whatever it does (the handler's reserve
-# for reading the page is larger).
+# A step given ``left`` seconds waits that long in the page, which then says what it did not
+# find; this much longer, the step is cut short whatever it does (the handler's reserve for
+# reading the page is larger).
 GRACE = 0.2
 
 # The value of an evaluate step as JSON text, or why it cannot be.
@@ -171,18 +176,12 @@ async def _bounded(step: Any, left: float) -> Any:
     try:
         async with asyncio.timeout(max(left, 0.0) + GRACE):
             return await step
-    except TimeoutError:
-        raise _StepFailed("the step's time ran out (the request's timeout)") from None
-    except PlaywrightTimeoutError:
+    except (TimeoutError, PlaywrightTimeoutError):
         raise _StepFailed("the step's time ran out (the request's timeout)") from None
     except BrowserError as error:  # the screenshot's size cap
         raise _StepFailed(str(error)) from None
     except PlaywrightError as error:
         raise _StepFailed(_browser_message(error)) from None
-
-
-def _ms(seconds: float) -> float:
-    return max(seconds * 1000, 1.0)  # 0 would mean no timeout at all in Playwright
 
 
 async def _top_wait_for(page: Page, wait_for: dict[str, Any], left: float) -> None:
@@ -191,9 +190,15 @@ async def _top_wait_for(page: Page, wait_for: dict[str, Any], left: float) -> No
         return
     selector = wait_for["selector"]
     try:
-        await page.wait_for_selector(selector, state="visible", timeout=_ms(left))
-    except PlaywrightTimeoutError:
-        raise _StepFailed(f"{_quote(selector)} did not become visible within the timeout") from None
+        await find(page, selector, "visible", left)
+    except NotFound as failure:
+        raise _StepFailed(
+            _invalid_or(failure, f"{quote(selector)} did not become visible within the timeout")
+        ) from None
+
+
+def _invalid_or(failure: NotFound, message: str) -> str:
+    return str(failure) if "valid CSS" in str(failure) else message
 
 
 async def _sleep(ms: int, left: float) -> None:
@@ -209,9 +214,11 @@ async def _wait(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLim
 async def _wait_for(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
     selector = step["selector"]
     try:
-        await page.wait_for_selector(selector, state="visible", timeout=_ms(left))
-    except PlaywrightTimeoutError:
-        raise _StepFailed(f"{_quote(selector)} did not appear within the timeout") from None
+        await find(page, selector, "visible", left)
+    except NotFound as failure:
+        raise _StepFailed(
+            _invalid_or(failure, f"{quote(selector)} did not appear within the timeout")
+        ) from None
 
 
 async def _click(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
@@ -219,38 +226,32 @@ async def _click(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLi
     deadline = time.monotonic() + left
     try:
         if not step.get("all"):
-            await page.click(selector, timeout=_ms(left))
+            at = await find(page, selector, "click", left)
+            await page.mouse.click(at["x"], at["y"])
             return
-        await page.wait_for_selector(selector, state="visible", timeout=_ms(left))
-        visible = page.locator(selector).locator("visible=true")
-        for handle in await visible.element_handles():
-            try:
-                await handle.click(timeout=_ms(deadline - time.monotonic()))
-            except PlaywrightTimeoutError:
-                raise
-            except PlaywrightError as error:
-                if "not attached" not in error.message:
-                    raise
-    except PlaywrightTimeoutError:
-        raise _StepFailed(await _not_clickable(page, selector)) from None
-
-
-async def _not_clickable(page: Page, selector: str) -> str:
-    try:
-        found = await page.locator(selector).count()
-    except PlaywrightError:
-        found = 0
-    if not found:
-        return f"no element matches {_quote(selector)} within the timeout"
-    return f"{_quote(selector)} could not be clicked within the timeout (hidden or covered)"
+        found = await find(page, selector, "collect", left)
+        try:
+            for index in range(found["count"]):
+                at = await find(page, selector, "nth", deadline - time.monotonic(), index)
+                if "skip" not in at:  # gone, or hidden by a click before it
+                    await page.mouse.click(at["x"], at["y"])
+        finally:
+            with suppress(PlaywrightError):
+                await page.evaluate(FORGET)
+    except NotFound as failure:
+        raise _StepFailed(str(failure)) from None
 
 
 async def _type(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
-    selector = step["selector"]
     try:
-        await page.fill(selector, step["text"], timeout=_ms(left))
-    except PlaywrightTimeoutError:
-        raise _StepFailed(await _not_clickable(page, selector)) from None
+        found = await find(page, step["selector"], "fill", left, step["text"])
+    except NotFound as failure:
+        raise _StepFailed(str(failure)) from None
+    if "insert" in found:  # the field's content is selected: the text replaces it
+        if step["text"]:
+            await page.keyboard.insert_text(step["text"])
+        else:
+            await page.keyboard.press("Delete")
 
 
 async def _press(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
@@ -312,10 +313,6 @@ def _dispose_later(handle: Any) -> None:
 def _consume(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
-
-
-def _quote(selector: str) -> str:
-    return json.dumps(selector, ensure_ascii=False)
 
 
 def _browser_message(error: PlaywrightError) -> str:

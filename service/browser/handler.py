@@ -418,13 +418,14 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         reserve = READ_RESERVE + (SCREENSHOT_RESERVE if wants_screenshot(request.meta) else 0.0)
         budget = min(self.settle_seconds, self._time_left(request) - reserve)
         watch = self._watches.get(page)
+        actions = wants_actions(request.meta)
         if watch is not None and budget > 0:
             await watch.settle(
                 quiet=self.quiet_seconds,
                 limit=budget,
                 loaded_at=request.meta.get("scrapespy_loaded_at"),
             )
-        if not wants_actions(request.meta):
+        if not actions:
             return
         started = asyncio.get_running_loop().time()
         await run_actions(
