@@ -20,9 +20,11 @@ import pytest
 from scrapy.http import Request
 
 from harness.site import TargetSite
+from service import scrapy_settings
 from service.browser.actions import MAX_EVALUATE_BYTES, ActionFailed
 from service.browser.failures import BrowserError
-from tests.test_browser_screenshot import all_let_go, on_asyncio, png_size, rendering
+from tests.test_browser_screenshot import all_let_go, on_asyncio, png_size
+from tests.test_browser_screenshot import rendering as screenshot_rendering
 
 pytestmark = pytest.mark.browser
 
@@ -174,6 +176,14 @@ def pages(site: TargetSite) -> TargetSite:
     )
     site.page("/act/secret", "<html><title>secret</title></html>")
     return site
+
+
+def rendering(**settings: Any) -> Any:
+    """The handler with the service's header hook, as service.scrapy_settings names it."""
+    return screenshot_rendering(
+        PLAYWRIGHT_PROCESS_REQUEST_HEADERS=scrapy_settings.PLAYWRIGHT_PROCESS_REQUEST_HEADERS,
+        **settings,
+    )
 
 
 async def scrape(handler: Any, url: str, *, timeout: float = 10.0, **meta: Any) -> Any:
@@ -333,6 +343,43 @@ async def test_a_callers_header_and_cookies_reach_the_server(pages):
     # nothing of it carries over to the next request
     assert next_one.css("#header::text").get() is None
     assert next_one.css("#cookies::text").get() is None
+
+
+@on_asyncio
+async def test_a_callers_headers_stay_on_the_targets_own_navigations(pages):
+    seen: list[tuple[str, str, str]] = []
+
+    def record(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
+        host = (handler.headers.get("Host") or "").split(":")[0]
+        seen.append((host, urlsplit(handler.path).path, handler.headers.get("X-Caller", "")))
+        return 200, HTML, b"<html><title>seen</title><p>seen</p></html>"
+
+    port = pages.port
+    pages.routes["/act/seen"] = record
+    pages.routes["/act/seen-image"] = record
+    pages.page(
+        "/act/framed",
+        f"""<html><head><title>Framed</title></head><body>
+        <img src="/act/seen-image"><iframe src="http://localhost:{port}/act/seen"></iframe>
+        <a id="away" href="http://localhost:{port}/act/seen">away</a></body></html>""",
+    )
+    async with rendering() as handler:
+        request = Request(
+            pages.url("/act/framed"),
+            headers={"X-Caller": "secret"},
+            meta={
+                "playwright": True,
+                "scrapespy_deadline": time.monotonic() + 10,
+                "scrapespy_actions": [{"type": "click", "selector": "#away", "all": False}],
+            },
+        )
+        response = await handler.download_request(request)
+    assert response.css("title::text").get() == "seen"  # the click went to the other host
+    assert sorted(seen) == [
+        ("127.0.0.1", "/act/seen-image", ""),
+        ("localhost", "/act/seen", ""),
+        ("localhost", "/act/seen", ""),
+    ]
 
 
 @on_asyncio
