@@ -338,6 +338,10 @@ async def test_a_callers_header_and_cookies_reach_the_server(pages):
         )
         response = await handler.download_request(request)
         _, next_one = await scrape(handler, pages.url("/act/echo"))
+        with pytest.raises(BrowserError, match="the browser refused the cookies"):
+            await scrape(
+                handler, pages.url("/act/echo"), scrapespy_cookies=[{"name": "a;b", "value": "x"}]
+            )
     assert response.css("#header::text").get() == "from the caller"
     assert response.css("#cookies::text").get() == "pref=dark;session=abc"
     # nothing of it carries over to the next request

@@ -340,7 +340,13 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         spare.route.upstream = _upstream_of(request)
         cookies = request.meta.get("scrapespy_cookies")
         if cookies:
-            await spare.context.add_cookies(browser_cookies(cookies, request.url))
+            try:
+                await spare.context.add_cookies(browser_cookies(cookies, request.url))
+            except PlaywrightError as error:
+                log.info("the browser refused a request's cookies: %s", error.message)
+                raise BrowserError(
+                    "the browser refused the cookies (a name, value, domain or path it cannot set)"
+                ) from None
         self._prepare(request, render, spare)
         return spare.page
 
