@@ -15,8 +15,13 @@ fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around
   the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
 * after ``load`` the page is given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no
   request in flight and no DOM change for a short quiet period) before the DOM is read;
+* then a request's ``wait_for`` and action steps run on the page
+  (:mod:`service.browser.actions`), within the same deadline, less the time kept for reading;
 * a request with ``meta["scrapespy_screenshot"]`` gets a PNG of the page once it has been read
   (:mod:`service.browser.screenshot`), within the same deadline;
+* ``meta["scrapespy_device"] == "mobile"`` renders in a fresh phone context (spares are desktop
+  ones); ``meta["scrapespy_cookies"]`` are added to the request's context before navigation;
+* in every context dialogs are dismissed, popups closed and downloads refused;
 * failures are raised as the exceptions a ``static`` download raises (refused, unresolvable,
   timed out, egress blocked), so results and billing read the same for both engines.
 
@@ -424,14 +429,13 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         reserve = READ_RESERVE + (SCREENSHOT_RESERVE if wants_screenshot(request.meta) else 0.0)
         budget = min(self.settle_seconds, self._time_left(request) - reserve)
         watch = self._watches.get(page)
-        actions = wants_actions(request.meta)
         if watch is not None and budget > 0:
             await watch.settle(
                 quiet=self.quiet_seconds,
                 limit=budget,
                 loaded_at=request.meta.get("scrapespy_loaded_at"),
             )
-        if not actions:
+        if not wants_actions(request.meta):
             return
         started = asyncio.get_running_loop().time()
         await run_actions(
