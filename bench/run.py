@@ -269,13 +269,14 @@ def main() -> int:
             figures["browser_processes"] = count_named(proc.process.pid, "chrom")
             results["js"].setdefault("scrapespy", {})[c] = figures
             print(f"  scrapespy js c={c:<3} {figures}", flush=True)
+
+        def js_measure(script, e, c, seconds):  # type: ignore[no-untyped-def]
+            return measured(proc.process.pid, script, proc.base, c, e, seconds)
+
         if formats.SCREENSHOT:
-            content["screenshot_js_c1"] = formats.screenshot_added_p50(
-                lambda script, e, c, seconds: measured(
-                    proc.process.pid, script, proc.base, c, e, seconds
-                ),
-                env,
-            )
+            content["screenshot_js_c1"] = formats.screenshot_added_p50(js_measure, env)
+        if formats.ACTIONS:
+            content["actions_js_c1"] = formats.actions_added_p50(js_measure, env)
         for proc, _ in services.values():
             proc.stop()
 

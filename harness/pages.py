@@ -58,4 +58,14 @@ def write_pages(folder: Path, count: int = 20) -> list[str]:
         "document.getElementById('app').innerHTML='<h1>Rendered</h1>'+"
         "'<p>made by javascript</p>'.repeat(20);</script></body></html>"
     )
+    # js.html with something to click, type into and scroll: the five-step action script's page
+    (folder / "actions.html").write_text(
+        "<!doctype html><html><head><title>actions</title></head><body><div id='app'></div>"
+        "<button id='more'>more</button><input id='q'><div style='height:3000px'></div><script>"
+        "document.getElementById('app').innerHTML='<h1>Rendered</h1>'+"
+        "'<p>made by javascript</p>'.repeat(20);"
+        "document.getElementById('more').onclick=()=>{const p=document.createElement('p');"
+        "p.id='added';p.textContent='added by a click';document.body.append(p);};"
+        "</script></body></html>"
+    )
     return names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections import Counter
@@ -48,6 +49,27 @@ document.getElementById("app").innerHTML =
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
 
 Handler = Callable[[BaseHTTPRequestHandler], tuple[int, dict[str, Any], bytes]]
+
+
+def echo_request(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, Any], bytes]:
+    """A page that shows what it was sent: the User-Agent, an ``X-Greeting`` header and the
+    Cookie header ("none" when absent), each in its own ``<p>``; it also sets a cookie of its own
+    (``visited=1``), which no later scrape may carry. Register it with
+    ``site.routes["/echo"] = echo_request``."""
+    sent = handler.headers
+
+    def shown(name: str) -> str:
+        return html.escape(sent.get(name) or "none")
+
+    body = (
+        "<html><head><title>Echo</title></head><body>"
+        f'<p id="ua">{shown("User-Agent")}</p>'
+        f'<p id="greeting">{shown("X-Greeting")}</p>'
+        f'<p id="cookie">{shown("Cookie")}</p>'
+        "</body></html>"
+    )
+    headers = {"Content-Type": "text/html; charset=utf-8", "Set-Cookie": "visited=1; Path=/"}
+    return 200, headers, body.encode()
 
 
 class TargetSite:

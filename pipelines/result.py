@@ -96,8 +96,9 @@ class ResultPipeline:
     """Sets ``item.result``, all but the page's fields: the outcome that the bill rests on.
 
     It also sets the outputs that need no parsing: ``raw_html`` (a document past
-    ``SCRAPESPY_MAX_RAW_HTML_BYTES`` is a failure, so unbilled) and ``screenshot``, the base64 of
-    the PNG that service.browser left in ``response.meta["scrapespy_screenshot_png"]``."""
+    ``SCRAPESPY_MAX_RAW_HTML_BYTES`` is a failure, so unbilled), ``screenshot``, the base64 of
+    the PNG that service.browser left in ``response.meta["scrapespy_screenshot_png"]``, and, for a
+    request with actions, the steps' outcomes and results it left in the request's meta."""
 
     def __init__(self, max_raw_html_bytes: int = DEFAULT_MAX_RAW_HTML_BYTES) -> None:
         self.max_raw_html_bytes = max_raw_html_bytes
@@ -135,6 +136,10 @@ class ResultPipeline:
             item.page = response
         if job.formats and response is not None:
             self._received(item, response)
+        if job.actions:  # what service.browser reported, on a success as on a failure
+            result = item.result
+            setattr(result, "actions", list(meta.get("scrapespy_action_outcomes", ())))  # noqa: B010
+            setattr(result, "action_results", list(meta.get("scrapespy_action_results", ())))  # noqa: B010
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:

@@ -38,6 +38,13 @@ class ScrapeJob:
     include_tags: tuple[str, ...] = ()
     exclude_tags: tuple[str, ...] = ()
     screenshot_full_page: bool = False
+    # what the page is asked to do and be sent (docs/api.md), as spiders.feed hands it on: plain
+    # JSON-like values, validated; the defaults ask for nothing and cost nothing per request
+    wait_for: dict[str, Any] | None = None
+    actions: tuple[dict[str, Any], ...] = ()
+    device: str = "desktop"
+    headers: dict[str, str] | None = None
+    cookies: tuple[dict[str, str], ...] = ()
     # billing; None when nothing is billed (``scrapy crawl page``)
     account_id: int | None = None
     hold_id: int | None = None
@@ -69,6 +76,15 @@ class ScrapeJob:
             include_tags=tuple(request.include_tags),
             exclude_tags=tuple(request.exclude_tags),
             screenshot_full_page=request.screenshot_full_page,
+            wait_for=request.wait_for.model_dump(exclude_none=True) if request.wait_for else None,
+            actions=tuple(step.model_dump(exclude_none=True) for step in request.actions)
+            if request.actions
+            else (),
+            device=request.device,
+            headers=dict(request.headers) if request.headers else None,
+            cookies=tuple(cookie.model_dump(exclude_none=True) for cookie in request.cookies)
+            if request.cookies
+            else (),
             **billing,
         )
 

@@ -248,10 +248,17 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return out
 
 
-def _schema(model: type) -> dict[str, Any]:
-    schema: dict[str, Any] = model.model_json_schema(ref_template="#/components/schemas/{model}")  # type: ignore[attr-defined]
-    schema.pop("$defs", None)
-    return schema
+def _schemas(*models: type) -> dict[str, Any]:
+    """Each model's schema by its name, with the models they refer to (a scrape's steps and
+    cookies) beside them."""
+    out: dict[str, Any] = {}
+    for model in models:
+        schema: dict[str, Any] = model.model_json_schema(  # type: ignore[attr-defined]
+            ref_template="#/components/schemas/{model}"
+        )
+        out.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    return out
 
 
 def document(public_url: str) -> dict[str, Any]:
@@ -263,8 +270,7 @@ def document(public_url: str) -> dict[str, Any]:
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
             "schemas": {
-                "ScrapeRequest": _schema(ScrapeRequest),
-                "BuyRequest": _schema(BuyRequest),
+                **_schemas(ScrapeRequest, BuyRequest),
                 "ScrapeResult": results.json_schema(),
                 "Error": _ERROR,
                 "Account": ACCOUNT,

@@ -7,8 +7,10 @@ field order) and ``/openapi.json`` documents it (:func:`json_schema`). A blocked
 has none, not a null. The outputs a request asks for in ``formats`` (``markdown``, ``html``,
 ``raw_html``, ``screenshot``) come last, each only when asked: the answer is then an instance of a
 subclass with those fields (:func:`result_class`), so a request without ``formats`` gets the
-same bytes as before they existed. An auto request (``engine`` or ``proxy_type`` auto) gets
-``attempts`` the same way, before the outputs; its ``engine`` is the engine that answered.
+same bytes as before they existed. A request with ``actions`` gets ``actions`` (each step's
+outcome) and ``action_results`` the same way, between ``block_reason`` and the outputs; an auto
+request (``engine`` or ``proxy_type`` auto) gets ``attempts`` before them, and its ``engine`` is
+the engine that answered.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, make_dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired, TypeVar
 
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from service.config import ENGINES, TIERS
+from service.schemas import ACTION_TYPES
 
 if TYPE_CHECKING:
     from service.jobs import ScrapeJob
@@ -30,6 +33,29 @@ if TYPE_CHECKING:
 class Link(TypedDict):
     text: str
     href: str
+
+
+class ActionOutcome(TypedDict):
+    index: Annotated[int, Field(ge=0)]
+    type: Annotated[str, Field(json_schema_extra={"enum": list(ACTION_TYPES)})]
+    ok: bool
+    elapsed_ms: Annotated[int, Field(ge=0)]
+    error: NotRequired[Annotated[str, Field(description="why the step failed; when ok is false")]]
+
+
+class ActionResult(TypedDict):
+    index: Annotated[int, Field(ge=0, description="the step that produced it")]
+    type: Annotated[str, Field(json_schema_extra={"enum": ["screenshot", "evaluate"]})]
+    screenshot: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="base64 PNG (a screenshot step)",
+                json_schema_extra={"contentEncoding": "base64", "contentMediaType": "image/png"},
+            ),
+        ]
+    ]
+    value: NotRequired[Annotated[Any, Field(description="the script's value (an evaluate step)")]]
 
 
 # recorded by middlewares.escalation; the docstring is the schema's description
@@ -100,6 +126,7 @@ class BlockedResult(ScrapeResult):
 R = TypeVar("R", bound=ScrapeResult)
 OUTPUTS: Final = ("markdown", "html", "raw_html", "screenshot")
 ATTEMPTS: Final = ("attempts",)
+ACTION_FIELDS: Final = ("actions", "action_results")
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "attempts": Annotated[
         list[Attempt],
@@ -107,6 +134,17 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
             description='every attempt, in order; with "engine" or "proxy_type" "auto". The '
             "last one is the answer's, the only one billed"
         ),
+    ],
+    "actions": Annotated[
+        list[ActionOutcome],
+        Field(
+            description='one entry per step that ran, in order; with "actions" (js engine). A '
+            "failed step is the last one, and the scrape failed"
+        ),
+    ],
+    "action_results": Annotated[
+        list[ActionResult],
+        Field(description='what the screenshot and evaluate steps produced; with "actions"'),
     ],
     "markdown": Annotated[
         str | None,
@@ -139,10 +177,16 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
-    """``base`` with the fields of ``outputs`` (in :data:`OUTPUTS` order) after its own."""
+    """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`
+    then :data:`OUTPUTS` order) after its own; the lists start empty, the outputs as None."""
     if not outputs:
         return base
-    extra = [(name, _OUTPUT_TYPES[name], field(default=None)) for name in outputs]
+    extra: list[tuple[str, Any, Any]] = [
+        (name, _OUTPUT_TYPES[name], field(default_factory=list))
+        if name in ATTEMPTS + ACTION_FIELDS
+        else (name, _OUTPUT_TYPES[name], field(default=None))
+        for name in outputs
+    ]
     made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
     return made
 
@@ -175,8 +219,10 @@ def new_result(
         "blocked": block_reason is not None,
         "proxy_used": tier_used != "none",
     }
-    if job.formats or job.ladder is not None:
+    if job.formats or job.actions or job.ladder is not None:
         outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in job.formats)
+        if job.actions:
+            outputs = ACTION_FIELDS + outputs
         if job.ladder is not None:
             outputs = ATTEMPTS + outputs
             outcome["attempts"] = list(job.attempts or ())
@@ -190,8 +236,11 @@ def new_result(
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
-    ``block_reason`` only when blocked, each output only when asked."""
-    schema = _plain(TypeAdapter(result_class(BlockedResult, ATTEMPTS + OUTPUTS)).json_schema())
+    ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
+    ``action_results`` only with actions, each output only when asked."""
+    schema = _plain(
+        TypeAdapter(result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS)).json_schema()
+    )
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema
 

@@ -8,7 +8,7 @@ item, so success and failure take the same road through the pipelines.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
@@ -19,8 +19,20 @@ from twisted.python.failure import Failure
 from middlewares.escalation import start_escalation
 from service.jobs import JOB, ScrapeItem, ScrapeJob
 
+if TYPE_CHECKING:
+    from scrapy.http.request import VerboseCookie
+
+# Chrome on Android as Chrome itself sends it (the reduced form), for ``device: "mobile"`` on
+# the static engine; the js engine's mobile context has its own.
+MOBILE_USER_AGENT = (
+    "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/156.0.0.0 Mobile Safari/537.36"
+)
+
 
 def request_for(job: ScrapeJob, spider: Spider) -> Request:
+    """The Scrapy request of ``job``. What a caller may add (headers, cookies, a device, steps
+    for the browser) is looked at only when asked, so a plain scrape builds nothing more."""
     meta: dict[str, Any] = {
         JOB: job,
         "scrapespy_deadline": job.deadline,
@@ -38,10 +50,30 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
         meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
         if "screenshot" in job.formats:  # taken by service.browser after the page is read
             meta["scrapespy_screenshot"] = {"full_page": job.screenshot_full_page}
+        # run by service.browser; it reports back in the same meta
+        if job.wait_for is not None:
+            meta["scrapespy_wait_for"] = dict(job.wait_for)
+        if job.actions:
+            meta["scrapespy_actions"] = [dict(step) for step in job.actions]
+        if job.device == "mobile":
+            meta["scrapespy_device"] = "mobile"
+        if job.cookies:  # set in the scrape's own browser context
+            meta["scrapespy_cookies"] = [dict(cookie) for cookie in job.cookies]
+        cookies = None
+    else:
+        # Into the job's own jar (meta["cookiejar"]), which the engine drops after the job.
+        cookies = [cast("VerboseCookie", dict(c)) for c in job.cookies] if job.cookies else None
+    headers = job.headers
+    if job.device == "mobile" and job.engine != "js":
+        headers = {**headers} if headers else {}
+        if not any(name.lower() == "user-agent" for name in headers):  # the caller's wins
+            headers["User-Agent"] = MOBILE_USER_AGENT
     return Request(
         job.url,
         callback=spider.parse,
         errback=spider.failed,  # type: ignore[attr-defined]
+        headers=headers,
+        cookies=cookies,
         meta=meta,
         dont_filter=True,
     )

@@ -8,9 +8,14 @@ service. Nothing is billed (there is no database here).
         [-a respect_robots=false] [-a selectors='{"h": "h1::text"}']
         [-a formats=markdown,html,raw_html,screenshot] [-a only_main_content=true]
         [-a include_tags='["article"]'] [-a exclude_tags='[".ad", "aside"]']
-        [-a screenshot_full_page=true]
+        [-a screenshot_full_page=true] [-a device=mobile] [-a headers='{"X-A": "1"}']
+        [-a cookies='[{"name": "session", "value": "abc"}]']
+        [-a wait_for='#prices' | -a wait_for=1500]
+        [-a actions='[{"type": "click", "selector": "#more"}]']
 
-The tags are a JSON list of CSS selectors, or one selector.
+The tags are a JSON list of CSS selectors, or one selector. ``wait_for`` is a CSS selector, a
+number of milliseconds, or the API's JSON object; ``actions``, ``headers`` and ``cookies`` are the
+API's JSON.
 """
 
 from __future__ import annotations
@@ -44,6 +49,22 @@ def _tags(value: str) -> Any:
     return json.loads(value) if value.strip().startswith("[") else ([value] if value else [])
 
 
+def _json(name: str, value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise ValueError(f"-a {name}= must be JSON: {value!r}") from None
+
+
+def _wait_for(value: str) -> Any:
+    """The API's object, a number of milliseconds, or a CSS selector."""
+    value = value.strip()
+    if value.startswith("{"):
+        return _json("wait_for", value)
+    ms = value.isascii() and value.isdigit() and len(value) <= 9
+    return {"ms": int(value)} if ms else {"selector": value}
+
+
 class PageSpider(Spider):
     name = "page"
 
@@ -59,6 +80,11 @@ class PageSpider(Spider):
         include_tags: str = "",
         exclude_tags: str = "",
         screenshot_full_page: str = "false",
+        wait_for: str = "",
+        actions: str = "",
+        device: str = "desktop",
+        headers: str = "",
+        cookies: str = "",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -76,7 +102,13 @@ class PageSpider(Spider):
             "include_tags": _tags(include_tags),
             "exclude_tags": _tags(exclude_tags),
             "screenshot_full_page": _flag(screenshot_full_page),
+            "device": device,
         }
+        if wait_for.strip():
+            data["wait_for"] = _wait_for(wait_for)
+        for name, given in (("actions", actions), ("headers", headers), ("cookies", cookies)):
+            if given.strip():
+                data[name] = _json(name, given)
         try:  # the API's own checks, with its messages
             request, compiled = checked_scrape(data)
         except BadRequest as exc:

@@ -180,3 +180,33 @@ def test_the_try_form_asks_for_outputs_only_when_ticked():
     shown = shown_try_form({"format_html": "on", "only_main_content": "on"})
     assert shown["format_html"] == "on" and shown["only_main_content"] == "on"
     assert shown["format_markdown"] == "" and shown["screenshot_full_page"] == ""
+
+
+def test_the_try_form_takes_actions_as_json_a_device_and_wait_for():
+    steps = '[{"type": "click", "selector": "#more"}, {"type": "wait", "ms": 200}]'
+    form = {
+        "url": "https://example.com/",
+        "engine": "js",
+        "actions": f"  {steps}\n",
+        "device": "mobile",
+        "wait_for": "#prices",
+    }
+    request = validate(ScrapeRequest, parse_json_object(scrape_body(form)))
+    assert [step.type for step in request.actions] == ["click", "wait"]
+    assert request.device == "mobile" and request.wait_for is not None
+    assert request.wait_for.selector == "#prices"
+    waited = orjson.loads(scrape_body({**form, "wait_for": "1500"}))
+    assert waited["wait_for"] == {"ms": 1500}
+    plain = orjson.loads(scrape_body({"url": "https://example.com/", "device": "desktop"}))
+    assert not {"actions", "device", "wait_for"} & set(plain)
+    with pytest.raises(FormError, match=r"^Actions: the JSON is not valid"):
+        scrape_body({**form, "actions": '[{"type": "click",'})
+    with pytest.raises(FormError, match=r"^Actions: write a JSON list of steps"):
+        scrape_body({**form, "actions": '{"type": "click"}'})
+    shown = shown_try_form(form)
+    assert (shown["actions"], shown["device"], shown["wait_for"]) == (
+        form["actions"],
+        "mobile",
+        "#prices",
+    )
+    assert shown_try_form({})["device"] == "desktop"

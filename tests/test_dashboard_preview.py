@@ -30,3 +30,24 @@ def test_the_json_view_shortens_the_screenshot_and_long_outputs():
     assert shown["raw_html"].startswith("x" * SHOWN_CHARS)
     assert shown["raw_html"].endswith("<10 more characters>")
     assert shown["url"] == "https://example.com/"
+
+
+def test_the_json_view_shortens_the_screenshots_of_steps():
+    png = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
+    body = {
+        "actions": [{"index": 0, "type": "screenshot", "ok": True, "elapsed_ms": 40}],
+        "action_results": [
+            {"index": 0, "type": "screenshot", "screenshot": png},
+            {"index": 1, "type": "evaluate", "value": "kept as it is"},
+        ],
+    }
+    shown = orjson.loads(shown_json(body))  # type: ignore[arg-type]
+    assert shown["action_results"] == [
+        {
+            "index": 0,
+            "type": "screenshot",
+            "screenshot": "<a base64 PNG of 100 bytes, shown below>",
+        },
+        {"index": 1, "type": "evaluate", "value": "kept as it is"},
+    ]
+    assert shown["actions"] == body["actions"]

@@ -3,14 +3,17 @@ data only, the key shown once) and its pages' behaviour, against the real servic
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from harness.service import ServiceProcess, call
+from harness.site import echo_request
 from service import accounts as accounts_module
 from service.passwords import hash_password
 from service.payments.checkout_limit import CHECKOUTS_PER_MINUTE
@@ -449,3 +452,38 @@ def test_a_new_key_reaches_its_page_whichever_worker_serves_it(
         assert crossed >= 1
     finally:
         process.stop()
+
+
+def test_try_it_takes_actions_as_json_and_says_what_is_wrong_with_them(shop, accounts, site):
+    site.routes["/echo"] = echo_request
+
+    def read(reply: Any) -> str:
+        return html.unescape(text_of(reply))
+
+    client, account_id, _ = member(shop.public, accounts, "actions", credits=20)
+    key = new_key(client)
+    form = {"csrf_token": client.csrf_token(), "api_key": key, "url": site.url("/echo")}
+    before = site.count("/echo")
+
+    broken = client.post("/dashboard/try", {**form, "engine": "js", "actions": '[{"type": '})
+    assert broken.status == 400
+    assert "Actions: the JSON is not valid" in read(broken)
+    assert '[{"type": ' in html.unescape(broken.body.decode())  # kept, to be fixed
+    not_a_list = client.post("/dashboard/try", {**form, "actions": '{"type": "click"}'})
+    assert not_a_list.status == 400 and "write a JSON list of steps" in read(not_a_list)
+
+    steps = '[{"type": "wait", "ms": 10}, {"type": "click", "selector": "p[["}]'
+    bad_step = client.post("/dashboard/try", {**form, "engine": "js", "actions": steps})
+    assert "HTTP status 400" in read(bad_step)
+    assert "'actions[1].selector': invalid CSS selector" in read(bad_step)
+    static = client.post("/dashboard/try", {**form, "wait_for": "#prices"})
+    assert "'wait_for' waits in a browser: it needs the js engine" in read(static)
+    assert site.count("/echo") == before
+    assert accounts.summary(account_id)["balance"] == 20
+
+    phone = client.post(
+        "/dashboard/try", {**form, "device": "mobile", "selectors": "ua = #ua::text"}
+    )
+    assert phone.status == 200 and "Charged: 1 credit." in read(phone)
+    assert "Mobile Safari" in read(phone)
+    assert '<option value="mobile" selected>' in phone.body.decode()

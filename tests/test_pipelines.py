@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import orjson
 import pytest_twisted
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
@@ -19,12 +20,21 @@ from scrapy.utils.misc import load_object
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import deferLater
+from twisted.python.failure import Failure
 
 from pipelines.result import ResultPipeline
 from service import ledger
+from service.browser.failures import BrowserError
 from service.jobs import JOB, ScrapeItem, ScrapeJob
+from service.schemas import checked_scrape
 from service.scrapy_settings import ITEM_PIPELINES
-from spiders.feed import FeedSpider, item_for_response, request_for
+from spiders.feed import (
+    MOBILE_USER_AGENT,
+    FeedSpider,
+    item_for_failure,
+    item_for_response,
+    request_for,
+)
 
 PAGE = b"<html><head><title>Parsed</title></head><body><h1>Hi</h1></body></html>"
 
@@ -172,3 +182,119 @@ def test_the_screenshot_the_browser_left_is_answered_as_base64():
     assert item.result.screenshot == "iVBORw0KGgpub3QgcmVhbGx5IGFuIGltYWdl"  # type: ignore[attr-defined]
     plain = request_for(replace(job, formats=frozenset()), FeedSpider())
     assert "scrapespy_screenshot" not in plain.meta
+
+
+def asked(**body: Any) -> ScrapeJob:
+    request, compiled = checked_scrape({"url": "http://example.com/", **body})
+    return ScrapeJob.asked(request, compiled)
+
+
+BROWSER_KEYS = ("scrapespy_wait_for", "scrapespy_actions", "scrapespy_device", "scrapespy_cookies")
+STEPS = [
+    {"type": "click", "selector": "#more"},
+    {"type": "click", "selector": ".tab", "all": True},
+    {"type": "wait_for", "selector": "#list li"},
+    {"type": "type", "selector": "#q", "text": "shoes"},
+    {"type": "press", "key": "Enter"},
+    {"type": "scroll", "direction": "down", "amount": 800},
+    {"type": "scroll", "to": "bottom", "direction": None},
+    {"type": "wait", "ms": 300},
+    {"type": "screenshot"},
+    {"type": "evaluate", "script": "document.title"},
+]
+
+
+def test_a_js_job_hands_the_browser_its_steps_device_and_cookies_in_the_requests_meta():
+    job = asked(
+        engine="js",
+        wait_for={"selector": "#prices", "ms": None},
+        actions=STEPS,
+        device="mobile",
+        headers={"X-Greeting": "hi"},
+        cookies=[{"name": "a", "value": "1"}, {"name": "b", "value": "2", "path": "/x"}],
+    )
+    request = request_for(job, FeedSpider())
+    meta = request.meta
+    assert meta["scrapespy_wait_for"] == {"selector": "#prices"}
+    assert meta["scrapespy_actions"] == [
+        {"type": "click", "selector": "#more", "all": False},
+        {"type": "click", "selector": ".tab", "all": True},
+        {"type": "wait_for", "selector": "#list li"},
+        {"type": "type", "selector": "#q", "text": "shoes"},
+        {"type": "press", "key": "Enter"},
+        {"type": "scroll", "direction": "down", "amount": 800},
+        {"type": "scroll", "to": "bottom"},
+        {"type": "wait", "ms": 300},
+        {"type": "screenshot", "full_page": False},
+        {"type": "evaluate", "script": "document.title"},
+    ]
+    assert meta["scrapespy_device"] == "mobile"
+    assert meta["scrapespy_cookies"] == [
+        {"name": "a", "value": "1"},
+        {"name": "b", "value": "2", "path": "/x"},
+    ]
+    assert request.headers.get("X-Greeting") == b"hi"
+    # the browser's mobile context has its own phone; the cookies go into its context, not a jar
+    assert request.headers.get("User-Agent") is None and request.cookies == {}
+    assert request_for(asked(engine="js", wait_for={"ms": 1500}), FeedSpider()).meta[
+        "scrapespy_wait_for"
+    ] == {"ms": 1500}
+
+
+def test_a_plain_request_carries_nothing_more():
+    for engine in ("static", "js"):
+        request = request_for(asked(engine=engine), FeedSpider())
+        assert not set(BROWSER_KEYS) & set(request.meta)
+        assert request.cookies == {} and not request.headers
+
+
+def test_a_static_job_sends_the_cookies_from_its_own_jar_and_a_phones_user_agent():
+    job = asked(device="mobile", cookies=[{"name": "a", "value": "1", "domain": "example.com"}])
+    request = request_for(job, FeedSpider())
+    assert request.cookies == [{"name": "a", "value": "1", "domain": "example.com"}]
+    assert request.meta["cookiejar"] == job.id
+    assert request.headers.get("User-Agent") == MOBILE_USER_AGENT.encode()
+    assert not set(BROWSER_KEYS) & set(request.meta)
+    own = request_for(asked(device="mobile", headers={"user-agent": "Mine/1"}), FeedSpider())
+    assert own.headers.getlist("User-Agent") == [b"Mine/1"]
+
+
+OUTCOMES = [
+    {"index": 0, "type": "click", "ok": True, "elapsed_ms": 12},
+    {"index": 1, "type": "evaluate", "ok": True, "elapsed_ms": 3},
+]
+
+
+def test_the_steps_outcomes_the_browser_left_are_answered_on_a_success():
+    job = asked(engine="js", actions=STEPS[:1] + STEPS[-1:], formats=["markdown"])
+    request = request_for(job, FeedSpider())
+    request.meta["scrapespy_action_outcomes"] = OUTCOMES
+    request.meta["scrapespy_action_results"] = [{"index": 1, "type": "evaluate", "value": "t"}]
+    response = HtmlResponse(job.url, body=PAGE, request=request)
+    result = ResultPipeline().process_item(item_for_response(response)).result
+    answer = orjson.loads(orjson.dumps(result))
+    assert answer["success"] is True
+    assert answer["actions"] == OUTCOMES
+    assert answer["action_results"] == [{"index": 1, "type": "evaluate", "value": "t"}]
+    assert list(answer)[-3:] == ["actions", "action_results", "markdown"]
+
+
+def test_a_failed_step_is_answered_with_the_outcomes_so_far_and_its_error():
+    job = asked(engine="js", actions=STEPS[:2])
+    request = request_for(job, FeedSpider())
+    failed = {"index": 1, "type": "click", "ok": False, "elapsed_ms": 5000, "error": "no match"}
+    request.meta["scrapespy_action_outcomes"] = [OUTCOMES[0], failed]
+    message = 'action 1 (click) failed: no element matches ".tab" within the timeout'
+    failure = Failure(BrowserError(message))
+    failure.request = request  # type: ignore[attr-defined]
+    result = ResultPipeline().process_item(item_for_failure(failure)).result
+    answer = orjson.loads(orjson.dumps(result))
+    assert (answer["success"], answer["error"]) == (False, message)
+    assert answer["actions"] == [OUTCOMES[0], failed] and answer["action_results"] == []
+    # the browser reported nothing (it failed before the steps): empty lists, not absent
+    nothing = request_for(job, FeedSpider())
+    failure.request = nothing  # type: ignore[attr-defined]
+    answer = orjson.loads(
+        orjson.dumps(ResultPipeline().process_item(item_for_failure(failure)).result)
+    )
+    assert (answer["actions"], answer["action_results"]) == ([], [])

@@ -93,3 +93,28 @@ def test_asked_outputs_come_last_in_their_order_and_the_schema_documents_them():
         assert schema["properties"][name]["type"] == ["string", "null"]
         assert name not in schema["required"]
     assert jsonschema_rs.validator_for(schema).is_valid(answer)
+
+
+def test_with_actions_the_steps_outcomes_come_after_block_reason_and_before_the_outputs():
+    step = {"type": "click", "selector": "#more", "all": False}
+    job = ScrapeJob(url="http://example.com/", actions=(step,), formats=frozenset({"markdown"}))
+    blocked = new_result(
+        job, empty_fields(None), final_url=job.url, status_code=403, error="x", block_reason="y"
+    )
+    answer = orjson.loads(orjson.dumps(blocked))
+    assert list(answer) == [*SPEC_ORDER, "block_reason", "actions", "action_results", "markdown"]
+    assert (answer["actions"], answer["action_results"]) == ([], [])
+    answer["actions"] = [{"index": 0, "type": "click", "ok": False, "elapsed_ms": 9, "error": "e"}]
+    answer["action_results"] = [
+        {"index": 1, "type": "screenshot", "screenshot": "iVBO"},
+        {"index": 2, "type": "evaluate", "value": {"any": ["json", 1, None]}},
+    ]
+    schema = json_schema()
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid(answer)
+    assert "actions" not in schema["required"] and "action_results" not in schema["required"]
+    assert not validator.is_valid({**answer, "actions": [{"index": 0, "type": "click"}]})
+    # without actions, not a trace of them
+    plain = ScrapeJob(url="http://example.com/", formats=frozenset({"markdown"}))
+    result = new_result(plain, empty_fields(None), final_url=job.url, status_code=200, error=None)
+    assert list(orjson.loads(orjson.dumps(result))) == [*SPEC_ORDER, "markdown"]

@@ -104,6 +104,15 @@ class LocalTargets:
         url = body.get("url")
         if isinstance(url, str) and self.accepted(url):
             body["url"] = self.local(url)
+        timeout = body.get("timeout")
+        waits = body.get("actions") or body.get("wait_for")
+        numeric = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        if waits and numeric and 0 < timeout <= 120:
+            # a step that waits for what never comes waits out the timeout: keep it short (and a
+            # timeout the schema refuses as it is)
+            body["timeout"] = min(timeout, 5)
+        elif waits and "timeout" not in body:
+            body["timeout"] = 5
 
 
 @pytest.fixture(scope="module")
@@ -205,9 +214,9 @@ def refusals_the_schema_cannot_express(
     """Keep every failure except four refusals of schema-valid data that no schema can foresee.
 
     Whether a string is valid CSS is not expressible in JSON Schema: a 400 that names one of the
-    request's selectors or tags as invalid CSS is the documented answer. No generated
-    Stripe-Signature is ever valid: ``webhook_refuses`` requires the 400 instead. Nor is a
-    generated ``cursor`` one the service handed out: the documented answer is the 400 naming it.
+    request's selectors, tags or steps' selectors as invalid CSS is the documented answer. No
+    generated Stripe-Signature is ever valid: ``webhook_refuses`` requires the 400 instead. Nor is
+    a generated ``cursor`` one the service handed out: the documented answer is the 400 naming it.
     A scrape's price is the operator's: a ``max_credits`` under it is the documented 402.
     """
     if not isinstance(failure, RejectedPositiveData) or response.status_code not in (400, 402):
@@ -227,8 +236,17 @@ def refusals_the_schema_cannot_express(
         for field in ("include_tags", "exclude_tags"):
             tags = case.body.get(field)
             named += [f"{field}[{index}]" for index in range(len(tags))] if tags else []
-        return not any(
+        if any(
             error.startswith(f"invalid request: invalid CSS selector for {name}") for name in named
+        ):
+            return False
+        # a step's or wait_for's selector: the same refusal, worded with its location
+        steps = case.body.get("actions")
+        where = [f"actions[{index}].selector" for index in range(len(steps))] if steps else []
+        where.append("wait_for.selector")
+        return not any(
+            error.startswith(f"invalid request: '{place}': invalid CSS selector ")
+            for place in where
         )
     return True
 

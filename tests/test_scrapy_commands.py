@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness.service import ROOT
-from harness.site import ARTICLE
+from harness.site import ARTICLE, echo_request
 
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 
@@ -60,6 +60,52 @@ def test_crawl_page_knows_the_outputs(site):
     assert f"[Relative link]({site.url('/docs/page2.html')})" in result["markdown"]
     assert "First section" not in result["markdown"] and "One" not in result["text"]
     assert "html" not in result and "screenshot" not in result
+
+
+def test_crawl_page_sends_the_callers_headers_cookies_and_device(site):
+    site.routes["/echo"] = echo_request
+    done = run(
+        "crawl",
+        "page",
+        "-a",
+        f"url={site.url('/echo')}",
+        "-a",
+        'selectors={"ua": "#ua::text", "greeting": "#greeting::text", "cookie": "#cookie::text"}',
+        "-a",
+        'headers={"X-Greeting": "from the command line"}',
+        "-a",
+        'cookies=[{"name": "session", "value": "cli"}]',
+        "-a",
+        "device=mobile",
+        allow_private=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["extracted"]["greeting"] == ["from the command line"]
+    assert result["extracted"]["cookie"] == ["session=cli"]
+    assert "Mobile Safari" in result["extracted"]["ua"][0]
+
+
+def test_crawl_page_refuses_what_the_api_refuses_with_its_message(site):
+    before = site.count("/echo")
+    done = run(
+        "crawl",
+        "page",
+        "-a",
+        f"url={site.url('/echo')}",
+        "-a",
+        "engine=js",
+        "-a",
+        'actions=[{"type": "wait", "ms": 5}, {"type": "click", "selector": "p[["}]',
+        allow_private=True,
+    )
+    assert done.returncode != 0
+    assert "'actions[1].selector': invalid CSS selector 'p[['" in done.stderr
+    static = run(
+        "crawl", "page", "-a", f"url={site.url('/echo')}", "-a", "wait_for=#x", allow_private=True
+    )
+    assert "'wait_for' waits in a browser: it needs the js engine" in static.stderr
+    assert site.count("/echo") == before
 
 
 def test_crawl_page_renders_a_javascript_shell_with_engine_auto(site):

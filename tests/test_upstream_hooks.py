@@ -21,6 +21,7 @@ from middlewares.robots import ExpiringRobotsTxtMiddleware
 from service import scrapy_settings
 
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+PROVIDER = "scrapy_playwright.provider.PlaywrightBrowserProvider"
 HTTP11_HANDLER = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 ROBOTS = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 
@@ -88,6 +89,8 @@ HOOKS = (
     Hook(PLAYWRIGHT_HANDLER, "config.cdp_url", None),
     Hook(PLAYWRIGHT_HANDLER, "config.connect_url", None),
     Hook(PLAYWRIGHT_HANDLER, "config.navigation_timeout_ms", None),
+    # read by the js handler: Playwright's device descriptors, for a mobile context
+    Hook(PROVIDER, "playwright", None),
     # imported by service.browser and service.browser_read
     Hook("scrapy_playwright._utils", "_encode_body", ("headers", "text")),
     Hook(
@@ -122,6 +125,9 @@ def js_handler() -> type:
 
 def upstream_instance(owner: str) -> Any:
     crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True})
+    if owner == PROVIDER:  # made by the handler, from its config
+        handler = build_from_crawler(load_object(PLAYWRIGHT_HANDLER), crawler)
+        return load_object(owner)(handler.config)
     return build_from_crawler(load_object(owner), crawler)
 
 

@@ -5,7 +5,8 @@
 and ``wire``: the forward proxy on loopback that Chromium must go through (the browser's SSRF
 guard); ``failures``: Chromium's errors told as a static download tells them; ``read``: the
 rendered page into a Scrapy response; ``settle``: when a page has settled; ``spares``: contexts
-made ahead of demand; ``screenshot``: the PNG a request may ask for.
+made ahead of demand; ``screenshot``: the PNG a request may ask for; ``actions`` and
+``targets``: a request's ``wait_for`` and action steps, and the elements they are about.
 """
 
 from service.browser.failures import BrowserError

@@ -15,8 +15,13 @@ fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around
   the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
 * after ``load`` the page is given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no
   request in flight and no DOM change for a short quiet period) before the DOM is read;
+* then a request's ``wait_for`` and action steps run on the page
+  (:mod:`service.browser.actions`), within the same deadline, less the time kept for reading;
 * a request with ``meta["scrapespy_screenshot"]`` gets a PNG of the page once it has been read
   (:mod:`service.browser.screenshot`), within the same deadline;
+* ``meta["scrapespy_device"] == "mobile"`` renders in a fresh phone context (spares are desktop
+  ones); ``meta["scrapespy_cookies"]`` are added to the request's context before navigation;
+* in every context dialogs are dismissed, popups closed and downloads refused;
 * failures are raised as the exceptions a ``static`` download raises (refused, unresolvable,
   timed out, egress blocked), so results and billing read the same for both engines.
 
@@ -39,6 +44,7 @@ import time
 import weakref
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
@@ -46,6 +52,7 @@ from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+from service.browser.actions import after_actions, run_actions, wants_actions
 from service.browser.egress import (
     BrowserEgressGuard,
     EgressRoute,
@@ -66,6 +73,7 @@ from service.browser.spares import Spare, Spares
 from service.config import default_chromium_path
 
 if TYPE_CHECKING:
+    from playwright._impl._api_structures import SetCookieParam
     from playwright.async_api import Browser, Page
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -76,6 +84,8 @@ __all__ = ["BrowserDownloadHandler", "BrowserError"]
 log = logging.getLogger(__name__)
 
 READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settling
+# meta["scrapespy_device"] == "mobile": this phone of Playwright's device descriptors.
+MOBILE_DEVICE = "Pixel 7"
 # A finished render's context closes, and its spare is replaced, once no other page is
 # navigating (a navigation that shared the browser with them took 55-63 ms instead of 27-31 ms,
 # js c=1), unless a request waits for a page slot; NEXT_NAVIGATION is how long a request that
@@ -154,6 +164,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS", 2.0)
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS", 0.1)
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
+        self.default_user_agent = (settings.get("USER_AGENT") or "").encode()
         self.screenshot_limits = ScreenshotLimits.from_settings(settings)
         self.pages = asyncio.Semaphore(settings.getint("SCRAPESPY_MAX_PAGES", 4))
         self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
@@ -321,6 +332,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         context_kwargs = dict(request.meta.get("playwright_context_kwargs") or {})
         context_kwargs.pop("proxy", None)  # the route's upstream instead
         await self._ready()
+        if request.meta.get("scrapespy_device") == "mobile":  # spares are desktop contexts
+            context_kwargs.update(self._mobile_context())
         render.browser = browser = self.browser
         spare = None if context_kwargs else self.spares.take(browser)
         if spare is None:
@@ -330,8 +343,22 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             self.stats.inc_value("scrapespy/browser/spare_used")
         render.spare = spare
         spare.route.upstream = _upstream_of(request)
+        cookies = request.meta.get("scrapespy_cookies")
+        if cookies:
+            try:
+                await spare.context.add_cookies(browser_cookies(cookies, request.url))
+            except PlaywrightError as error:
+                log.info("the browser refused a request's cookies: %s", error.message)
+                raise BrowserError(
+                    "the browser refused the cookies (a name, value, domain or path it cannot set)"
+                ) from None
         self._prepare(request, render, spare)
         return spare.page
+
+    def _mobile_context(self) -> dict[str, Any]:
+        device = dict(self.browser_provider.playwright.devices[MOBILE_DEVICE])
+        device.pop("default_browser_type", None)
+        return device
 
     async def _new_spare(
         self, browser: Browser, context_kwargs: dict[str, Any] | None = None
@@ -344,10 +371,14 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 # A static download does not check certificates either.
                 ignore_https_errors=True,
                 proxy={"server": route.url},
+                accept_downloads=False,
             )
             if self.config.navigation_timeout_ms is not None:
                 context.set_default_navigation_timeout(self.config.navigation_timeout_ms)
             page = await context.new_page()
+            # Popups and new tabs are closed as they open (their requests still go through
+            # the route). Dialogs need nothing: without a listener Playwright dismisses them.
+            context.on("page", _close_popup)
             spare = Spare(browser, route, context, page)
             await page.route("**", spare.intercept)
         except BaseException:
@@ -361,6 +392,12 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
     def _prepare(self, request: Request, render: _Render, spare: Spare) -> None:
         render.watch = self._watches[spare.page] = PageWatch(spare.page)
         name = request.meta.setdefault("playwright_context", f"request-{id(request)}")
+        if (
+            request.meta.get("scrapespy_device") == "mobile"
+            and request.headers.get("User-Agent") == self.default_user_agent
+        ):
+            # Scrapy's own User-Agent, not the caller's: the phone's goes out instead.
+            del request.headers["User-Agent"]
         spare.handler = self._make_request_handler(
             context_name=name,
             method=request.method,
@@ -398,6 +435,43 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 limit=budget,
                 loaded_at=request.meta.get("scrapespy_loaded_at"),
             )
+        if not wants_actions(request.meta):
+            return
+        started = asyncio.get_running_loop().time()
+        await run_actions(
+            page,
+            request.meta,
+            budget=lambda: self._time_left(request) - reserve,
+            screenshot_limits=self.screenshot_limits,
+        )
+        if watch is not None:
+            await after_actions(
+                page,
+                watch,
+                since=started,
+                quiet=self.quiet_seconds,
+                limit=min(self.settle_seconds, self._time_left(request) - reserve),
+            )
+
+
+def _close_popup(page: Page) -> None:
+    closing = asyncio.ensure_future(page.close())
+    closing.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+def browser_cookies(cookies: list[dict[str, Any]], url: str) -> list[SetCookieParam]:
+    """The caller's cookies as Playwright sets them: without a domain, for the URL's host
+    (host-only); without a path, for ``/``."""
+    host = urlsplit(url).hostname or ""
+    return [
+        {
+            "name": cookie["name"],
+            "value": cookie["value"],
+            "domain": cookie.get("domain") or host,
+            "path": cookie.get("path") or "/",
+        }
+        for cookie in cookies
+    ]
 
 
 async def _went_away(browser: Browser, error: PlaywrightError) -> bool:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from playwright.async_api import Error as PlaywrightError
 from scrapy_playwright.headers import use_scrapy_headers
 
 if TYPE_CHECKING:
@@ -69,11 +71,34 @@ def abort_heavy_resource(request: PlaywrightRequest) -> bool:
 async def browser_request_headers(
     *, browser_type_name: str, playwright_request: PlaywrightRequest, scrapy_request_data: dict
 ) -> dict[str, str]:
-    """Scrapy's headers for the navigation, minus the proxy's credentials, which must never
-    reach a target (inside a CONNECT tunnel the target would read them)."""
+    """Scrapy's headers (the caller's among them) for the page's own navigations on the
+    target's host, minus the proxy's credentials, which must never reach a target (inside a
+    CONNECT tunnel the target would read them).
+
+    Every other request (sub-resources, frames, a redirect or a click to another host) keeps
+    the browser's own headers, with Scrapy's User-Agent: a caller's ``Authorization`` is not
+    for third parties, as a static download drops it on a redirect to another host."""
+    if playwright_request.is_navigation_request() and not _own_navigation(
+        playwright_request, scrapy_request_data["url"]
+    ):
+        headers = await playwright_request.all_headers()
+        user_agent = scrapy_request_data["headers"].get("User-Agent")
+        if user_agent:
+            headers["user-agent"] = user_agent.decode("latin-1")
+        return headers
     headers = await use_scrapy_headers(
         browser_type_name=browser_type_name,
         playwright_request=playwright_request,
         scrapy_request_data=scrapy_request_data,
     )
     return {k: v for k, v in headers.items() if k.lower() != "proxy-authorization"}
+
+
+def _own_navigation(request: PlaywrightRequest, url: str) -> bool:
+    """A navigation of the page's main frame to the scraped URL's host."""
+    try:
+        if request.frame.parent_frame is not None:
+            return False
+    except PlaywrightError:  # a service worker's navigation has no frame
+        return False
+    return urlsplit(request.url).hostname == urlsplit(url).hostname

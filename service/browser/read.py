@@ -23,6 +23,8 @@ from scrapy.http.headers import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
+from service.browser.failures import BrowserError
+
 if TYPE_CHECKING:
     from playwright.async_api import Page
     from scrapy import Request
@@ -67,6 +69,13 @@ async def read_rendered(
     started = time.time()
     with navigating if navigating is not None else nullcontext():
         response, download = await handler._get_response_and_download(request, page, spider)
+    if download:
+        # Contexts refuse downloads (accept_downloads=False): a page that is one is not read.
+        log.debug("navigating to %s started a download: %s", request.url, download.exception)
+        raise BrowserError(
+            "the address is a file download, which the js engine does not fetch "
+            "(the static engine does)"
+        )
     request.meta["scrapespy_loaded_at"] = asyncio.get_running_loop().time()
     headers_read: asyncio.Future[dict[str, str]] | None = None
     if isinstance(response, PlaywrightResponse):
@@ -82,21 +91,6 @@ async def read_rendered(
     headers.pop("Content-Encoding", None)
     request.meta["download_latency"] = time.time() - started
 
-    if download:
-        if download.exception:
-            raise download.exception
-        request.meta["playwright_suggested_filename"] = download.suggested_filename
-        download_headers = Headers(download.headers)
-        download_headers.pop("Content-Encoding", None)
-        respcls = responsetypes.from_args(url=download.url, body=download.body)
-        return respcls(
-            url=download.url,
-            status=download.response_status,
-            headers=download_headers,
-            body=download.body,
-            request=request,
-            flags=["playwright"],
-        )
     if response is None:
         log.debug("navigating to %s gave no response; reading the page as it is", request.url)
     body, encoding = _encode_body(headers=headers, text=body_text)

@@ -46,6 +46,7 @@ class PageWatch:
         self.changed = asyncio.Event()
         self.last_change = 0.0  # the loop's time of the last request that began or ended
         self.last_navigation: str | None = None
+        self.last_navigated = 0.0  # the loop's time of the last main-frame navigation request
         page.on("request", self._began)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
@@ -58,6 +59,7 @@ class PageWatch:
         with suppress(PlaywrightError):
             if request.is_navigation_request() and request.frame == self.page.main_frame:
                 self.last_navigation = request.url
+                self.last_navigated = self.last_change
 
     def _ended(self, request: PlaywrightRequest) -> None:
         self.in_flight.discard(request)
@@ -66,6 +68,27 @@ class PageWatch:
     def _change(self) -> None:
         self.last_change = asyncio.get_running_loop().time()
         self.changed.set()
+
+    def navigated_since(self, since: float) -> bool:
+        return self.last_navigated > since
+
+    async def network_quiet(self, *, since: float, quiet: float, limit: float) -> None:
+        """Wait, at most ``limit`` s, until no request is in flight and none has begun or ended
+        for ``quiet`` s; nothing to wait for when no request began or ended after ``since``."""
+        if self.last_change <= since and not self.in_flight:
+            return
+        loop = asyncio.get_running_loop()
+        end = loop.time() + limit
+        while (left := end - loop.time()) > 0:
+            self.changed.clear()
+            wait = left if self.in_flight else quiet - (loop.time() - self.last_change)
+            if wait <= 0:
+                return
+            try:
+                await asyncio.wait_for(self.changed.wait(), min(wait, left))
+            except TimeoutError:
+                if not self.in_flight:
+                    return
 
     async def settle(self, *, quiet: float, limit: float, loaded_at: float | None = None) -> None:
         """Wait until the network and the DOM have been quiet for ``quiet`` s, or ``limit`` s.

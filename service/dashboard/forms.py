@@ -102,7 +102,32 @@ def scrape_body(fields: dict[str, str]) -> bytes:
     for flag in ("only_main_content", "screenshot_full_page"):
         if fields.get(flag) == "on":
             body[flag] = True
+    if fields.get("device") == "mobile":
+        body["device"] = "mobile"
+    wait_for = fields.get("wait_for", "").strip()
+    if wait_for:
+        ms = wait_for.isascii() and wait_for.isdigit() and len(wait_for) <= 9
+        body["wait_for"] = {"ms": int(wait_for)} if ms else {"selector": wait_for}
+    actions = parse_actions(fields.get("actions", ""))
+    if actions is not None:
+        body["actions"] = actions
     return orjson.dumps(body)
+
+
+def parse_actions(text: str) -> list[Any] | None:
+    """A JSON list of steps; the API checks the steps themselves, with its own messages."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise FormError(f"Actions: the JSON is not valid ({exc}).") from None
+    if not isinstance(parsed, list):
+        raise FormError(
+            'Actions: write a JSON list of steps, such as [{"type": "click", "selector": "#more"}].'
+        )
+    return parsed
 
 
 def shown_try_form(fields: dict[str, str]) -> dict[str, str]:
@@ -114,6 +139,9 @@ def shown_try_form(fields: dict[str, str]) -> dict[str, str]:
         "selectors": fields.get("selectors", ""),
         "timeout": fields.get("timeout", "20"),
         "respect_robots": "on" if fields.get("respect_robots") == "on" else "",
+        "device": "mobile" if fields.get("device") == "mobile" else "desktop",
+        "wait_for": fields.get("wait_for", ""),
+        "actions": fields.get("actions", ""),
         **{
             name: "on" if fields.get(name) == "on" else ""
             for name in (

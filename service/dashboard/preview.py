@@ -31,10 +31,17 @@ def shown_json(body: ScrapeResult | dict[str, str]) -> str:
     data: dict[str, Any] = orjson.loads(orjson.dumps(body))
     screenshot = data.get("screenshot")
     if isinstance(screenshot, str):
-        size = len(screenshot) * 3 // 4 - screenshot[-2:].count("=")
-        data["screenshot"] = f"<a base64 PNG of {size:,} bytes, shown below>"
+        data["screenshot"] = _png_shown(screenshot)
+    for produced in data.get("action_results") or ():  # a screenshot step's PNG
+        if isinstance(produced, dict) and isinstance(produced.get("screenshot"), str):
+            produced["screenshot"] = _png_shown(produced["screenshot"])
     for name in ("markdown", "html", "raw_html"):
         value = data.get(name)
         if isinstance(value, str) and len(value) > SHOWN_CHARS:
             data[name] = f"{value[:SHOWN_CHARS]}… <{len(value) - SHOWN_CHARS:,} more characters>"
     return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+
+
+def _png_shown(encoded: str) -> str:
+    size = len(encoded) * 3 // 4 - encoded[-2:].count("=")
+    return f"<a base64 PNG of {size:,} bytes, shown below>"
