@@ -180,10 +180,15 @@ class EscalationMiddleware:
         meta[TIER_REQUESTED] = tier
         meta[ATTEMPT_STARTED] = self.clock()
         if engine == "js" and not meta.get("playwright"):
-            # as spiders.feed asks for js; every attempt renders in a fresh context
+            # as spiders.feed asks for js (engine auto takes no steps for the browser); every
+            # attempt renders in a fresh context
             meta["playwright"] = True
             meta["playwright_context"] = f"scrape-{job.id}-{len(job.attempts or ())}"
             meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
+            if job.device == "mobile":
+                meta["scrapespy_device"] = "mobile"
+            if job.cookies:  # a static attempt had them in its jar, the browser in its context
+                meta["scrapespy_cookies"] = [dict(cookie) for cookie in job.cookies]
         if self.stats is not None:
             self.stats.inc_value(f"{STATS_PREFIX}/{why}")
         return retry

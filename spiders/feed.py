@@ -64,7 +64,7 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
         # Into the job's own jar (meta["cookiejar"]), which the engine drops after the job.
         cookies = [cast("VerboseCookie", dict(c)) for c in job.cookies] if job.cookies else None
     headers = job.headers
-    if job.device == "mobile" and job.engine != "js":
+    if job.device == "mobile" and engine != "js":
         headers = {**headers} if headers else {}
         if not any(name.lower() == "user-agent" for name in headers):  # the caller's wins
             headers["User-Agent"] = MOBILE_USER_AGENT

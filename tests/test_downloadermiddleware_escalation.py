@@ -138,6 +138,16 @@ def test_a_javascript_shell_is_rendered_at_the_same_tier() -> None:
     ]
 
 
+def test_the_js_attempt_gets_the_device_and_cookies_the_static_one_had() -> None:
+    middleware = EscalationMiddleware(clock=Clock())
+    request, job = auto_request(engine="auto", tier="none")
+    job.device, job.cookies = "mobile", ({"name": "session", "value": "s1"},)
+    retry = middleware.process_response(request, answered(request, 200, JS_ONLY))
+    assert isinstance(retry, Request)
+    assert retry.meta["scrapespy_device"] == "mobile"
+    assert retry.meta["scrapespy_cookies"] == [{"name": "session", "value": "s1"}]
+
+
 def test_a_page_stays_static_and_a_shell_over_the_cap_too() -> None:
     middleware = EscalationMiddleware(clock=Clock())
     request, _ = auto_request(engine="auto", tier="none")
