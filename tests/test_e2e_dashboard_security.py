@@ -487,3 +487,16 @@ def test_try_it_takes_actions_as_json_and_says_what_is_wrong_with_them(shop, acc
     assert phone.status == 200 and "Charged: 1 credit." in read(phone)
     assert "Mobile Safari" in read(phone)
     assert '<option value="mobile" selected>' in phone.body.decode()
+
+
+def test_try_it_offers_auto_and_bills_the_engine_that_answered(shop, accounts, site):
+    client, account_id, _ = member(shop.public, accounts, "auto", credits=20)
+    key = new_key(client)
+    form = {"csrf_token": client.csrf_token(), "api_key": key, "url": site.url("/js-only")}
+    reply = client.post("/dashboard/try", {**form, "engine": "auto", "proxy_type": "auto"})
+    assert reply.status == 200
+    assert "Charged: 5 credits." in html.unescape(text_of(reply))  # js, direct
+    assert "Rendered by JS" in html.unescape(text_of(reply))
+    body = reply.body.decode()
+    assert '<option value="auto" selected>' in body
+    assert accounts.summary(account_id)["balance"] == 15
