@@ -227,7 +227,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
     meanings = {
         400: "invalid input",
         401: "missing or invalid X-API-Key",
-        402: "insufficient credits; nothing scraped, nothing billed",
+        402: "insufficient credits, or the API key's monthly cap reached; nothing scraped, "
+        "nothing billed",
         403: "free residential trials used up and residential not unlocked",
         429: "rate limit exceeded (scrapes or reads per key, checkouts per account); see "
         "Retry-After",

@@ -2,8 +2,9 @@
 
 Order of checks: strict parse and validation, the key's form, the per-key rate limit (on the
 key's hash), then in one transaction the key lookup, the price and residential trial, and the
-hold (402 when the balance is too low). Only once the hold is in does the request go to the
-engine: a refused one (400, 401, 402, 403, 429, 503) never enters it, so nothing is fetched.
+hold (402 when the key's monthly cap would be passed or the balance is too low). Only once the
+hold is in does the request go to the engine: a refused one (400, 401, 402, 403, 429, 503)
+never enters it, so nothing is fetched.
 The reference design looks the key up before the limit; keying the limit on the hash saves a
 database round trip per request and changes nothing for a valid key.
 """
@@ -28,6 +29,7 @@ from service.errors import (
     TooManyRequests,
     Unauthorized,
     insufficient_credits,
+    key_cap_reached,
 )
 from service.jobs import ScrapeJob
 from service.pricing import Quote, quote
@@ -118,11 +120,16 @@ class Scraper:
                 price.hold,
                 trial=price.trial,
                 ttl_seconds=self.config.hold_ttl_seconds,
+                key_id=caller.key_id,
+                key_cap=caller.monthly_cap,
             )
+        except ledger.KeyCapReached as exc:
+            raise key_cap_reached(exc.cap, exc.spent, exc.cost) from None
         except ledger.InsufficientCredits as exc:
             raise insufficient_credits(exc.cost, exc.available) from None
         except ledger.NoTrialLeft:
             raise Forbidden(RESIDENTIAL_LOCKED) from None
+        keys.note_use(conn, caller)
         return caller, price, hold_id
 
     def _hold_terms(self, engine: str, tier: str) -> dict[str, Any]:
@@ -149,7 +156,12 @@ class Scraper:
         if done is None or not hmac.compare_digest(done.key_hash, key_hash):
             raise Unauthorized()
         caller = keys.Caller(
-            done.account_id, key_hash, done.residential_unlocked, done.residential_trials_left
+            done.account_id,
+            key_hash,
+            done.residential_unlocked,
+            done.residential_trials_left,
+            done.key_id,
+            done.key_cap,
         )
         price = quote(self.config, engine, tier, caller)  # Forbidden when no trial is left
         if (price.hold, price.trial) != (done.amount, done.trial):  # pragma: no cover - a bug
@@ -157,5 +169,7 @@ class Scraper:
         if done.hold_id is None:
             if price.trial and done.trials_left_after <= 0:
                 raise Forbidden(RESIDENTIAL_LOCKED)
+            if done.key_cap is not None and done.key_spent is not None:
+                raise key_cap_reached(done.key_cap, done.key_spent, price.hold)
             raise insufficient_credits(price.hold, done.available or 0)
         return caller, price, done.hold_id
