@@ -292,3 +292,28 @@ def test_the_cli_creates_lists_caps_and_revokes_labelled_keys(shop, accounts, si
     assert cli(database_url, "keys", "revoke", email, str(shown["id"])).returncode == 0
     assert scrape(shop, key, site.url("/article")).status == 401
     assert accounts.database.run_sync(keys.listed, account_id) == []
+
+
+def test_cli_regenerate_keeps_its_one_key_behaviour_and_asks_which_of_several(
+    shop, accounts, site, database_url
+):
+    _, _, email = member(shop.public, accounts, "keysregen", credits=10)
+
+    def regenerate(*more: str) -> str:
+        done = cli(database_url, "keys", "regenerate", email, *more)
+        assert done.returncode == 0, done.stderr
+        assert "the previous key no longer works" in done.stdout
+        return done.stdout.strip().splitlines()[-1]
+
+    first = regenerate()  # no key yet: the first
+    second = regenerate()  # the only key: replaced
+    assert scrape(shop, first, site.url("/article")).status == 401
+    assert scrape(shop, second, site.url("/article")).status == 200
+
+    other = cli(database_url, "keys", "create", email, "--label", "other").stdout.split()[-1]
+    which = cli(database_url, "keys", "regenerate", email)
+    assert which.returncode == 1 and "say which one to regenerate" in which.stderr
+    third = regenerate("--key", other[:12])
+    assert scrape(shop, other, site.url("/article")).status == 401
+    assert scrape(shop, third, site.url("/article")).status == 200
+    assert scrape(shop, second, site.url("/article")).status == 200
