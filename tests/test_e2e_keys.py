@@ -17,6 +17,7 @@ import pytest
 from harness.service import SCRAPESPY, call
 from service import keys
 from tests.dashboard_client import (
+    ARTIFACTS,
     NEW_KEY,
     PASSWORD,
     UNAUTHORIZED,
@@ -204,6 +205,28 @@ def listed_keys(page: Any, public: str) -> dict[str, dict[str, str]]:
     return shown
 
 
+def phone_overflow(browser: Any, public: str, desktop: Any) -> int:
+    """The keys page at a phone's width, signed in as ``desktop``; how far it overflows
+    sideways. Screenshots of both go to tests/artifacts/."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    desktop.goto(public + "/dashboard/key")
+    desktop.screenshot(path=str(ARTIFACTS / "dashboard-keys.png"), full_page=True)
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        storage_state=desktop.context.storage_state(),
+        is_mobile=True,
+        has_touch=True,
+    )
+    page = context.new_page()
+    page.goto(public + "/dashboard/key")
+    page.screenshot(path=str(ARTIFACTS / "dashboard-phone-keys.png"), full_page=True)
+    overflow: int = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    context.close()
+    return overflow
+
+
 def in_card(page: Any, public: str, key_id: str, button: str, **fields: str) -> str:
     """Fill a key's card's fields and press one of its buttons; returns the page's text."""
     page.goto(public + "/dashboard/key")
@@ -240,6 +263,7 @@ def test_keys_are_made_labelled_capped_and_revoked_on_the_dashboard(chromium, sh
     shown = run(listed_keys, page, public)
     assert WHEN.match(shown["crawler"]["used"]) and WHEN.match(shown["laptop"]["used"])
     assert (shown["crawler"]["spent"], shown["laptop"]["spent"]) == ("2", "1")
+    assert run(phone_overflow, chromium.browser, public, page) == 0
 
     run(in_card, page, public, shown["crawler"]["id"], "Remove cap")
     assert scrape(shop, crawler, article).status == 200
