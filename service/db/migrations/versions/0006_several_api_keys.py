@@ -243,16 +243,18 @@ def upgrade() -> None:
             op.f("ck_api_keys_monthly_cap_not_negative"), "monthly_cap >= 0"
         )
         batch_op.create_index("ix_api_keys_account_id", ["account_id"], unique=False)
-    for table, index, columns in (
-        ("holds", "ix_holds_key_status", ["key_id", "status"]),
-        ("usage", "ix_usage_key_created", ["key_id", "created_at", "credits"]),
-    ):
+    # What a capped key holds now is read through ix_holds_status_expires (the holds still held
+    # are few); what it spent this month needs an index of its own.
+    for table in ("holds", "usage"):
         with op.batch_alter_table(table, schema=None) as batch_op:
             batch_op.add_column(sa.Column("key_id", sa.Integer(), nullable=True))
             batch_op.create_foreign_key(
                 op.f(f"fk_{table}_key_id_api_keys"), "api_keys", ["key_id"], ["id"]
             )
-            batch_op.create_index(index, columns, unique=False)
+    with op.batch_alter_table("usage", schema=None) as batch_op:
+        batch_op.create_index(
+            "ix_usage_key_created", ["key_id", "created_at", "credits"], unique=False
+        )
     if op.get_bind().dialect.name != "postgresql":
         return
     op.execute(DROP_AUTHORIZE_HOLD)
@@ -270,9 +272,10 @@ def downgrade() -> None:
         op.execute(DROP_NEW_HOLD)
         op.execute(_sibling("0002_postgresql_ledger_functions").HOLD)
         _sibling("0004_postgresql_hold_commits_asynchronously").upgrade()
-    for table, index in (("usage", "ix_usage_key_created"), ("holds", "ix_holds_key_status")):
+    with op.batch_alter_table("usage", schema=None) as batch_op:
+        batch_op.drop_index("ix_usage_key_created")
+    for table in ("usage", "holds"):
         with op.batch_alter_table(table, schema=None) as batch_op:
-            batch_op.drop_index(index)
             batch_op.drop_constraint(op.f(f"fk_{table}_key_id_api_keys"), type_="foreignkey")
             batch_op.drop_column("key_id")
     op.execute("DELETE FROM api_keys WHERE revoked_at IS NOT NULL")
