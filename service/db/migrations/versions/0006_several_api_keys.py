@@ -4,12 +4,12 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-24 09:30:00
 
-An account may hold any number of keys. Each has a label, the time it last started a scrape
-(written at most once a minute, so the hot path does not write it on every scrape), an optional
-cap on the credits it may spend in a calendar month (UTC), and the time it was revoked: a
-revoked key keeps its row, so the holds and usage rows that name it keep their meaning and its
-hash can never match again. Holds and usage rows record the key that made them (``key_id``);
-rows made before this migration have none and count for no key.
+An account may hold several keys. Each has a label, the time it last started a scrape (written
+at most once a minute, so the hot path does not write it on every scrape), an optional cap on
+the credits it may spend in a calendar month (UTC), and the time it was revoked: a revoked key
+keeps its row rather than being deleted, so the holds and usage rows that name it keep their
+meaning and its hash can never match again. Holds and usage rows record the key that made them
+(``key_id``); rows made before this migration have none and count for no key.
 
 The cap is checked at hold time, in the hold's own transaction: on PostgreSQL inside
 ``scrapespy_hold`` (so ``scrapespy_authorize_hold``, the service's one round trip, checks it
@@ -17,10 +17,12 @@ too), on SQLite by ``service.ledger.hold``. For a key without a cap nothing is s
 key's holds take its row's lock first, so that two requests at once cannot both fit under the
 cap. ``scrapespy_settle`` copies the hold's key onto the usage row.
 
-The two hold functions return one more column each (and the authorize-and-hold two), so they
-are dropped and made again; the new parameters of ``scrapespy_hold`` have defaults, and the
-service names the columns it reads, so an instance still running the previous release keeps
-working against the new functions while the others restart.
+The two hold functions return more columns (the hold: the key's spending when its cap refused
+it; the authorize-and-hold: also the key's id and cap), so they are dropped and made again. The
+new parameters of ``scrapespy_hold`` have defaults and the service names the columns it reads,
+so the scrape path of an instance still running the previous release keeps working while the
+others restart; its dashboard and CLI know neither several keys nor revoked ones, so finish the
+rollout before making a second key or revoking one.
 """
 
 from collections.abc import Sequence
