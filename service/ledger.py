@@ -188,8 +188,8 @@ def authorized_hold(row: Any) -> AuthorizedHold | None:
     """What a ``pg_authorize_hold`` row says; None when no key hashes to the digest."""
     if row is None:
         return None
-    digest, account_id, unlocked, trials, held, trial, hold_id, left, trials_after, *key = row
-    key_id, cap, spent = key
+    (digest, account_id, unlocked, trials, held, trial, hold_id, left, trials_after) = row[:9]
+    key_id, cap, spent = row[9:]
     return AuthorizedHold(
         digest,
         int(account_id),
