@@ -4,7 +4,7 @@ Only the SHA-256 of a key is stored, so a key is shown once, when it is made. Th
 a mistyped or made-up key be refused without a database round trip.
 
 An account has any number of keys, each with a label, the time it last started a scrape and an
-optional monthly cap in credits (migration 0006; the cap is enforced by ``service.ledger.hold``).
+optional monthly cap in credits (migration 0007; the cap is enforced by ``service.ledger.hold``).
 Revoking a key keeps its row (its holds and usage rows name it) and stops it at once.
 Regenerating a key replaces its secret only: its label, its cap and what it spent this month
 stay with it, so the cap cannot be escaped that way.

@@ -215,7 +215,7 @@ def authorize_and_hold(
     trial_amount: int,
     ttl_seconds: int,
 ) -> AuthorizedHold | None:
-    """PostgreSQL only: the key lookup and :func:`hold` in one statement (migrations 0003, 0006).
+    """PostgreSQL only: the key lookup and :func:`hold` in one statement (migrations 0003, 0007).
 
     ``amount`` is the requested tier's cost and ``trial_amount`` the ``none`` cost, which a
     residential trial holds; None when no key hashes to ``key_hash``. The caller checks the

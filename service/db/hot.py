@@ -39,7 +39,7 @@ _SQL: dict[str, str] = {
         " FROM api_keys JOIN accounts ON accounts.id = api_keys.account_id"
         " WHERE api_keys.key_hash = :digest AND api_keys.revoked_at IS NULL"
     ),
-    # what a capped key spent this calendar month and holds now (migration 0006)
+    # what a capped key spent this calendar month and holds now (migration 0007)
     "key_spent": (
         "SELECT (SELECT coalesce(sum(credits), 0) FROM usage"
         " WHERE key_id = :key_id AND created_at >= :month_start)"
@@ -83,7 +83,7 @@ _SQL: dict[str, str] = {
         " :created_at) RETURNING id"
     ),
     # PostgreSQL: the hold and the settlement in one statement each (migration 0002), and
-    # the key lookup with the hold (0003); the key's cap is checked in the hold (0006)
+    # the key lookup with the hold (0003); the key's cap is checked in the hold (0007)
     "pg_hold": (
         "SELECT new_hold, available, trials_left, key_spent FROM scrapespy_hold(:account_id,"
         " :amount, :trial, :created_at, :expires_at, :key_id, :key_cap)"

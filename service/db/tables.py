@@ -53,7 +53,7 @@ accounts = Table(
     CheckConstraint("residential_trials_left >= 0", name="trials_not_negative"),
 )
 
-# An account has any number of keys (migration 0006). A revoked key keeps its row, so that the
+# An account has any number of keys (migration 0007). A revoked key keeps its row, so that the
 # holds and usage rows that name it keep their meaning, and its hash can never match again.
 api_keys = Table(
     "api_keys",
@@ -99,7 +99,7 @@ holds = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("settled_at", DateTime(timezone=True), nullable=True),
-    # the key that made the hold; None for holds made before keys were told apart (0006)
+    # the key that made the hold; None for holds made before keys were told apart (0007)
     Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=True),
     CheckConstraint("amount >= 0", name="amount_not_negative"),
     CheckConstraint("status IN ('held', 'captured', 'released', 'expired')", name="status_known"),

@@ -1,7 +1,7 @@
 """API keys: several per account, each with a label, its last use and a monthly cap
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-24 09:30:00
 
 An account may hold several keys. Each has a label, the time it last started a scrape (written
@@ -33,8 +33,8 @@ from types import ModuleType
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | Sequence[str] | None = "0005"
+revision: str = "0007"
+down_revision: str | Sequence[str] | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
