@@ -145,7 +145,8 @@ def render(
     if options.replaces_text:
         out["text"] = visible_text(root) or None
     if options.formats:
-        events = _EVENT_ATTRIBUTE.search(html) is not None
+        # Markdown writes no attribute but URLs: event attributes matter to ``html`` only.
+        events = "html" in options.formats and _EVENT_ATTRIBUTE.search(html) is not None
         _clean_attributes(root, UrlResolver(base_url), events)
         cleaned = root.inner_html if root.tag == "body" else root.html
         cleaned = cleaned or ""
