@@ -190,13 +190,16 @@ def main_node(body: LexborNode) -> LexborNode:
 
 def prune(node: LexborNode) -> None:
     """Drop link lists and link-only headings left inside the main content."""
+    # Each element's link text (``scoring.link_len``), summed once from the links up. The
+    # elements come in document order, so none has lost a descendant when its turn comes.
+    linked = scoring.link_lengths(node)
     for child in node.css("ul, ol, div, section, table, h1, h2, h3, h4, h5, h6, p"):
         length = scoring.text_len(child)
         if not length:
             if child.css_first("img, pre, video") is None:
                 child.remove()
             continue
-        density = scoring.link_len(child) / length
+        density = linked.get(child.mem_id, 0) / length
         limit = 0.9 if (child.tag or "")[:1] in ("h", "p") else 0.5
         if density >= limit:
             child.remove()

@@ -112,6 +112,26 @@ def link_len(node: LexborNode) -> int:
     return sum(text_len(a) for a in node.css("a"))
 
 
+def link_lengths(root: LexborNode) -> dict[int, int]:
+    """``link_len`` of ``root`` and of every element below it that holds a link, by element id,
+    in one query: each link's text length is added to the link and its ancestors up to
+    ``root``."""
+    root_id = root.mem_id
+    lengths: dict[int, int] = {}
+    for link in root.css("a"):
+        length = text_len(link)
+        if not length:
+            continue
+        node: LexborNode | None = link
+        while node is not None:
+            nid = node.mem_id
+            lengths[nid] = lengths.get(nid, 0) + length
+            if nid == root_id:
+                break
+            node = node.parent
+    return lengths
+
+
 def loose_text(body: LexborNode, block_ids: set[int]) -> dict[int, tuple[LexborNode, int, int]]:
     """Text outside every text block (``<div>text<br><br>more</div>``), by the element holding it.
 
