@@ -44,13 +44,13 @@ __all__ = [
     "strip_boilerplate",
 ]
 
-_UNRENDERED: Final = [
+UNRENDERED: Final = [
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed",
     "input", "button", "select", "textarea", "label", "dialog", "link", "meta",
 ]  # fmt: skip
 # ASP.NET and some CMSs wrap the whole page in one <form>: forms are removed only when small.
 _STRUCTURAL: Final = "nav, aside, footer, header, form, figcaption"
-_HIDDEN: Final = (
+HIDDEN: Final = (
     "[hidden], [aria-hidden=true], [style*='display:none' i], [style*='display: none' i], "
     "[style*='visibility:hidden' i], [style*='visibility: hidden' i], [role=dialog], "
     "[role=navigation], [role=complementary], [role=banner], [role=contentinfo], [role=search]"
@@ -63,8 +63,8 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
     body = tree.body
     if body is None:
         return None
-    tree.strip_tags(_UNRENDERED)
-    for node in body.css(_HIDDEN):
+    tree.strip_tags(UNRENDERED)
+    for node in body.css(HIDDEN):
         node.remove()
     total = scoring.text_len(body)
     # An element that holds most of the page (``<div class="page has-sidebar">``) is a wrapper.
