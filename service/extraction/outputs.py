@@ -126,14 +126,17 @@ def extract_page(
         if options is not None:
             page.update(_empty_outputs(options, page["text"]))
         return page
-    page = fields_of(tree, url, selectors, text=options is None or not options.replaces_text)
+    # one resolver for the fields' and the outputs' URLs: each link is resolved once
+    resolve = UrlResolver(document_base(tree, url))
+    replaced = options is not None and options.replaces_text
+    page = fields_of(tree, url, selectors, text=not replaced, resolve=resolve)
     if options is not None:
-        page.update(render(tree, html, document_base(tree, url), options))
+        page.update(render(tree, html, resolve, options))
     return page
 
 
 def render(
-    tree: LexborHTMLParser, html: str, base_url: str, options: OutputOptions
+    tree: LexborHTMLParser, html: str, resolve: UrlResolver, options: OutputOptions
 ) -> dict[str, Any]:
     """``text``, and ``markdown`` and ``html`` when asked, of the page ``tree`` was parsed from.
 
@@ -157,7 +160,7 @@ def render(
     if options.formats:
         # Markdown writes no attribute but URLs: event attributes matter to ``html`` only.
         events = "html" in options.formats and _EVENT_ATTRIBUTE.search(html) is not None
-        _clean_attributes(root, UrlResolver(base_url), events)
+        _clean_attributes(root, resolve, events)
         cleaned = root.inner_html if root.tag == "body" else root.html
         cleaned = cleaned or ""
         if title:
