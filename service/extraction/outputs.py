@@ -60,6 +60,9 @@ _HIDDEN_IN_MAIN: Final = ", ".join(
 )
 _URL_ATTRIBUTES: Final = frozenset({"href", "src", "poster", "action", "formaction", "cite"})
 _WITH_URL: Final = ", ".join(f"[{name}]" for name in sorted(_URL_ATTRIBUTES | {"srcset"}))
+# The URLs markdown writes: links, images and media, a quote's source (not srcset, poster, forms).
+_MARKDOWN_URL_ATTRIBUTES: Final = frozenset({"href", "src", "cite"})
+_MARKDOWN_WITH_URL: Final = ", ".join(f"[{name}]" for name in sorted(_MARKDOWN_URL_ATTRIBUTES))
 # An event attribute somewhere in the page: "<p onclick=", "<a\nonmouseover =", "<img/onerror="
 # (names are case-insensitive). Linear: each try stops at the next "<" or ">".
 _EVENT_ATTRIBUTE: Final = re.compile(r"<[^<>]*?[\s/]on[a-z]+\s*=", re.IGNORECASE)
@@ -158,9 +161,10 @@ def render(
     if options.replaces_text:
         out["text"] = visible_text(root) or None
     if options.formats:
-        # Markdown writes no attribute but URLs: event attributes matter to ``html`` only.
-        events = "html" in options.formats and _EVENT_ATTRIBUTE.search(html) is not None
-        _clean_attributes(root, resolve, events)
+        # Markdown writes no attribute but some URLs: the rest matters to ``html`` only.
+        full = "html" in options.formats
+        events = full and _EVENT_ATTRIBUTE.search(html) is not None
+        _clean_attributes(root, resolve, events, full)
         cleaned = root.inner_html if root.tag == "body" else root.html
         cleaned = cleaned or ""
         if title:
@@ -228,20 +232,24 @@ def _strip(root: LexborNode, comments: bool, main: bool = False) -> None:
         node.remove()
 
 
-def _clean_attributes(root: LexborNode, resolve: UrlResolver, events: bool) -> None:
+def _clean_attributes(
+    root: LexborNode, resolve: UrlResolver, events: bool, full: bool = True
+) -> None:
     """Make URLs absolute and drop ``javascript:`` ones; drop event attributes when ``events``
-    says the page has any (walking every element costs as much as the markdown conversion)."""
-    for node in root.css(_WITH_URL):
+    says the page has any (walking every element costs as much as the markdown conversion).
+    Without ``full``, only the URLs that markdown writes."""
+    names = _URL_ATTRIBUTES if full else _MARKDOWN_URL_ATTRIBUTES
+    for node in root.css(_WITH_URL if full else _MARKDOWN_WITH_URL):
         edit = node.attrs
         # a node has an attribute or two: look at those rather than for each URL attribute
         for name, value in node.attributes.items():
-            if name in _URL_ATTRIBUTES:
+            if name in names:
                 absolute = resolve(value)
                 if absolute is None:
                     del edit[name]
                 elif absolute != value:
                     edit[name] = absolute
-            elif name == "srcset" and value:
+            elif full and name == "srcset" and value:
                 edit[name] = _srcset(value, resolve)
     if not events:
         return
