@@ -85,10 +85,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_unlock = acc.add_parser("unlock-residential")
     p_unlock.add_argument("email")
 
-    p_keys = sub.add_parser("keys", help="API keys")
+    p_keys = sub.add_parser("keys", aliases=["key"], help="API keys (several per account)")
     k = p_keys.add_subparsers(dest="action", required=True)
-    p_regen = k.add_parser("regenerate", help="issue a new key; the old one stops working")
+    p_list = k.add_parser("list", help="the account's keys: id, label, prefix, cap, use")
+    p_list.add_argument("email")
+    p_list.add_argument("--json", action="store_true")
+    p_new = k.add_parser("create", help="one more key for the account (shown once)")
+    p_new.add_argument("email")
+    p_new.add_argument("--label", default="")
+    p_new.add_argument("--cap", default="", help="monthly cap in credits (default: none)")
+    p_regen = k.add_parser(
+        "regenerate", help="a new secret for a key (the only one by default); the old one stops"
+    )
     p_regen.add_argument("email")
+    p_regen.add_argument("--key", help="the key's id or prefix (when the account has several)")
+    p_label = k.add_parser("label", help="relabel a key")
+    p_label.add_argument("email")
+    p_label.add_argument("key", help="the key's id or prefix")
+    p_label.add_argument("label")
+    p_cap = k.add_parser("cap", help="set a key's monthly cap in credits, or 'none'")
+    p_cap.add_argument("email")
+    p_cap.add_argument("key", help="the key's id or prefix")
+    p_cap.add_argument("cap")
+    p_revoke = k.add_parser("revoke", help="stop a key for good")
+    p_revoke.add_argument("email")
+    p_revoke.add_argument("key", help="the key's id or prefix")
 
     p_credits = sub.add_parser("credits", help="credits")
     c = p_credits.add_subparsers(dest="action", required=True)
@@ -119,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except accounts.AccountExists as exc:
         print(f"scrapespy: an account with email {exc.args[0]!r} already exists", file=sys.stderr)
+        return 1
+    except keys.KeyRefused as exc:
+        print(f"scrapespy: {exc}", file=sys.stderr)
         return 1
     finally:
         database.stop()
@@ -156,11 +180,8 @@ def _admin(args: argparse.Namespace, config: Config, database: Database) -> int:
         run(accounts.unlock_residential, account_id)
         print(f"residential proxies unlocked for {args.email}")
         return 0
-    if args.command == "keys":
-        key = run(keys.regenerate, account_id)
-        print("New API key (shown once; the previous key no longer works):")
-        print(key)
-        return 0
+    if args.command in ("keys", "key"):
+        return _keys(args, database, account_id)
     if args.command == "credits":
         if args.credits <= 0:
             print("scrapespy: credits must be a positive integer", file=sys.stderr)
@@ -169,6 +190,57 @@ def _admin(args: argparse.Namespace, config: Config, database: Database) -> int:
         print(f"granted {args.credits} credits to {args.email}")
         return 0
     return 2
+
+
+def _keys(args: argparse.Namespace, database: Database, account_id: int) -> int:
+    run = database.run_sync
+    if args.action == "list":
+        listed = run(keys.listed, account_id)
+        if args.json:
+            _print_json([_key_json(key) for key in listed])
+        for info in [] if args.json else listed:
+            capped = "none" if info.monthly_cap is None else info.monthly_cap
+            used = info.last_used_at.isoformat() if info.last_used_at else "never"
+            print(
+                f"{info.id}\t{info.prefix}…\t{info.label or '-'}\tcap {capped}\t"
+                f"spent this month {info.spent_this_month}\tlast used {used}"
+            )
+        return 0
+    if args.action == "create":
+        key = run(keys.create, account_id, label=args.label, cap=keys.parse_cap(args.cap))
+        print("New API key (shown once; the account's other keys keep working):")
+        print(key)
+        return 0
+    if args.action == "regenerate":
+        key_id = None if args.key is None else run(keys.find, account_id, args.key)
+        key = run(keys.regenerate, account_id, key_id)
+        print("New API key (shown once; the previous key no longer works):")
+        print(key)
+        return 0
+    key_id = run(keys.find, account_id, args.key)
+    if args.action == "label":
+        run(keys.relabel, account_id, key_id, args.label)
+        print(f"key {key_id} relabelled")
+    elif args.action == "cap":
+        limit = keys.parse_cap(args.cap)
+        run(keys.set_cap, account_id, key_id, limit)
+        print(f"key {key_id}: " + ("no cap" if limit is None else f"monthly cap {limit} credits"))
+    else:
+        run(keys.revoke, account_id, key_id)
+        print(f"key {key_id} revoked")
+    return 0
+
+
+def _key_json(key: keys.KeyInfo) -> dict[str, Any]:
+    return {
+        "id": key.id,
+        "label": key.label,
+        "prefix": key.prefix,
+        "created_at": key.created_at.isoformat(),
+        "last_used_at": key.last_used_at.isoformat() if key.last_used_at else None,
+        "monthly_cap": key.monthly_cap,
+        "spent_this_month": key.spent_this_month,
+    }
 
 
 if __name__ == "__main__":

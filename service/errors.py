@@ -15,6 +15,9 @@ ERROR_CODES: dict[str, str] = {
     "insufficient_credits": "the balance available does not cover the request's price",
     "max_credits_exceeded": "the request may cost more than its max_credits; nothing was "
     "fetched or held",
+    "key_cap_reached": "this API key's monthly spending cap would be passed (what it spent this "
+    "calendar month, UTC, what it holds for scrapes in progress and this request's price); the "
+    "message names the cap. The account's other keys are not affected",
     "residential_locked": "the free residential trials are used up",
     "rate_limited": "too many requests for this key (or checkouts for this account); "
     "see Retry-After",
@@ -129,6 +132,15 @@ RESIDENTIAL_LOCKED = (
     "the free residential trials are used up; residential proxies unlock at launch. "
     "Use proxy_type 'datacenter' or 'none' meanwhile"
 )
+
+
+def key_cap_reached(cap: int, spent: int, cost: int) -> PaymentRequired:
+    return PaymentRequired(
+        f"this API key's monthly cap of {cap} credits is reached ({spent} spent or held this "
+        f"month; this request costs {cost}); raise or remove the cap on the dashboard's API key "
+        "page, or wait for next month (UTC)",
+        code="key_cap_reached",
+    )
 
 
 def insufficient_credits(cost: int, available: int) -> PaymentRequired:

@@ -24,6 +24,17 @@ class NoTrialLeft(Exception):
     """A residential trial was asked for and the account has none left."""
 
 
+class KeyCapReached(Exception):
+    """The key's monthly cap would be passed: ``spent`` (spent this month and held now, by this
+    key) plus ``cost`` is over ``cap``."""
+
+    def __init__(self, cap: int, spent: int, cost: int):
+        super().__init__(f"key cap reached: cap {cap}, spent or held {spent}, cost {cost}")
+        self.cap = cap
+        self.spent = spent
+        self.cost = cost
+
+
 class InsufficientCredits(Exception):
     def __init__(self, cost: int, available: int):
         super().__init__(f"insufficient credits: cost {cost}, available {available}")
@@ -33,6 +44,12 @@ class InsufficientCredits(Exception):
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def month_start(moment: datetime) -> datetime:
+    """The start of ``moment``'s calendar month in UTC: where a key's monthly cap starts over."""
+    moment = moment.astimezone(UTC)
+    return datetime(moment.year, moment.month, 1, tzinfo=UTC)
 
 
 _NO_USAGE = UsageRow._make([None] * len(UsageRow._fields))
@@ -53,12 +70,23 @@ def available(conn: Connection, account_id: int) -> int:
 
 
 def hold(
-    conn: HotConnection, account_id: int, amount: int, *, trial: bool, ttl_seconds: int
+    conn: HotConnection,
+    account_id: int,
+    amount: int,
+    *,
+    trial: bool,
+    ttl_seconds: int,
+    key_id: int | None = None,
+    key_cap: int | None = None,
 ) -> int:
     """Reserve ``amount`` credits for one scrape, and one residential trial when ``trial``.
 
-    Raises InsufficientCredits, or NoTrialLeft. Reserving the trial here, in the same
-    conditional UPDATE, is what keeps concurrent requests from using more trials than there are.
+    Raises KeyCapReached, InsufficientCredits, or NoTrialLeft. Reserving the trial here, in the
+    same conditional UPDATE, is what keeps concurrent requests from using more trials than there
+    are. The hold records ``key_id``; with a ``key_cap`` it is refused when what the key spent
+    this calendar month (UTC), what it holds now and ``amount`` together pass the cap. Without
+    a cap nothing is summed. SQLite runs one write transaction at a time, so two holds of one key
+    cannot both fit under its cap; PostgreSQL's ``scrapespy_hold`` locks the key's row for that.
     Runs on the driver's cursor (service.db.hot): it is half of the ledger's hot path.
     """
     if amount < 0:
@@ -66,9 +94,9 @@ def hold(
     sql = hot_path(conn)
     cur = cursor(conn)
     writing(conn)
+    created = now()
     try:
         if sql.functions:
-            created = now()
             cur.execute(
                 sql.sql["pg_hold"],
                 {
@@ -77,14 +105,26 @@ def hold(
                     "trial": trial,
                     "created_at": created,
                     "expires_at": created + timedelta(seconds=ttl_seconds),
+                    "key_id": key_id,
+                    "key_cap": key_cap,
                 },
             )
-            new_hold, left, trials_left = cur.fetchone()
+            new_hold, left, trials_left, spent = cur.fetchone()
             if new_hold is None:
+                if key_cap is not None and spent is not None:
+                    raise KeyCapReached(key_cap, int(spent), amount)
                 if trial and trials_left <= 0:
                     raise NoTrialLeft()
                 raise InsufficientCredits(amount, int(left))
             return int(new_hold)
+        if key_cap is not None:
+            cur.execute(
+                sql.sql["key_spent"],
+                {"key_id": key_id, "month_start": sql.date(month_start(created))},
+            )
+            spent = int(cur.fetchone()[0])
+            if spent + amount > key_cap:
+                raise KeyCapReached(key_cap, spent, amount)
         cur.execute(
             sql.sql["reserve_with_trial" if trial else "reserve"],
             {"account_id": account_id, "amount": amount},
@@ -95,7 +135,6 @@ def hold(
             if trial and trials_left <= 0:
                 raise NoTrialLeft()
             raise InsufficientCredits(amount, int(balance - held))
-        created = now()
         cur.execute(
             sql.sql["new_hold"],
             {
@@ -104,6 +143,7 @@ def hold(
                 "trial": trial,
                 "created_at": sql.date(created),
                 "expires_at": sql.date(created + timedelta(seconds=ttl_seconds)),
+                "key_id": key_id,
             },
         )
         return int(cur.fetchone()[0])
@@ -124,6 +164,9 @@ class AuthorizedHold:
     hold_id: int | None  # None: nothing was held
     available: int | None  # when the credits were short
     trials_left_after: int
+    key_id: int
+    key_cap: int | None
+    key_spent: int | None  # when the key's cap was reached: spent this month and held
 
 
 def authorize_and_hold_params(
@@ -145,7 +188,8 @@ def authorized_hold(row: Any) -> AuthorizedHold | None:
     """What a ``pg_authorize_hold`` row says; None when no key hashes to the digest."""
     if row is None:
         return None
-    digest, account_id, unlocked, trials, held, trial, hold_id, left, trials_after = row
+    (digest, account_id, unlocked, trials, held, trial, hold_id, left, trials_after) = row[:9]
+    key_id, cap, spent = row[9:]
     return AuthorizedHold(
         digest,
         int(account_id),
@@ -156,6 +200,9 @@ def authorized_hold(row: Any) -> AuthorizedHold | None:
         None if hold_id is None else int(hold_id),
         None if left is None else int(left),
         int(trials_after) if trials_after is not None else int(trials),
+        int(key_id),
+        None if cap is None else int(cap),
+        None if spent is None else int(spent),
     )
 
 
@@ -168,7 +215,7 @@ def authorize_and_hold(
     trial_amount: int,
     ttl_seconds: int,
 ) -> AuthorizedHold | None:
-    """PostgreSQL only: the key lookup and :func:`hold` in one statement (migration 0003).
+    """PostgreSQL only: the key lookup and :func:`hold` in one statement (migrations 0003, 0007).
 
     ``amount`` is the requested tier's cost and ``trial_amount`` the ``none`` cost, which a
     residential trial holds; None when no key hashes to ``key_hash``. The caller checks the
@@ -276,7 +323,9 @@ def settle(
         claimed = cur.fetchone()
         charged = 0
         trial_consumed = False
+        key_id = None
         if claimed is not None:
+            key_id = claimed[3]
             account_id, amount, trial = int(claimed[0]), int(claimed[1]), bool(claimed[2])
             if cost > amount:
                 raise ValueError(f"cost {cost} exceeds hold {amount}")
@@ -314,6 +363,7 @@ def settle(
                     "credits": charged,
                     "trial": trial_consumed,
                     "created_at": settled,
+                    "key_id": key_id,
                 },
             )
     finally:

@@ -227,7 +227,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
     meanings = {
         400: "invalid input",
         401: "missing or invalid X-API-Key",
-        402: "insufficient credits, or a price over the request's max_credits; nothing scraped, "
+        402: "insufficient credits, the API key's monthly cap reached, or a price over the "
+        "request's max_credits; nothing scraped, "
         "nothing billed",
         403: "free residential trials used up and residential not unlocked",
         429: "rate limit exceeded (scrapes or reads per key, checkouts per account); see "

@@ -2,8 +2,9 @@
 
 Order of checks: strict parse and validation, the key's form, the per-key rate limit (on the
 key's hash), then in one transaction the key lookup, the price and residential trial, and the
-hold (402 when the balance is too low). Only once the hold is in does the request go to the
-engine: a refused one (400, 401, 402, 403, 429, 503) never enters it, so nothing is fetched.
+hold (402 when the key's monthly cap would be passed or the balance is too low). Only once the
+hold is in does the request go to the engine: a refused one (400, 401, 402, 403, 429, 503)
+never enters it, so nothing is fetched.
 The reference design looks the key up before the limit; keying the limit on the hash saves a
 database round trip per request and changes nothing for a valid key.
 """
@@ -30,6 +31,7 @@ from service.errors import (
     TooManyRequests,
     Unauthorized,
     insufficient_credits,
+    key_cap_reached,
 )
 from service.escalation import AUTO
 from service.jobs import ScrapeJob
@@ -143,7 +145,11 @@ class Scraper:
                     price.hold,
                     trial=price.trial,
                     ttl_seconds=self.config.hold_ttl_seconds,
+                    key_id=caller.key_id,
+                    key_cap=caller.monthly_cap,
                 )
+            except ledger.KeyCapReached as exc:
+                raise key_cap_reached(exc.cap, exc.spent, exc.cost) from None
             except ledger.InsufficientCredits as exc:
                 raise insufficient_credits(exc.cost, exc.available) from None
             except ledger.NoTrialLeft:
@@ -152,6 +158,7 @@ class Scraper:
                 # the trials went to requests in flight: auto goes without residential
                 caller = dataclasses.replace(caller, residential_trials_left=0)
                 continue
+            keys.note_use(conn, caller)
             return caller, price, hold_id
 
     def _hold_terms(
@@ -170,9 +177,9 @@ class Scraper:
                 "trial_amount": costs["none"],
                 "ttl_seconds": self.config.hold_ttl_seconds,
             }
-        on_trial = keys.Caller(0, "", False, 1 if trials else 0)
+        on_trial = keys.Caller(0, "", False, 1 if trials else 0, 0)
         # without trials the account is known not to be unlocked: both amounts are its price
-        unlocked = keys.Caller(0, "", True, 0) if trials else on_trial
+        unlocked = keys.Caller(0, "", True, 0, 0) if trials else on_trial
         amount, _ = self._priced(engine, tier, unlocked, max_credits)
         trial_amount, residential = self._priced(engine, tier, on_trial, max_credits)
         return {
@@ -232,7 +239,12 @@ class Scraper:
         if done is None or not hmac.compare_digest(done.key_hash, key_hash):
             raise Unauthorized()
         caller = keys.Caller(
-            done.account_id, key_hash, done.residential_unlocked, done.residential_trials_left
+            done.account_id,
+            key_hash,
+            done.residential_unlocked,
+            done.residential_trials_left,
+            done.key_id,
+            done.key_cap,
         )
         if tier == AUTO and not done.trial:  # held without residential: priced so
             caller = dataclasses.replace(caller, residential_trials_left=0)
@@ -243,5 +255,7 @@ class Scraper:
         if done.hold_id is None:
             if price.trial and done.trials_left_after <= 0:
                 raise Forbidden(RESIDENTIAL_LOCKED)
+            if done.key_cap is not None and done.key_spent is not None:
+                raise key_cap_reached(done.key_cap, done.key_spent, price.hold)
             raise insufficient_credits(price.hold, done.available or 0)
         return caller, price, done.hold_id

@@ -15,9 +15,9 @@ from service.pricing import quote
 from service.scraping import UNHOLDABLE, Scraper
 
 POOLS = {"proxies_datacenter": ["http://dc:3128"], "proxies_residential": ["http://resi:8000"]}
-UNLOCKED = Caller(1, "h", True, 0)
-ON_TRIAL = Caller(1, "h", False, 3)
-NO_TRIAL = Caller(1, "h", False, 0)
+UNLOCKED = Caller(1, "h", True, 0, 1)
+ON_TRIAL = Caller(1, "h", False, 3, 1)
+NO_TRIAL = Caller(1, "h", False, 0, 1)
 
 
 def config(**changes: Any) -> Config:

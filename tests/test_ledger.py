@@ -181,7 +181,7 @@ def test_a_settlement_writes_its_usage_row_as_the_billing_made_it(db):
 
     written, settled = db.run_sync(read)
     assert UsageRow._make(written) == row
-    assert settled[0] == hold_id and tuple(settled[2:]) == (0, False)
+    assert settled[0] == hold_id and tuple(settled[2:]) == (0, False, None)  # no key: no key_id
 
 
 def test_the_settle_function_takes_the_usage_row_in_its_order():

@@ -1,4 +1,4 @@
-"""The signed-in account's own records: its overview, its key, its purchases.
+"""The signed-in account's own records: its overview, its keys, its purchases.
 
 Each function takes the session's account id; none reads another account's rows.
 """
@@ -23,28 +23,41 @@ class Purchase:
 
 
 def overview(conn: Connection, account_id: int) -> dict[str, Any]:
-    """Balance, held credits, residential trials and the key's shown prefix (never the key)."""
+    """Balance, held credits, residential trials, how many keys, and the newest key's shown
+    prefix (never the key)."""
     summary = accounts.summary(conn, account_id)
     summary["available"] = summary["balance"] - summary["held"]
     summary["key_prefix"] = keys.shown_prefix(conn, account_id)
+    summary["key_count"] = keys.live_count(conn, account_id)
     return summary
 
 
-def issue_key(conn: Connection, account_id: int, session_token: str) -> None:
-    """Make a new key (the one it replaces stops working with this transaction) and hold it in
+def issue_key(
+    conn: Connection, account_id: int, session_token: str, key_id: int | None = None
+) -> None:
+    """Regenerate the key ``key_id`` (by default the account's only key, or its first one when
+    it has none): its previous secret stops working with this transaction. The new key waits in
     the session for the page that shows it (:func:`take_new_key`)."""
-    replaced = keys.shown_prefix(conn, account_id) is not None
-    key = keys.regenerate(conn, account_id)
+    replaced = key_id is not None or keys.live_count(conn, account_id) > 0
+    key = keys.regenerate(conn, account_id, key_id)
     sessions.hold_key(conn, session_token, sessions.NewKey(key, replaced))
+
+
+def add_key(
+    conn: Connection, account_id: int, session_token: str, label: str, cap: int | None
+) -> None:
+    """Make one more key, besides the account's others, held for the page that shows it."""
+    key = keys.create(conn, account_id, label=label, cap=cap)
+    sessions.hold_key(conn, session_token, sessions.NewKey(key, False))
 
 
 def take_new_key(
     conn: Connection, account_id: int, session_token: str | None
 ) -> sessions.NewKey | None:
     """The key this session made, the first time it is asked for; None ever after, and None
-    when it no longer works (made again since, from another session)."""
+    when it no longer works (regenerated or revoked since, from another session)."""
     new = sessions.take_key(conn, session_token)
-    if new is None or keys.shown_prefix(conn, account_id) != new.key[: keys.SHOWN_PREFIX_LENGTH]:
+    if new is None or not keys.is_live(conn, account_id, new.key):
         return None
     return new
 

@@ -6,12 +6,15 @@ error pages and signing in are ``service.dashboard.entry``; these routes join th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import quote
 
 from twisted.web.server import Request
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
+from service import keys
 from service.dashboard import account, export
 from service.dashboard.chart import daily_chart
 from service.dashboard.entry import DashboardEntry
@@ -35,6 +38,7 @@ from service.pricing import CREDITS_PER_EURO
 from service.schemas import MIN_AMOUNT_EUR, PACKS
 
 CSV_BATCH = 1000
+KEY_ID_DIGITS = 12
 # The return page re-checks a pending payment this many times, two seconds apart.
 RETURN_CHECKS = 10
 
@@ -64,25 +68,94 @@ class Dashboard(DashboardEntry):
         return await self._key_page(request, session, already_shown=False)
 
     async def _key_page(
-        self, request: Request, session: WebSession, *, already_shown: bool
+        self,
+        request: Request,
+        session: WebSession,
+        *,
+        already_shown: bool = False,
+        error: keys.KeyRefused | None = None,
     ) -> bytes:
-        summary = await self.database.run(account.overview, session.account_id)
+        listed = await self.database.run(keys.listed, session.account_id)
+        status = 200 if error is None else 404 if isinstance(error, keys.NoSuchKey) else 400
         return self.pages.render(
             request,
             "key.html",
+            status,
             session=session,
             section="key",
-            prefix=summary["key_prefix"],
+            keys=listed,
             already_shown=already_shown,
+            error=None if error is None else str(error),
+            max_label=keys.KEY_LABEL_LENGTH,
         )
 
     @app.route("/key", methods=["POST"])
     async def make_key(self, request: Request) -> bytes:
-        session, _ = await self.gate.signed_form(request)
+        """Regenerate the key of the form's ``key_id``; without one, the account's only key
+        (or its first, when it has none), as before accounts had several."""
+        session, fields = await self.gate.signed_form(request)
         token = self.gate.session_token(request) or ""
-        await self.database.run(account.issue_key, session.account_id, token)
+        try:
+            key_id = _key_id(fields)
+            if key_id is None and fields.get("key_id"):
+                raise keys.NoSuchKey()
+            await self.database.run(account.issue_key, session.account_id, token, key_id)
+        except keys.KeyRefused as error:
+            return await self._key_page(request, session, error=error)
         # Post/Redirect/Get: reloading the page that shows the key makes no other key.
         return redirect(request, f"{MOUNT}/key/new")
+
+    @app.route("/keys", methods=["POST"])
+    async def add_key(self, request: Request) -> bytes:
+        session, fields = await self.gate.signed_form(request)
+        token = self.gate.session_token(request) or ""
+        try:
+            cap = keys.parse_cap(fields.get("cap", ""))
+            await self.database.run(
+                account.add_key, session.account_id, token, fields.get("label", ""), cap
+            )
+        except keys.KeyRefused as error:
+            return await self._key_page(request, session, error=error)
+        return redirect(request, f"{MOUNT}/key/new")
+
+    @app.route("/key/label", methods=["POST"])
+    async def relabel_key(self, request: Request) -> bytes:
+        session, fields = await self.gate.signed_form(request)
+        return await self._change_key(
+            request, session, keys.relabel, _key_id(fields), fields.get("label", "")
+        )
+
+    @app.route("/key/cap", methods=["POST"])
+    async def cap_key(self, request: Request) -> bytes:
+        """Set the cap typed, or remove it (the form's "Remove cap" button, or an empty field)."""
+        session, fields = await self.gate.signed_form(request)
+        try:
+            cap = None if fields.get("remove") else keys.parse_cap(fields.get("cap", ""))
+        except keys.KeyRefused as error:
+            return await self._key_page(request, session, error=error)
+        return await self._change_key(request, session, keys.set_cap, _key_id(fields), cap)
+
+    @app.route("/key/revoke", methods=["POST"])
+    async def revoke_key(self, request: Request) -> bytes:
+        session, fields = await self.gate.signed_form(request)
+        return await self._change_key(request, session, keys.revoke, _key_id(fields))
+
+    async def _change_key(
+        self,
+        request: Request,
+        session: WebSession,
+        change: Callable[..., None],
+        key_id: int | None,
+        *args: Any,
+    ) -> bytes:
+        """One change to one of the account's keys, then back to the keys page (PRG)."""
+        try:
+            if key_id is None:
+                raise keys.NoSuchKey()
+            await self.database.run(change, session.account_id, key_id, *args)
+        except keys.KeyRefused as error:
+            return await self._key_page(request, session, error=error)
+        return redirect(request, f"{MOUNT}/key#key-{key_id}")
 
     @app.route("/key/new", methods=["GET"])
     async def new_key(self, request: Request) -> bytes:
@@ -293,3 +366,9 @@ class Dashboard(DashboardEntry):
         else:
             request.setHeader(b"Cache-Control", b"public, max-age=300")
         return asset.body
+
+
+def _key_id(fields: dict[str, str]) -> int | None:
+    """The ``key_id`` field of a key's form; None when it is not a key's id."""
+    raw = fields.get("key_id", "").strip()
+    return int(raw) if raw.isdigit() and len(raw) <= KEY_ID_DIGITS else None

@@ -34,9 +34,22 @@ _USAGE = USAGE_SETTLED + UsageRow._fields
 _SQL: dict[str, str] = {
     "caller": (
         "SELECT api_keys.key_hash, accounts.id, accounts.residential_unlocked,"
-        " accounts.residential_trials_left"
+        " accounts.residential_trials_left, api_keys.id, api_keys.monthly_cap,"
+        " api_keys.last_used_at"
         " FROM api_keys JOIN accounts ON accounts.id = api_keys.account_id"
-        " WHERE api_keys.key_hash = :digest"
+        " WHERE api_keys.key_hash = :digest AND api_keys.revoked_at IS NULL"
+    ),
+    # what a capped key spent this calendar month and holds now (migration 0007)
+    "key_spent": (
+        "SELECT (SELECT coalesce(sum(credits), 0) FROM usage"
+        " WHERE key_id = :key_id AND created_at >= :month_start)"
+        " + (SELECT coalesce(sum(amount), 0) FROM holds"
+        " WHERE key_id = :key_id AND status = 'held')"
+    ),
+    # the key's last use, written only when the one recorded is a minute old
+    "key_used": (
+        "UPDATE api_keys SET last_used_at = :used"
+        " WHERE id = :key_id AND (last_used_at IS NULL OR last_used_at < :stale)"
     ),
     "reserve": (
         "UPDATE accounts SET held = held + :amount"
@@ -51,12 +64,13 @@ _SQL: dict[str, str] = {
         "SELECT balance, held, residential_trials_left FROM accounts WHERE id = :account_id"
     ),
     "new_hold": (
-        "INSERT INTO holds (account_id, amount, trial, status, created_at, expires_at)"
-        " VALUES (:account_id, :amount, :trial, 'held', :created_at, :expires_at) RETURNING id"
+        "INSERT INTO holds (account_id, amount, trial, status, created_at, expires_at, key_id)"
+        " VALUES (:account_id, :amount, :trial, 'held', :created_at, :expires_at, :key_id)"
+        " RETURNING id"
     ),
     "claim_hold": (
         "UPDATE holds SET status = :new_status, settled_at = :settled"
-        " WHERE id = :hold_id AND status = 'held' RETURNING account_id, amount, trial"
+        " WHERE id = :hold_id AND status = 'held' RETURNING account_id, amount, trial, key_id"
     ),
     "settle_account": (
         "UPDATE accounts SET held = held - :amount, balance = balance - :cost,"
@@ -69,15 +83,16 @@ _SQL: dict[str, str] = {
         " :created_at) RETURNING id"
     ),
     # PostgreSQL: the hold and the settlement in one statement each (migration 0002), and
-    # the key lookup with the hold (0003)
+    # the key lookup with the hold (0003); the key's cap is checked in the hold (0007)
     "pg_hold": (
-        "SELECT new_hold, available, trials_left"
-        " FROM scrapespy_hold(:account_id, :amount, :trial, :created_at, :expires_at)"
+        "SELECT new_hold, available, trials_left, key_spent FROM scrapespy_hold(:account_id,"
+        " :amount, :trial, :created_at, :expires_at, :key_id, :key_cap)"
     ),
     "pg_authorize_hold": (
         "SELECT key_hash, account_id, residential_unlocked, trials_left, held, trial, new_hold,"
-        " available, trials_left_after FROM scrapespy_authorize_hold(:digest, :residential,"
-        " :amount, :trial_amount, :created_at, :expires_at)"
+        " available, trials_left_after, key_id, key_cap, key_spent"
+        " FROM scrapespy_authorize_hold(:digest, :residential, :amount, :trial_amount,"
+        " :created_at, :expires_at)"
     ),
     "pg_settle": (
         "SELECT charged, trial_consumed, settled_here FROM scrapespy_settle(:hold_id, :cost,"

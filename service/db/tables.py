@@ -24,6 +24,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+KEY_LABEL_LENGTH = 100
+
 metadata = MetaData(
     naming_convention={
         "ix": "ix_%(column_0_label)s",
@@ -51,14 +53,24 @@ accounts = Table(
     CheckConstraint("residential_trials_left >= 0", name="trials_not_negative"),
 )
 
+# An account has any number of keys (migration 0007). A revoked key keeps its row, so that the
+# holds and usage rows that name it keep their meaning, and its hash can never match again.
 api_keys = Table(
     "api_keys",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False, unique=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
     Column("key_hash", String(64), nullable=False, unique=True),
     Column("prefix", String(16), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("label", String(KEY_LABEL_LENGTH), nullable=False, server_default=""),
+    # when the key last started a scrape, written at most once a minute (service.keys)
+    Column("last_used_at", DateTime(timezone=True), nullable=True),
+    # credits this key may spend per calendar month (UTC); None: no cap
+    Column("monthly_cap", BigInteger, nullable=True),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("monthly_cap >= 0", name="monthly_cap_not_negative"),
+    Index("ix_api_keys_account_id", "account_id"),
 )
 
 ledger_entries = Table(
@@ -87,8 +99,11 @@ holds = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("settled_at", DateTime(timezone=True), nullable=True),
+    # the key that made the hold; None for holds made before keys were told apart (0007)
+    Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=True),
     CheckConstraint("amount >= 0", name="amount_not_negative"),
     CheckConstraint("status IN ('held', 'captured', 'released', 'expired')", name="status_known"),
+    # also what a capped key holds now (service.ledger.hold): the holds still held are few
     Index("ix_holds_status_expires", "status", "expires_at"),
 )
 
@@ -110,7 +125,11 @@ usage = Table(
     Column("elapsed_ms", Integer, nullable=False),
     Column("credits", BigInteger, nullable=False),
     Column("trial", Boolean, nullable=False, default=False),
+    # the key of the hold it settled (the settlement copies it); None before 0007
+    Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=True),
     Index("ix_usage_account_created_id", "account_id", "created_at", "id"),
+    # what a capped key spent this month, read from the index alone (service.ledger.hold)
+    Index("ix_usage_key_created", "key_id", "created_at", "credits"),
 )
 
 
@@ -132,7 +151,7 @@ class UsageRow(NamedTuple):
 
 
 # The columns of ``usage`` that the settlement fills (service.ledger.settle).
-USAGE_SETTLED = ("hold_id", "created_at", "credits", "trial")
+USAGE_SETTLED = ("hold_id", "created_at", "credits", "trial", "key_id")
 
 payments = Table(
     "payments",

@@ -62,10 +62,13 @@ def fields_of(
     base_url: str,
     selectors: CompiledSelectors | None = None,
     text: bool = True,
+    resolve: UrlResolver | None = None,
 ) -> dict[str, Any]:
     """The fields of an already parsed page; reads ``tree`` without changing it. ``text=False``
-    leaves ``text`` None, for a caller that replaces it (service.extraction.outputs)."""
-    resolve = UrlResolver(document_base(tree, base_url))
+    leaves ``text`` None, for a caller that replaces it (service.extraction.outputs), which may
+    also pass the page's ``resolve`` (``UrlResolver(document_base(tree, base_url))``) to share."""
+    if resolve is None:
+        resolve = UrlResolver(document_base(tree, base_url))
     body = tree.body
     return {
         "title": _title(tree),
@@ -143,9 +146,10 @@ class UrlResolver:
         """The absolute URL for ``raw``, or None when it is empty or a javascript: URL."""
         if not raw:
             return None
-        url = _clean_url(raw)
-        resolved = self._memo.get(url)
+        # keyed by the attribute's value as written: a value seen again costs one lookup
+        resolved = self._memo.get(raw)
         if resolved is None:
+            url = _clean_url(raw)
             if not url or url[:11].lower() == "javascript:":
                 resolved = ""
             elif "?" in url or "#" in url or ";" in url or "/." in url:
@@ -160,7 +164,7 @@ class UrlResolver:
                 resolved = self._origin + url
             else:
                 resolved = self._join(url)
-            self._memo[url] = resolved
+            self._memo[raw] = resolved
         return resolved or None
 
     def _join(self, url: str) -> str:

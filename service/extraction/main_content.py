@@ -44,13 +44,13 @@ __all__ = [
     "strip_boilerplate",
 ]
 
-_UNRENDERED: Final = [
+UNRENDERED: Final = [
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed",
     "input", "button", "select", "textarea", "label", "dialog", "link", "meta",
 ]  # fmt: skip
 # ASP.NET and some CMSs wrap the whole page in one <form>: forms are removed only when small.
 _STRUCTURAL: Final = "nav, aside, footer, header, form, figcaption"
-_HIDDEN: Final = (
+HIDDEN: Final = (
     "[hidden], [aria-hidden=true], [style*='display:none' i], [style*='display: none' i], "
     "[style*='visibility:hidden' i], [style*='visibility: hidden' i], [role=dialog], "
     "[role=navigation], [role=complementary], [role=banner], [role=contentinfo], [role=search]"
@@ -63,8 +63,8 @@ def strip_boilerplate(tree: LexborHTMLParser) -> LexborNode | None:
     body = tree.body
     if body is None:
         return None
-    tree.strip_tags(_UNRENDERED)
-    for node in body.css(_HIDDEN):
+    tree.strip_tags(UNRENDERED)
+    for node in body.css(HIDDEN):
         node.remove()
     total = scoring.text_len(body)
     # An element that holds most of the page (``<div class="page has-sidebar">``) is a wrapper.
@@ -190,13 +190,16 @@ def main_node(body: LexborNode) -> LexborNode:
 
 def prune(node: LexborNode) -> None:
     """Drop link lists and link-only headings left inside the main content."""
+    # Each element's link text (``scoring.link_len``), summed once from the links up. The
+    # elements come in document order, so none has lost a descendant when its turn comes.
+    linked = scoring.link_lengths(node)
     for child in node.css("ul, ol, div, section, table, h1, h2, h3, h4, h5, h6, p"):
         length = scoring.text_len(child)
         if not length:
             if child.css_first("img, pre, video") is None:
                 child.remove()
             continue
-        density = scoring.link_len(child) / length
+        density = linked.get(child.mem_id, 0) / length
         limit = 0.9 if (child.tag or "")[:1] in ("h", "p") else 0.5
         if density >= limit:
             child.remove()

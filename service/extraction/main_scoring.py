@@ -112,51 +112,57 @@ def link_len(node: LexborNode) -> int:
     return sum(text_len(a) for a in node.css("a"))
 
 
+def link_lengths(root: LexborNode) -> dict[int, int]:
+    """``link_len`` of ``root`` and of every element below it that holds a link, by element id,
+    in one query: each link's text length is added to the link and its ancestors up to
+    ``root``."""
+    root_id = root.mem_id
+    lengths: dict[int, int] = {}
+    for link in root.css("a"):
+        length = text_len(link)
+        if not length:
+            continue
+        node: LexborNode | None = link
+        while node is not None:
+            nid = node.mem_id
+            lengths[nid] = lengths.get(nid, 0) + length
+            if nid == root_id:
+                break
+            node = node.parent
+    return lengths
+
+
 def loose_text(body: LexborNode, block_ids: set[int]) -> dict[int, tuple[LexborNode, int, int]]:
     """Text outside every text block (``<div>text<br><br>more</div>``), by the element holding it.
 
     Returns, per element id: the element, its loose text length and how much of it is link text.
+    The walk never enters a block (most of a page's nodes are inside one); a text node's holder
+    is its nearest ancestor that is not an inline element. Explicit stack: garbage pages can
+    nest thousands of levels deep.
     """
-    inside: dict[int, bool] = {}  # element id -> inside a text block (memo)
-
-    def in_block(node: LexborNode) -> bool:
-        path: list[int] = []
-        found = False
-        current: LexborNode | None = node
-        while current is not None:
-            cid = current.mem_id
-            if cid in inside:
-                found = inside[cid]
-                break
-            if cid in block_ids:
-                found = True
-                break
-            path.append(cid)
-            if cid == body_id:
-                break
-            current = current.parent
-        for cid in path:
-            inside[cid] = found
-        return found
-
-    body_id = body.mem_id
     loose: dict[int, tuple[LexborNode, int, int]] = {}
-    for node in body.traverse(include_text=True):
-        if not node.is_text_node:
-            continue
-        length = len((node.text_content or "").strip())
-        if not length:
-            continue
-        holder = node.parent
-        in_link = False
-        while holder is not None and holder.tag in INLINE_TAGS:
-            in_link = in_link or holder.tag == "a"
-            holder = holder.parent
-        if holder is None or in_block(holder):
-            continue
-        hid = holder.mem_id
-        _, total, linked = loose.get(hid, (holder, 0, 0))
-        loose[hid] = (holder, total + length, linked + (length if in_link else 0))
+    # (children still to see, the element holding their text, whether they are inside a link)
+    stack = [(body.iter(include_text=True), body, False)]
+    while stack:
+        children, holder, in_link = stack[-1]
+        for node in children:
+            if node.is_text_node:
+                length = len((node.text_content or "").strip())
+                if length:
+                    hid = holder.mem_id
+                    _, total, linked = loose.get(hid, (holder, 0, 0))
+                    loose[hid] = (holder, total + length, linked + (length if in_link else 0))
+                continue
+            if node.mem_id in block_ids:
+                continue
+            tag = node.tag
+            if tag in INLINE_TAGS:
+                stack.append((node.iter(include_text=True), holder, in_link or tag == "a"))
+            else:
+                stack.append((node.iter(include_text=True), node, False))
+            break
+        else:
+            stack.pop()
     return loose
 
 

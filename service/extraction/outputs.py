@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import html_to_markdown
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from service.extraction import main_content
 from service.extraction.fields import UrlResolver, document_base, empty_fields, fields_of, parse
 from service.extraction.main_content import main_of
 from service.extraction.text import visible_text
@@ -40,16 +41,28 @@ __all__ = ["CONVERTED", "OutputOptions", "extract_page", "render"]
 #: The formats that are computed from the page's tree (``raw_html`` and ``screenshot`` are not).
 CONVERTED: Final = frozenset({"markdown", "html"})
 
-_UNRENDERED: Final = (
-    "script, style, noscript, template, iframe, object, embed, noembed, noframes, "
-    "link, meta, base, head, title"
+_UNRENDERED_TAGS: Final = (
+    "script", "style", "noscript", "template", "iframe", "object", "embed", "noembed", "noframes",
+    "link", "meta", "base", "head", "title",
+)  # fmt: skip
+_HIDDEN_SELECTORS: Final = (
+    "[hidden]", "[aria-hidden=true i]", "[style*='display:none' i]", "[style*='display: none' i]",
+    "[style*='visibility:hidden' i]", "[style*='visibility: hidden' i]", "input[type=hidden i]",
+)  # fmt: skip
+_UNRENDERED: Final = ", ".join(_UNRENDERED_TAGS)
+_HIDDEN: Final = ", ".join(_HIDDEN_SELECTORS)
+# What is left of them in a main content: main_of removed the others from the whole tree.
+_UNRENDERED_IN_MAIN: Final = ", ".join(
+    t for t in _UNRENDERED_TAGS if t not in main_content.UNRENDERED
 )
-_HIDDEN: Final = (
-    "[hidden], [aria-hidden=true i], [style*='display:none' i], [style*='display: none' i], "
-    "[style*='visibility:hidden' i], [style*='visibility: hidden' i], input[type=hidden i]"
+_HIDDEN_IN_MAIN: Final = ", ".join(
+    s for s in _HIDDEN_SELECTORS if s not in main_content.HIDDEN.split(", ")
 )
-_URL_ATTRIBUTES: Final = ("href", "src", "poster", "action", "formaction", "cite")
-_WITH_URL: Final = ", ".join(f"[{name}]" for name in (*_URL_ATTRIBUTES, "srcset"))
+_URL_ATTRIBUTES: Final = frozenset({"href", "src", "poster", "action", "formaction", "cite"})
+_WITH_URL: Final = ", ".join(f"[{name}]" for name in sorted(_URL_ATTRIBUTES | {"srcset"}))
+# The URLs markdown writes: links, images and media, a quote's source (not srcset, poster, forms).
+_MARKDOWN_URL_ATTRIBUTES: Final = frozenset({"href", "src", "cite"})
+_MARKDOWN_WITH_URL: Final = ", ".join(f"[{name}]" for name in sorted(_MARKDOWN_URL_ATTRIBUTES))
 # An event attribute somewhere in the page: "<p onclick=", "<a\nonmouseover =", "<img/onerror="
 # (names are case-insensitive). Linear: each try stops at the next "<" or ">".
 _EVENT_ATTRIBUTE: Final = re.compile(r"<[^<>]*?[\s/]on[a-z]+\s*=", re.IGNORECASE)
@@ -116,14 +129,17 @@ def extract_page(
         if options is not None:
             page.update(_empty_outputs(options, page["text"]))
         return page
-    page = fields_of(tree, url, selectors, text=options is None or not options.replaces_text)
+    # one resolver for the fields' and the outputs' URLs: each link is resolved once
+    resolve = UrlResolver(document_base(tree, url))
+    replaced = options is not None and options.replaces_text
+    page = fields_of(tree, url, selectors, text=not replaced, resolve=resolve)
     if options is not None:
-        page.update(render(tree, html, document_base(tree, url), options))
+        page.update(render(tree, html, resolve, options))
     return page
 
 
 def render(
-    tree: LexborHTMLParser, html: str, base_url: str, options: OutputOptions
+    tree: LexborHTMLParser, html: str, resolve: UrlResolver, options: OutputOptions
 ) -> dict[str, Any]:
     """``text``, and ``markdown`` and ``html`` when asked, of the page ``tree`` was parsed from.
 
@@ -140,13 +156,15 @@ def render(
         root = tree.body
     if root is None:
         return _empty_outputs(options, None)
-    _strip(root, comments="<!--" in html)
+    _strip(root, comments="<!--" in html, main=options.only_main_content)
     out: dict[str, Any] = {}
     if options.replaces_text:
         out["text"] = visible_text(root) or None
     if options.formats:
-        events = _EVENT_ATTRIBUTE.search(html) is not None
-        _clean_attributes(root, UrlResolver(base_url), events)
+        # Markdown writes no attribute but some URLs: the rest matters to ``html`` only.
+        full = "html" in options.formats
+        events = full and _EVENT_ATTRIBUTE.search(html) is not None
+        _clean_attributes(root, resolve, events, full)
         cleaned = root.inner_html if root.tag == "body" else root.html
         cleaned = cleaned or ""
         if title:
@@ -199,12 +217,13 @@ def _standalone(node: LexborNode) -> str:
     return html
 
 
-def _strip(root: LexborNode, comments: bool) -> None:
+def _strip(root: LexborNode, comments: bool, main: bool = False) -> None:
     """Remove what a reader does not see: unrendered and hidden elements, and comments when the
-    page has any (finding them walks every node: as long as the visible text takes)."""
-    for node in root.css(_UNRENDERED):
+    page has any (finding them walks every node: as long as the visible text takes). ``main``:
+    ``root`` is a main content, where only what main_of leaves is looked for."""
+    for node in root.css(_UNRENDERED_IN_MAIN if main else _UNRENDERED):
         node.remove()
-    for node in root.css(_HIDDEN):
+    for node in root.css(_HIDDEN_IN_MAIN if main else _HIDDEN):
         node.remove()
     if not comments:
         return
@@ -213,20 +232,25 @@ def _strip(root: LexborNode, comments: bool) -> None:
         node.remove()
 
 
-def _clean_attributes(root: LexborNode, resolve: UrlResolver, events: bool) -> None:
+def _clean_attributes(
+    root: LexborNode, resolve: UrlResolver, events: bool, full: bool = True
+) -> None:
     """Make URLs absolute and drop ``javascript:`` ones; drop event attributes when ``events``
-    says the page has any (walking every element costs as much as the markdown conversion)."""
-    for node in root.css(_WITH_URL):
-        attrs = node.attributes
-        for name in _URL_ATTRIBUTES:
-            if name in attrs:
-                absolute = resolve(attrs[name])
+    says the page has any (walking every element costs as much as the markdown conversion).
+    Without ``full``, only the URLs that markdown writes."""
+    names = _URL_ATTRIBUTES if full else _MARKDOWN_URL_ATTRIBUTES
+    for node in root.css(_WITH_URL if full else _MARKDOWN_WITH_URL):
+        edit = node.attrs
+        # a node has an attribute or two: look at those rather than for each URL attribute
+        for name, value in node.attributes.items():
+            if name in names:
+                absolute = resolve(value)
                 if absolute is None:
-                    del node.attrs[name]
-                else:
-                    node.attrs[name] = absolute
-        if attrs.get("srcset"):
-            node.attrs["srcset"] = _srcset(attrs["srcset"] or "", resolve)
+                    del edit[name]
+                elif absolute != value:
+                    edit[name] = absolute
+            elif full and name == "srcset" and value:
+                edit[name] = _srcset(value, resolve)
     if not events:
         return
     for node in root.traverse():
