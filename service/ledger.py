@@ -60,6 +60,9 @@ class Settlement:
     charged: int
     trial_consumed: bool
     settled_here: bool
+    # the account's balance once settled, read in the same statement or transaction; None
+    # when the account is not known (no usage row and the hold was not claimed)
+    balance: int | None = None
 
 
 def available(conn: Connection, account_id: int) -> int:
@@ -282,8 +285,10 @@ def settle_params(
 
 def settlement(row: Any) -> Settlement:
     """What a ``pg_settle`` row says."""
-    charged, consumed, claimed = row
-    return Settlement(int(charged), bool(consumed), bool(claimed))
+    charged, consumed, claimed, balance = row
+    return Settlement(
+        int(charged), bool(consumed), bool(claimed), None if balance is None else int(balance)
+    )
 
 
 def settle(
@@ -324,6 +329,12 @@ def settle(
         charged = 0
         trial_consumed = False
         key_id = None
+        balance_after: int | None = None
+        if claimed is None and usage_row is not None and usage_row.account_id is not None:
+            # settled already (the watchdog, the sweeper): the balance as it is now
+            cur.execute(sql.sql["account_state"], {"account_id": usage_row.account_id})
+            state = cur.fetchone()
+            balance_after = int(state[0]) if state is not None else None
         if claimed is not None:
             key_id = claimed[3]
             account_id, amount, trial = int(claimed[0]), int(claimed[1]), bool(claimed[2])
@@ -368,7 +379,7 @@ def settle(
             )
     finally:
         cur.close()
-    return Settlement(charged, trial_consumed, claimed is not None)
+    return Settlement(charged, trial_consumed, claimed is not None, balance_after)
 
 
 def release(conn: HotConnection, hold_id: int, usage_row: UsageRow | None = None) -> Settlement:

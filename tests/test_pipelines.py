@@ -136,7 +136,7 @@ async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_befo
     assert title_when_sent is None, "the settlement waited for the parse"
     assert item.result.title == "Parsed", "the parse waited for the settlement"
     assert not answered.called, "the answer did not wait for the settlement"
-    database.answer((1, False, True))
+    database.answer((1, False, True, 99))
     assert await answered is item and item.charged == 1
     assert params["elapsed_ms"] == item.result.elapsed_ms  # the billing basis, as answered
 
@@ -147,7 +147,7 @@ async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back(
     job, item, answered = await billed_scrape_under_way(database)
     timed_out = replace(item.result, success=False, error="timed out after 20 s")
     assert job.finish(timed_out)  # what service.engine's watchdog does
-    database.answer((1, False, True))  # the capture was already on its way
+    database.answer((1, False, True, 99))  # the capture was already on its way
     assert await answered is item and item.charged == 0
     assert database.sent[-1] == ("refund", {"args": (7, "timed out after 20 s")}, None)
 
