@@ -144,10 +144,15 @@ class BillingPipeline:
         # came first, while the parse or the settlement was still on its way.
         told = job.answer if job.answer is not None else item.result
         billable = charge_for(job, told, item.tier_used) != (0, False)
+        balance = settlement.balance
         if (charged or settlement.trial_consumed) and not billable:
             refund = self.database.run(ledger.refund, job.hold_id, _storable(told.error))
-            charged -= await maybe_deferred_to_future(refund)
-        item.charged = charged
+            given_back = await maybe_deferred_to_future(refund)
+            charged -= given_back
+            if balance is not None:  # this scrape's own entries: the capture, then the refund
+                balance += given_back
+        item.charged = item.result.credits_charged = charged
+        job.balance_after = balance  # X-Credits-Remaining
         if self.stats is not None:
             self.stats.inc_value("scrapespy/billing/captured", charged)
             if not settlement.settled_here:

@@ -23,8 +23,10 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from OpenSSL.SSL import Error as SSLError
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
@@ -40,9 +42,15 @@ from twisted.python.failure import Failure
 from middlewares.deadline import DeadlineExceeded
 from service.browser.failures import BrowserError
 from service.config import Config
+from service.egress.addresses import EgressBlocked, UnsupportedScheme
 from service.extraction import empty_fields
 from service.extraction.outputs import OutputOptions, extract_page
-from service.extraction.pool import PROCESSING_FAILED, ExtractionFailed, ExtractionPool
+from service.extraction.pool import (
+    PROCESSING_FAILED,
+    PROCESSING_TIMED_OUT,
+    ExtractionFailed,
+    ExtractionPool,
+)
 from service.jobs import ScrapeItem, ScrapeJob
 from service.results import new_result
 
@@ -78,11 +86,80 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
         return "could not connect to the target"
     if isinstance(exc, BrowserError):
         return str(exc)  # the js engine's own failures, worded for the caller
+    if _tls_failed(exc):
+        return "the TLS handshake with the target failed"
     if isinstance(exc, (DownloadFailedError, ResponseDataLossError)):
         return "the target closed the connection without a complete response"
     name = exc.__class__.__name__
     log.info("scrape of %s failed: %s", job.url, name)
     return f"fetch failed ({name})"
+
+
+def failure_code(failure: Failure | BaseException) -> str:
+    """The ``error_code`` (service.errors.FAILURE_CODES) of a download that failed with
+    ``failure``, as :func:`describe_failure` words it for people: the one classification of
+    failed downloads, for the result and for anything else that reports one."""
+    exc = failure.value if isinstance(failure, Failure) else failure
+    if isinstance(exc, DeadlineExceeded):
+        return "timeout"
+    if isinstance(exc, EgressBlocked | UnsupportedScheme):
+        return "egress_blocked"
+    if isinstance(exc, IgnoreRequest):
+        return "robots_disallowed" if "robots.txt" in str(exc).lower() else "internal"
+    timeouts = (DownloadTimeoutError, net_error.TimeoutError, DeferredTimeoutError, TimeoutError)
+    if isinstance(exc, timeouts) or exc.__class__.__name__ == "TimeoutError":
+        return "timeout"
+    if isinstance(exc, CannotResolveHostError | net_error.DNSLookupError):
+        return "dns_error"
+    if _tls_failed(exc):
+        return "tls_error"
+    if isinstance(exc, DownloadCancelledError):  # Scrapy's DOWNLOAD_MAXSIZE
+        return "too_large"
+    connection = (
+        DownloadConnectionRefusedError,
+        net_error.ConnectError,
+        net_error.ConnectionLost,
+        DownloadFailedError,
+        ResponseDataLossError,
+    )
+    if isinstance(exc, connection):
+        return "connection_error"
+    if isinstance(exc, BrowserError):
+        return _browser_failure_code(exc)
+    return "internal"
+
+
+def _tls_failed(exc: BaseException) -> bool:
+    """Whether OpenSSL failed under ``exc``: Twisted reports a handshake that failed as a
+    ResponseNeverReceived of an SSL.Error, which Scrapy wraps in a DownloadFailedError."""
+    seen = 0
+    pending: list[BaseException] = [exc]
+    while pending and seen < 8:
+        current = pending.pop()
+        seen += 1
+        if isinstance(current, SSLError):
+            return True
+        reasons = getattr(current, "reasons", None)
+        if isinstance(reasons, list):
+            pending.extend(r.value for r in reasons if isinstance(r, Failure))
+        if current.__cause__ is not None:
+            pending.append(current.__cause__)
+    return False
+
+
+def _browser_failure_code(exc: BrowserError) -> str:
+    """The js engine's own failures (service.browser), by what they say."""
+    declared = getattr(exc, "error_code", None)
+    if isinstance(declared, str):
+        return declared
+    if exc.__class__.__name__ == "ActionFailed":
+        return "action_failed"
+    message = str(exc)
+    if message.startswith("the screenshot is larger"):
+        return "too_large"
+    if "net::ERR_SSL" in message or "net::ERR_CERT" in message:
+        return "tls_error"
+    return "internal"
 
 
 def raw_html_too_large(size: int, limit: int) -> str:
@@ -113,13 +190,17 @@ class ResultPipeline:
         job, response, meta = item.job, item.response, item.request.meta
         block_reason = meta.get("scrapespy_block_reason")
         item.tier_used = meta.get("scrapespy_tier_used", "none")
+        code: str | None = None
         if response is None:
             assert item.failure is not None
             error: str | None = describe_failure(item.failure, job)
+            code = failure_code(item.failure)
         elif response.status >= 400:
             error = f"the target answered HTTP {response.status}"
+            code = "http_error"
         elif "raw_html" in job.formats and len(response.body) > self.max_raw_html_bytes:
             error = raw_html_too_large(len(response.body), self.max_raw_html_bytes)
+            code = "too_large"
         else:
             error = None
         item.result = new_result(
@@ -128,6 +209,7 @@ class ResultPipeline:
             final_url=response.url if response is not None else job.url,
             status_code=response.status if response is not None else 0,
             error=error,
+            error_code=code,
             tier_used=item.tier_used,
             block_reason=block_reason,
             engine=None if job.ladder is None else ("js" if meta.get("playwright") else "static"),
@@ -138,8 +220,11 @@ class ResultPipeline:
             self._received(item, response)
         if job.actions:  # what service.browser reported, on a success as on a failure
             result = item.result
-            setattr(result, "actions", list(meta.get("scrapespy_action_outcomes", ())))  # noqa: B010
+            outcomes = list(meta.get("scrapespy_action_outcomes", ()))
+            setattr(result, "actions", outcomes)  # noqa: B010
             setattr(result, "action_results", list(meta.get("scrapespy_action_results", ())))  # noqa: B010
+            if error is not None and any(not step.get("ok", True) for step in outcomes):
+                result.error_code = "action_failed"
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:
@@ -171,6 +256,7 @@ class FieldsPipeline:
         if page is None:
             return self._counted(item)
         item.page = None
+        parsing_started = time.monotonic()
         try:
             options = OutputOptions.for_job(job)
             if self.extractor is None:
@@ -183,6 +269,9 @@ class FieldsPipeline:
             self._not_parsed(exc, item)
         else:
             item.result.fill(fields)
+        extraction = time.monotonic() - parsing_started
+        job.clock.extraction = extraction
+        item.result.timings["extraction"] = round(extraction * 1000, 1)
         return self._counted(item)
 
     def _not_parsed(self, exc: Exception, item: ScrapeItem) -> None:
@@ -193,6 +282,10 @@ class FieldsPipeline:
         if result.success:
             result.success = False
             result.error = str(exc) if expected else PROCESSING_FAILED
+            if not result.blocked:  # out of the scrape's time, or the parse itself failed
+                result.error_code = (
+                    "timeout" if result.error == PROCESSING_TIMED_OUT else "internal"
+                )
 
     def _counted(self, item: ScrapeItem) -> ScrapeItem:
         if self.stats is not None:

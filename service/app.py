@@ -148,9 +148,12 @@ class ScrapespyApp:
 
     @app.route("/scrape", methods=["POST"])
     async def scrape(self, request: Request) -> bytes:
-        result = await self.scraper.scrape(
+        result, remaining = await self.scraper.answer(
             api_key_of(request), read_json_body(request), request_id=request_id_of(request)
         )
+        request.setHeader(b"X-Credits-Charged", b"%d" % result.credits_charged)
+        if remaining is not None:
+            request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
         return render_json(request, result)
 
     @app.route("/account", methods=["GET"])

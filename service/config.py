@@ -184,6 +184,11 @@ class Config:
     screenshot_max_height: int = 10_000
     # "formats": ["raw_html"] answers a failure past this many bytes of the document
     max_raw_html_bytes: int = 2 * 1024 * 1024
+    # answers kept for "max_age" (service.answer_cache), in each process: how many, how many
+    # bytes of JSON, how long at most; 0 entries or bytes turns the cache off
+    cache_max_entries: int = 1000
+    cache_max_bytes: int = 64 * 1024 * 1024
+    cache_max_age_seconds: int = 3600
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -255,5 +260,10 @@ class Config:
             ),
             max_raw_html_bytes=_int(
                 env, "SCRAPESPY_MAX_RAW_HTML_BYTES", cls.max_raw_html_bytes, minimum=1
+            ),
+            cache_max_entries=_int(env, "SCRAPESPY_CACHE_MAX_ENTRIES", cls.cache_max_entries),
+            cache_max_bytes=_int(env, "SCRAPESPY_CACHE_MAX_BYTES", cls.cache_max_bytes),
+            cache_max_age_seconds=_int(
+                env, "SCRAPESPY_CACHE_MAX_AGE_SECONDS", cls.cache_max_age_seconds
             ),
         )

@@ -177,12 +177,17 @@ class EngineBridge:
             job.timeout,
             extra={"event": "scrape_overran", "request_id": job.request_id},
         )
-        self._abandon(job, timed_out(job))
+        self._abandon(job, timed_out(job), "timeout")
 
-    def _abandon(self, job: ScrapeJob, error: str) -> Deferred[Any]:
+    def _abandon(self, job: ScrapeJob, error: str, code: str = "unavailable") -> Deferred[Any]:
         """Answer a job that Scrapy has not finished, and release its hold (at most once)."""
         result = new_result(
-            job, empty_fields(job.selectors), final_url=job.url, status_code=0, error=error
+            job,
+            empty_fields(job.selectors),
+            final_url=job.url,
+            status_code=0,
+            error=error,
+            error_code=code,
         )
         if job.hold_id is None or self.database is None:
             job.finish(result)
@@ -194,7 +199,13 @@ class EngineBridge:
     def _release(self, job: ScrapeJob, result: ScrapeResult) -> Deferred[Any]:
         """Release ``job``'s hold, unbilled, with a usage row for the answer ``result``."""
         assert self.database is not None and job.hold_id is not None
-        return self.database.run_hot(ledger.release, job.hold_id, usage_row(job, result, "none"))
+
+        def released(settlement: ledger.Settlement) -> None:
+            job.balance_after = settlement.balance
+
+        return self.database.run_hot(
+            ledger.release, job.hold_id, usage_row(job, result, "none")
+        ).addCallback(released)
 
     async def drain(self, grace: float) -> int:
         """Wait up to ``grace`` seconds for the scrapes in flight; answer and release the rest.

@@ -40,6 +40,24 @@ ERROR_CODES: dict[str, str] = {
     "internal": "an unexpected error in the service; nothing was billed",
 }
 
+# The codes a scrape's result can carry in ``error_code``: why it failed, or ``unavailable``
+# when the service's shutdown cut it short.
+FAILURE_CODES: tuple[str, ...] = (
+    "robots_disallowed",
+    "egress_blocked",
+    "dns_error",
+    "connection_error",
+    "tls_error",
+    "timeout",
+    "http_error",
+    "blocked",
+    "too_large",
+    "action_failed",
+    "internal",
+    "unavailable",
+)
+assert set(FAILURE_CODES) <= set(ERROR_CODES)
+
 
 class ApiError(Exception):
     status = 500

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
 
+from service.timings import Clock
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response, TextResponse
@@ -59,6 +61,8 @@ class ScrapeJob:
     started: float = field(default_factory=time.monotonic)
     done: Deferred[ScrapeResult] = field(default_factory=Deferred)
     answer: ScrapeResult | None = None  # what the caller was told, once ``done`` fired
+    clock: Clock = field(default_factory=Clock)  # where the time went (service.timings)
+    balance_after: int | None = None  # the account's balance once the scrape was settled
 
     @classmethod
     def asked(cls, request: ScrapeRequest, selectors: Any, **billing: Any) -> ScrapeJob:

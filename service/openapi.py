@@ -154,6 +154,22 @@ LEDGER_ENTRY: dict[str, Any] = {
 }
 
 
+CREDIT_HEADERS: dict[str, Any] = {
+    "X-Credits-Charged": {
+        "description": "credits this answer cost (credits_charged): 0 for a failure, a blocked "
+        "page, a residential trial or a cached answer",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    "X-Credits-Remaining": {
+        "description": "the account's balance once this scrape was settled (for a cached "
+        "answer, when it was given); other scrapes' holds are not subtracted",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    },
+}
+
+
 def _page_of(item: str) -> dict[str, Any]:
     return {
         "type": "object",
@@ -295,6 +311,7 @@ def document(public_url: str) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "the scrape result (success may be false)",
+                            "headers": CREDIT_HEADERS,
                             "content": {
                                 "application/json": {
                                     "schema": {"$ref": "#/components/schemas/ScrapeResult"}

@@ -2,15 +2,16 @@
 
 The pipelines fill a :class:`ScrapeResult` (pipelines.result), the watchdog answers one
 (service.engine), the API writes it out as it is (orjson serialises dataclasses natively, in
-field order) and ``/openapi.json`` documents it (:func:`json_schema`). A blocked scrape is a
-:class:`BlockedResult`, whose ``block_reason`` comes after the page's fields; any other answer
-has none, not a null. The outputs a request asks for in ``formats`` (``markdown``, ``html``,
-``raw_html``, ``screenshot``) come last, each only when asked: the answer is then an instance of a
-subclass with those fields (:func:`result_class`), so a request without ``formats`` gets the
-same bytes as before they existed. A request with ``actions`` gets ``actions`` (each step's
-outcome) and ``action_results`` the same way, between ``block_reason`` and the outputs; an auto
-request (``engine`` or ``proxy_type`` auto) gets ``attempts`` before them, and its ``engine`` is
-the engine that answered.
+field order) and ``/openapi.json`` documents it (:func:`json_schema`). After the specification's
+fields come what the answer cost and how it went: ``error_code``, ``tier_used``,
+``credits_charged``, ``cached`` and ``timings``. A blocked scrape is a :class:`BlockedResult`,
+whose ``block_reason`` comes after those; any other answer has none, not a null. The outputs a
+request asks for in ``formats`` (``markdown``, ``html``, ``raw_html``, ``screenshot``) come last,
+each only when asked: the answer is then an instance of a subclass with those fields
+(:func:`result_class`), so a request without ``formats`` gets no field of theirs. A request
+with ``actions`` gets ``actions`` (each step's outcome) and ``action_results`` the same way,
+between ``block_reason`` and the outputs; an auto request (``engine`` or ``proxy_type`` auto)
+gets ``attempts`` before them, and its ``engine`` is the engine that answered.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from service.config import ENGINES, TIERS
+from service.errors import FAILURE_CODES
 from service.schemas import ACTION_TYPES
 
 if TYPE_CHECKING:
@@ -33,6 +35,40 @@ if TYPE_CHECKING:
 class Link(TypedDict):
     text: str
     href: str
+
+
+class Timings(TypedDict):
+    """Where the scrape's time went, in milliseconds (service.timings); null: the phase did not
+    happen for this scrape."""
+
+    queue: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            description="from the scrape's acceptance until its download (static) or its "
+            "navigation (js) began: robots.txt, the proxy, a page of the browser",
+        ),
+    ]
+    connect: Annotated[
+        float | None,
+        Field(ge=0, description="static: resolving and connecting, 0 on a kept connection"),
+    ]
+    first_byte: Annotated[
+        float | None,
+        Field(ge=0, description="static: the request sent (TLS included) until the headers"),
+    ]
+    download: Annotated[
+        float | None,
+        Field(ge=0, description="static: the response's headers until its body was complete"),
+    ]
+    render: Annotated[
+        float | None,
+        Field(ge=0, description="js: the navigation until the rendered page was read"),
+    ]
+    extraction: Annotated[
+        float | None,
+        Field(ge=0, description="the parse of the page's fields and outputs, after elapsed_ms"),
+    ]
 
 
 class ActionOutcome(TypedDict):
@@ -94,6 +130,30 @@ class ScrapeResult:
     images: list[str]
     text: str | None
     extracted: dict[str, list[str]]
+    # what the answer cost and how it went (after the specification's fields)
+    error_code: Annotated[
+        str | None,
+        Field(
+            description="why the scrape is not billed, for programs (see error); null exactly "
+            "when it is billable: a success that is not blocked",
+            json_schema_extra={"enum": [*FAILURE_CODES, None]},
+        ),
+    ]
+    tier_used: Annotated[
+        str,
+        Field(
+            description="the proxy tier the page came through (none after a fallback to direct)",
+            json_schema_extra={"enum": list(TIERS)},
+        ),
+    ]
+    credits_charged: Annotated[
+        int,
+        Field(ge=0, description="what this answer cost; the same as X-Credits-Charged"),
+    ]
+    cached: Annotated[
+        bool, Field(description="answered from this account's recent scrape (max_age), free")
+    ]
+    timings: Timings
 
     def fill(self, page: Mapping[str, Any]) -> None:
         """Takes the page's fields as ``service.extraction.extract`` gives them, and the
@@ -198,13 +258,15 @@ def new_result(
     final_url: str,
     status_code: int,
     error: str | None,
+    error_code: str | None = None,
     tier_used: str = "none",
     block_reason: str | None = None,
     engine: str | None = None,
 ) -> ScrapeResult:
-    """The answer to ``job``: a success unless there is an ``error``; ``page`` gives the page's
-    fields (``service.extraction.empty_fields`` until the page is parsed). ``engine`` is the
-    one that answered an auto job (by default the one it starts with)."""
+    """The answer to ``job``: a success unless there is an ``error`` (whose ``error_code`` says
+    why; ``blocked`` for a blocked page); ``page`` gives the page's fields
+    (``service.extraction.empty_fields`` until the page is parsed). Nothing is charged yet.
+    ``engine`` is the one that answered an auto job (by default the one it starts with)."""
     if engine is None:
         engine = job.engine if job.ladder is None else job.ladder.first[0]
     outcome: dict[str, Any] = {
@@ -216,8 +278,15 @@ def new_result(
         # the billing basis: the same figure in the usage row and in the answer
         "elapsed_ms": job.elapsed_ms(),
         "error": error,
+        "error_code": "blocked"
+        if block_reason is not None
+        else (error_code or "internal" if error is not None else None),
         "blocked": block_reason is not None,
         "proxy_used": tier_used != "none",
+        "tier_used": tier_used,
+        "credits_charged": 0,
+        "cached": False,
+        "timings": job.clock.timings(job.started),
     }
     if job.formats or job.actions or job.ladder is not None:
         outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in job.formats)

@@ -497,6 +497,15 @@ class ScrapeRequest(_Strict):
         list[Cookie],
         Field(max_length=MAX_COOKIES, description="cookies for this request only, both engines"),
     ] = Field(default_factory=list)
+    max_age: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            description="seconds: answer from this account's own successful scrape of the same "
+            "request (every other field equal) within that time, free, with cached true; kept "
+            "at most SCRAPESPY_CACHE_MAX_AGE_SECONDS. Absent: always scrape, keep nothing",
+        ),
+    ] = None
 
     @model_validator(mode="after")
     def _formats_fit(self) -> ScrapeRequest:

@@ -18,6 +18,7 @@ from twisted.python.failure import Failure
 
 from middlewares.escalation import start_escalation
 from service.jobs import JOB, ScrapeItem, ScrapeJob
+from service.timings import CLOCK
 
 if TYPE_CHECKING:
     from scrapy.http.request import VerboseCookie
@@ -40,6 +41,7 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
         "dont_obey_robotstxt": not job.respect_robots,
         "cookiejar": job.id,
         "scrapespy_proxy_tier": job.proxy_type,
+        CLOCK: job.clock,
     }
     engine = job.engine if job.ladder is None else start_escalation(job, meta)
     if engine == "js":

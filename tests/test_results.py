@@ -28,6 +28,15 @@ SPEC_ORDER = [
     "text",
     "extracted",
 ]
+# every answer's own fields, after the specification's
+ANSWER_ORDER = [
+    *SPEC_ORDER,
+    "error_code",
+    "tier_used",
+    "credits_charged",
+    "cached",
+    "timings",
+]
 
 
 def a_job() -> ScrapeJob:
@@ -40,8 +49,19 @@ def test_an_answer_has_the_specifications_fields_in_its_order_and_no_block_reaso
         job, empty_fields(job.selectors), final_url=job.url, status_code=0, error="x"
     )
     answer = orjson.loads(orjson.dumps(result))
-    assert list(answer) == SPEC_ORDER
+    assert list(answer) == ANSWER_ORDER
     assert answer["extracted"] == {"h": []} and answer["success"] is False
+    assert answer["error_code"] == "internal"  # an error that names no code
+    assert (answer["credits_charged"], answer["cached"], answer["tier_used"]) == (0, False, "none")
+    assert list(answer["timings"]) == [
+        "queue",
+        "connect",
+        "first_byte",
+        "download",
+        "render",
+        "extraction",
+    ]
+    assert set(answer["timings"].values()) == {None}  # nothing happened yet
 
 
 def test_a_blocked_answer_names_the_vendor_last():
@@ -57,7 +77,8 @@ def test_a_blocked_answer_names_the_vendor_last():
         block_reason="cloudflare",
     )
     answer = orjson.loads(orjson.dumps(result))
-    assert list(answer) == [*SPEC_ORDER, "block_reason"]
+    assert list(answer) == [*ANSWER_ORDER, "block_reason"]
+    assert answer["error_code"] == "blocked"
     assert (answer["blocked"], answer["proxy_used"], answer["block_reason"]) == (
         True,
         True,
@@ -68,7 +89,7 @@ def test_a_blocked_answer_names_the_vendor_last():
 def test_the_documented_schema_requires_what_every_answer_has_and_accepts_both():
     schema = document("http://127.0.0.1")["components"]["schemas"]["ScrapeResult"]
     assert schema == json_schema()
-    assert schema["required"] == SPEC_ORDER
+    assert schema["required"] == ANSWER_ORDER
     job = a_job()
     plain = new_result(job, empty_fields(None), final_url=job.url, status_code=200, error=None)
     blocked = new_result(
@@ -86,7 +107,7 @@ def test_asked_outputs_come_last_in_their_order_and_the_schema_documents_them():
     result = new_result(job, empty_fields(None), final_url=job.url, status_code=200, error=None)
     result.fill({**empty_fields(None), "markdown": "# Hi"})
     answer = orjson.loads(orjson.dumps(result))
-    assert list(answer) == [*SPEC_ORDER, "markdown", "raw_html"]
+    assert list(answer) == [*ANSWER_ORDER, "markdown", "raw_html"]
     assert answer["markdown"] == "# Hi" and answer["raw_html"] is None
     schema = json_schema()
     for name in ("markdown", "html", "raw_html", "screenshot"):
@@ -102,7 +123,7 @@ def test_with_actions_the_steps_outcomes_come_after_block_reason_and_before_the_
         job, empty_fields(None), final_url=job.url, status_code=403, error="x", block_reason="y"
     )
     answer = orjson.loads(orjson.dumps(blocked))
-    assert list(answer) == [*SPEC_ORDER, "block_reason", "actions", "action_results", "markdown"]
+    assert list(answer) == [*ANSWER_ORDER, "block_reason", "actions", "action_results", "markdown"]
     assert (answer["actions"], answer["action_results"]) == ([], [])
     answer["actions"] = [{"index": 0, "type": "click", "ok": False, "elapsed_ms": 9, "error": "e"}]
     answer["action_results"] = [
@@ -117,4 +138,4 @@ def test_with_actions_the_steps_outcomes_come_after_block_reason_and_before_the_
     # without actions, not a trace of them
     plain = ScrapeJob(url="http://example.com/", formats=frozenset({"markdown"}))
     result = new_result(plain, empty_fields(None), final_url=job.url, status_code=200, error=None)
-    assert list(orjson.loads(orjson.dumps(result))) == [*SPEC_ORDER, "markdown"]
+    assert list(orjson.loads(orjson.dumps(result))) == [*ANSWER_ORDER, "markdown"]

@@ -71,6 +71,7 @@ from service.browser.screenshot import (
 from service.browser.settle import PageWatch
 from service.browser.spares import Spare, Spares
 from service.config import default_chromium_path
+from service.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
     from playwright._impl._api_structures import SetCookieParam
@@ -144,6 +145,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
+        TimedConnectionPool.install(self)  # times the connections static downloads open
         settings = crawler.settings
         self.egress = BrowserEgressGuard(
             allow_private=settings.getbool("SCRAPESPY_ALLOW_PRIVATE_TARGETS"),
@@ -261,7 +263,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     async def download_request(self, request: Request) -> Response:
         if not request.meta.get("playwright"):
-            return await HTTP11DownloadHandler.download_request(self, request)
+            with StaticDownload(request):  # timings: queue, connect, first byte, download
+                return await HTTP11DownloadHandler.download_request(self, request)
         return await self._render(request)
 
     def _time_left(self, request: Request) -> float:

@@ -24,6 +24,7 @@ from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
 from service.browser.failures import BrowserError
+from service.timings import render_started, rendered
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
@@ -67,6 +68,7 @@ async def read_rendered(
     """Navigate ``page`` to ``request``'s URL (within ``navigating``), let it settle and build
     the response."""
     started = time.time()
+    navigated = render_started(request.meta)  # timings: the end of queue
     with navigating if navigating is not None else nullcontext():
         response, download = await handler._get_response_and_download(request, page, spider)
     if download:
@@ -84,6 +86,7 @@ async def read_rendered(
     try:
         await handler._apply_page_methods(page, request, spider)  # settling, in our handler
         body_text = await page_html(page, request, spider)
+        rendered(request.meta, navigated)  # timings: render
         headers = Headers(await headers_read) if headers_read is not None else Headers()
     finally:
         if headers_read is not None and not headers_read.done():
