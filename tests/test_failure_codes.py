@@ -1,0 +1,77 @@
+"""``pipelines.result.failure_code``: the one classification of failed downloads into the
+``error_code`` a result carries, for the failures the end-to-end tests cannot make locally (the
+end-to-end ones are in test_e2e_cost)."""
+
+from __future__ import annotations
+
+import pytest
+from OpenSSL import SSL
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadFailedError,
+    IgnoreRequest,
+)
+from twisted.python.failure import Failure
+from twisted.web._newclient import ResponseNeverReceived
+
+from middlewares.deadline import DeadlineExceeded
+from pipelines.result import describe_failure, failure_code
+from service.browser.failures import BrowserError
+from service.egress.addresses import EgressBlocked
+from service.errors import FAILURE_CODES
+from service.jobs import ScrapeJob
+
+
+class ActionFailed(BrowserError):
+    """What the js engine's actions raise (service.browser), by its name."""
+
+
+class Declared(BrowserError):
+    error_code = "too_large"
+
+
+def tls_failure() -> DownloadFailedError:
+    """What Scrapy raises for a handshake that failed: Twisted's ResponseNeverReceived of an
+    SSL.Error, wrapped."""
+    try:
+        raise SSL.Error([("SSL routines", "", "wrong version number")])
+    except SSL.Error:
+        never = ResponseNeverReceived([Failure()])
+    try:
+        raise DownloadFailedError(str(never)) from never
+    except DownloadFailedError as wrapped:
+        return wrapped
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (DeadlineExceeded("late"), "timeout"),
+        (EgressBlocked(), "egress_blocked"),
+        (IgnoreRequest("Forbidden by robots.txt"), "robots_disallowed"),
+        (CannotResolveHostError("x"), "dns_error"),
+        (tls_failure(), "tls_error"),
+        (DownloadFailedError("closed"), "connection_error"),
+        (DownloadCancelledError("over DOWNLOAD_MAXSIZE"), "too_large"),
+        (ActionFailed("action 0 (click) failed"), "action_failed"),
+        (Declared("whatever it says"), "too_large"),
+        (BrowserError("the screenshot is larger than the limit of 9 bytes"), "too_large"),
+        (
+            BrowserError("the browser could not load the page (net::ERR_SSL_PROTOCOL_ERROR)"),
+            "tls_error",
+        ),
+        (BrowserError("the browser could not render the page"), "internal"),
+        (ValueError("a bug"), "internal"),
+    ],
+)
+def test_each_failure_has_its_documented_code(exc, code):
+    assert failure_code(exc) == failure_code(Failure(exc)) == code
+    assert code in FAILURE_CODES
+
+
+def test_a_failed_handshake_says_so():
+    job = ScrapeJob(url="https://example.com/")
+    assert (
+        describe_failure(Failure(tls_failure()), job) == "the TLS handshake with the target failed"
+    )
