@@ -505,6 +505,7 @@ class ScrapeRequest(_Strict):
             "request (every other field equal) within that time, free, with cached true; kept "
             "at most SCRAPESPY_CACHE_MAX_AGE_SECONDS. Absent: always scrape, keep nothing",
         ),
+        Whole,
     ] = None
 
     @model_validator(mode="after")

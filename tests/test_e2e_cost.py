@@ -334,3 +334,6 @@ def test_max_age_is_validated(service, site, paying):
     for bad in (-1, "60", 1.5, True):
         reply = service.scrape(key, {"url": site.url("/article"), "max_age": bad})
         assert reply.status == 400 and "max_age" in reply.json["error"], (bad, reply.body)
+    # JSON Schema counts 60.0 as an integer, and so does the service
+    whole = service.scrape(key, {"url": site.url("/article"), "max_age": 60.0})
+    assert whole.status == 200 and whole.json["success"] is True
