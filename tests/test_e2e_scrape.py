@@ -349,6 +349,12 @@ def test_a_success_whose_page_cannot_be_parsed_is_answered_as_a_failure_and_not_
     result = reply.json
     assert (result["success"], result["status_code"]) == (False, 200)
     assert result["error"] == "the page could not be processed"
+    assert (result["error_code"], result["credits_charged"]) == ("internal", 0)
+    # on PostgreSQL the capture went out and came back: the answer says both are done
+    assert (reply.headers["X-Credits-Charged"], reply.headers["X-Credits-Remaining"]) == (
+        "0",
+        "100",
+    )
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"]) == (100, 0)
     assert accounts.entries_sum(account_id) == 100
