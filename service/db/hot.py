@@ -83,7 +83,7 @@ _SQL: dict[str, str] = {
         " :created_at) RETURNING id"
     ),
     # PostgreSQL: the hold and the settlement in one statement each (migration 0002; the
-    # settlement answers the balance since 0008), and the key lookup with the hold (0003); the
+    # settlement with the balance after it, 0008), and the key lookup with the hold (0003); the
     # key's cap is checked in the hold (0007)
     "pg_hold": (
         "SELECT new_hold, available, trials_left, key_spent FROM scrapespy_hold(:account_id,"
@@ -97,7 +97,7 @@ _SQL: dict[str, str] = {
     ),
     "pg_settle": (
         "SELECT charged, trial_consumed, settled_here, balance_after"
-        " FROM scrapespy_settle(:hold_id, :cost,"
+        " FROM scrapespy_settle_balance(:hold_id, :cost,"
         f" :consume_trial, :settled, :usage, {_params(UsageRow._fields)})"
     ),
     "new_usage": f"INSERT INTO usage ({', '.join(_USAGE)}) VALUES ({_params(_USAGE)})",

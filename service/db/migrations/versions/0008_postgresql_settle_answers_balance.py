@@ -1,22 +1,22 @@
-"""PostgreSQL: the settlement answers the account's balance after it
+"""PostgreSQL: a settlement that also answers the account's balance after it
 
 Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-24 09:50:00
 
-Every answer of ``POST /scrape`` carries the balance once its scrape was settled
-(``X-Credits-Remaining``). ``scrapespy_settle`` already reads it when it claims the hold (for the
-charge's ledger entry); it now returns it too, and reads it when the hold was settled before (by
-the watchdog or the sweeper), so that the figure comes back in the settlement's own round trip
-rather than from another query per scrape. A function's result type cannot be changed in place:
-the function is dropped and made again, in this migration's one transaction. SQLite has no
-functions: ``service.ledger.settle`` reads the balance in its own transaction.
+Every answer of ``POST /scrape`` carries the account's balance once its scrape was settled
+(``X-Credits-Remaining``), and it must come back in the settlement's own round trip, not from
+another query per scrape. ``scrapespy_settle_balance`` takes the parameters of
+``scrapespy_settle``, calls it, and answers its row with the balance read afterwards, in the
+same transaction (a statement of its own, so that it sees the settlement's update).
+
+``scrapespy_settle`` itself is left as it is: instances of the previous release, still running
+during a rolling upgrade, call it and read its three columns; a function's result type cannot
+change in place. Whatever a later migration changes in ``scrapespy_settle`` applies to both.
+SQLite has no functions: ``service.ledger.settle`` reads the balance in its own transaction.
 """
 
 from collections.abc import Sequence
-from importlib.util import module_from_spec, spec_from_file_location
-from pathlib import Path
-from types import ModuleType
 
 from alembic import op
 
@@ -25,52 +25,45 @@ down_revision: str | Sequence[str] | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-SIGNATURE = (
-    "scrapespy_settle(integer, bigint, boolean, timestamptz, boolean, integer, text, varchar,"
-    " varchar, varchar, integer, boolean, boolean, text, integer)"
+PARAMETERS = """
+    p_hold_id integer, p_cost bigint, p_consume_trial boolean, p_settled timestamptz,
+    p_usage boolean, p_account_id integer, p_url text, p_engine varchar,
+    p_tier_requested varchar, p_tier_used varchar, p_status_code integer, p_success boolean,
+    p_blocked boolean, p_error text, p_elapsed_ms integer
+"""
+
+SETTLE_BALANCE = f"""
+CREATE OR REPLACE FUNCTION scrapespy_settle_balance({PARAMETERS})
+RETURNS TABLE (
+    charged bigint, trial_consumed boolean, settled_here boolean, balance_after bigint
 )
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_settled record;
+BEGIN
+    SELECT * INTO v_settled FROM scrapespy_settle(
+        p_hold_id, p_cost, p_consume_trial, p_settled, p_usage, p_account_id, p_url, p_engine,
+        p_tier_requested, p_tier_used, p_status_code, p_success, p_blocked, p_error,
+        p_elapsed_ms);
+    RETURN QUERY SELECT v_settled.charged, v_settled.trial_consumed, v_settled.settled_here,
+        (SELECT a.balance FROM accounts a WHERE a.id = p_account_id);
+END
+$$;
+"""
 
-RETURNS = "RETURNS TABLE (charged bigint, trial_consumed boolean, settled_here boolean)"
-# not "balance": an output column is a variable in the body, where accounts.balance is read
-RETURNS_BALANCE = (
-    "RETURNS TABLE (charged bigint, trial_consumed boolean, settled_here boolean,"
-    " balance_after bigint)"
+DROP = (
+    "DROP FUNCTION IF EXISTS scrapespy_settle_balance(integer, bigint, boolean, timestamptz,"
+    " boolean, integer, text, varchar, varchar, varchar, integer, boolean, boolean, text, integer)"
 )
-ANSWER = "    RETURN QUERY SELECT v_charged, v_consumed, v_claimed;"
-ANSWER_BALANCE = """    IF NOT v_claimed THEN
-        SELECT a.balance INTO v_balance FROM accounts a WHERE a.id = p_account_id;
-    END IF;
-    RETURN QUERY SELECT v_charged, v_consumed, v_claimed, v_balance;"""
-
-
-def _sibling(stem: str) -> ModuleType:
-    """Another migration of this folder (alembic loads them by path, not as a package)."""
-    spec = spec_from_file_location(
-        f"scrapespy_migration_{stem}", Path(__file__).with_name(stem + ".py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _settle_of_0007() -> str:
-    """``scrapespy_settle`` as migration 0007 left it."""
-    settle: str = _sibling("0007_several_api_keys").SETTLE
-    return settle
 
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    settle = _settle_of_0007()
-    assert settle.count(RETURNS) == 1 and settle.count(ANSWER) == 1
-    op.execute(f"DROP FUNCTION IF EXISTS {SIGNATURE}")
-    op.execute(settle.replace(RETURNS, RETURNS_BALANCE).replace(ANSWER, ANSWER_BALANCE))
+    op.execute(SETTLE_BALANCE)
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(f"DROP FUNCTION IF EXISTS {SIGNATURE}")
-    op.execute(_settle_of_0007())
+    op.execute(DROP)
