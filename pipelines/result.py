@@ -40,6 +40,7 @@ from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
+from service.browser.actions import ActionFailed
 from service.browser.failures import BrowserError
 from service.config import Config
 from service.egress.addresses import EgressBlocked, UnsupportedScheme
@@ -149,11 +150,11 @@ def _tls_failed(exc: BaseException) -> bool:
 
 def _browser_failure_code(exc: BrowserError) -> str:
     """The js engine's own failures (service.browser), by what they say."""
+    if isinstance(exc, ActionFailed):  # a step of actions, or wait_for
+        return "action_failed"
     declared = getattr(exc, "error_code", None)
     if isinstance(declared, str):
         return declared
-    if exc.__class__.__name__ == "ActionFailed":
-        return "action_failed"
     message = str(exc)
     if message.startswith("the screenshot is larger"):
         return "too_large"
@@ -220,11 +221,8 @@ class ResultPipeline:
             self._received(item, response)
         if job.actions:  # what service.browser reported, on a success as on a failure
             result = item.result
-            outcomes = list(meta.get("scrapespy_action_outcomes", ()))
-            setattr(result, "actions", outcomes)  # noqa: B010
+            setattr(result, "actions", list(meta.get("scrapespy_action_outcomes", ())))  # noqa: B010
             setattr(result, "action_results", list(meta.get("scrapespy_action_results", ())))  # noqa: B010
-            if error is not None and any(not step.get("ok", True) for step in outcomes):
-                result.error_code = "action_failed"
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:

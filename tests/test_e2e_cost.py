@@ -202,6 +202,15 @@ def test_the_js_engine_fails_with_the_same_codes(service, site, paying):
     assert (refused["success"], refused["error_code"]) == (False, "connection_error")
     missing = service.scrape(key, {"url": site.url("/status/404"), "engine": "js"}).json
     assert (missing["success"], missing["error_code"]) == (False, "http_error")
+    for asked in (
+        {"actions": [{"type": "click", "selector": "#nowhere"}]},
+        {"wait_for": {"selector": "#nowhere"}},
+    ):
+        body = {"url": site.url("/article"), "engine": "js", "timeout": 3, **asked}
+        reply = service.scrape(key, body)
+        failed = reply.json
+        assert (failed["success"], failed["error_code"]) == (False, "action_failed"), failed
+        assert (failed["credits_charged"], charged(reply), remaining(reply)) == (0, 0, 100)
 
 
 def closed_port() -> int:

@@ -17,14 +17,11 @@ from twisted.web._newclient import ResponseNeverReceived
 
 from middlewares.deadline import DeadlineExceeded
 from pipelines.result import describe_failure, failure_code
+from service.browser.actions import ActionFailed
 from service.browser.failures import BrowserError
 from service.egress.addresses import EgressBlocked
 from service.errors import FAILURE_CODES
 from service.jobs import ScrapeJob
-
-
-class ActionFailed(BrowserError):
-    """What the js engine's actions raise (service.browser), by its name."""
 
 
 class Declared(BrowserError):
