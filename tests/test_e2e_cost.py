@@ -268,6 +268,7 @@ def test_a_failure_has_the_timings_of_what_happened(service, paying):
     result = service.scrape(key, {"url": "http://127.0.0.1:9/"}).json
     timings = result["timings"]
     assert timings["queue"] is not None and timings["queue"] >= 0
+    assert timings["connect"] is not None and timings["connect"] >= 0  # until it was refused
     assert (timings["first_byte"], timings["download"], timings["render"]) == (None, None, None)
     assert timings["extraction"] is None  # nothing to parse
 
