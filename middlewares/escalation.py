@@ -31,12 +31,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from OpenSSL import SSL
-from scrapy.exceptions import CannotResolveHostError, DownloadTimeoutError, IgnoreRequest
-from twisted.internet import error as net_error
-
 from middlewares.antibot import META_KEY as BLOCK_REASON
-from middlewares.deadline import DeadlineExceeded
+from middlewares.failure_codes import failure_code
 from middlewares.proxy_pool import (
     DEADLINE,
     MIDWAY,
@@ -46,7 +42,6 @@ from middlewares.proxy_pool import (
     TIER_USED,
     classify,
 )
-from service.egress.addresses import EgressBlocked
 from service.extraction.shell import is_js_shell
 from service.jobs import JOB
 
@@ -90,21 +85,6 @@ def start_escalation(job: ScrapeJob, meta: dict[str, Any]) -> str:
     return engine
 
 
-def error_code_of(exception: BaseException) -> str:
-    """The ``error_code`` (service.errors.ERROR_CODES) of a failed download."""
-    if isinstance(exception, DeadlineExceeded | DownloadTimeoutError | net_error.TimeoutError):
-        return "timeout"
-    if isinstance(exception, EgressBlocked):
-        return "egress_blocked"
-    if isinstance(exception, IgnoreRequest):
-        return "robots_disallowed" if "robots.txt" in str(exception).lower() else "internal"
-    if isinstance(exception, CannotResolveHostError | net_error.DNSLookupError):
-        return "dns_error"
-    if isinstance(exception, SSL.Error):
-        return "tls_error"
-    return "connection_error"
-
-
 class EscalationMiddleware:
     def __init__(
         self, stats: StatsCollector | None = None, clock: Callable[[], float] = time.monotonic
@@ -142,7 +122,7 @@ class EscalationMiddleware:
             return None
         meta = request.meta
         engine = "js" if meta.get("playwright") else "static"
-        self._record(request, engine, 0, None, error_code_of(exception))
+        self._record(request, engine, 0, None, failure_code(exception))
         if classify(exception) == MIDWAY:
             higher = ladder.next_tier(engine, meta[TIER_REQUESTED])
             if higher is not None:

@@ -23,10 +23,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from OpenSSL.SSL import Error as SSLError
 from scrapy.exceptions import (
     CannotResolveHostError,
-    DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
@@ -40,10 +38,9 @@ from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
-from service.browser.actions import ActionFailed
+from middlewares.failure_codes import failure_code, tls_failed
 from service.browser.failures import BrowserError
 from service.config import Config
-from service.egress.addresses import EgressBlocked, UnsupportedScheme
 from service.extraction import empty_fields
 from service.extraction.outputs import OutputOptions, extract_page
 from service.extraction.pool import (
@@ -87,80 +84,13 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
         return "could not connect to the target"
     if isinstance(exc, BrowserError):
         return str(exc)  # the js engine's own failures, worded for the caller
-    if _tls_failed(exc):
+    if tls_failed(exc):
         return "the TLS handshake with the target failed"
     if isinstance(exc, (DownloadFailedError, ResponseDataLossError)):
         return "the target closed the connection without a complete response"
     name = exc.__class__.__name__
     log.info("scrape of %s failed: %s", job.url, name)
     return f"fetch failed ({name})"
-
-
-def failure_code(failure: Failure | BaseException) -> str:
-    """The ``error_code`` (service.errors.FAILURE_CODES) of a download that failed with
-    ``failure``, as :func:`describe_failure` words it for people: the one classification of
-    failed downloads, for the result and for anything else that reports one."""
-    exc = failure.value if isinstance(failure, Failure) else failure
-    if isinstance(exc, DeadlineExceeded):
-        return "timeout"
-    if isinstance(exc, EgressBlocked | UnsupportedScheme):
-        return "egress_blocked"
-    if isinstance(exc, IgnoreRequest):
-        return "robots_disallowed" if "robots.txt" in str(exc).lower() else "internal"
-    timeouts = (DownloadTimeoutError, net_error.TimeoutError, DeferredTimeoutError, TimeoutError)
-    if isinstance(exc, timeouts) or exc.__class__.__name__ == "TimeoutError":
-        return "timeout"
-    if isinstance(exc, CannotResolveHostError | net_error.DNSLookupError):
-        return "dns_error"
-    if _tls_failed(exc):
-        return "tls_error"
-    if isinstance(exc, DownloadCancelledError):  # Scrapy's DOWNLOAD_MAXSIZE
-        return "too_large"
-    connection = (
-        DownloadConnectionRefusedError,
-        net_error.ConnectError,
-        net_error.ConnectionLost,
-        DownloadFailedError,
-        ResponseDataLossError,
-    )
-    if isinstance(exc, connection):
-        return "connection_error"
-    if isinstance(exc, BrowserError):
-        return _browser_failure_code(exc)
-    return "internal"
-
-
-def _tls_failed(exc: BaseException) -> bool:
-    """Whether OpenSSL failed under ``exc``: Twisted reports a handshake that failed as a
-    ResponseNeverReceived of an SSL.Error, which Scrapy wraps in a DownloadFailedError."""
-    seen = 0
-    pending: list[BaseException] = [exc]
-    while pending and seen < 8:
-        current = pending.pop()
-        seen += 1
-        if isinstance(current, SSLError):
-            return True
-        reasons = getattr(current, "reasons", None)
-        if isinstance(reasons, list):
-            pending.extend(r.value for r in reasons if isinstance(r, Failure))
-        if current.__cause__ is not None:
-            pending.append(current.__cause__)
-    return False
-
-
-def _browser_failure_code(exc: BrowserError) -> str:
-    """The js engine's own failures (service.browser), by what they say."""
-    if isinstance(exc, ActionFailed):  # a step of actions, or wait_for
-        return "action_failed"
-    declared = getattr(exc, "error_code", None)
-    if isinstance(declared, str):
-        return declared
-    message = str(exc)
-    if message.startswith("the screenshot is larger"):
-        return "too_large"
-    if "net::ERR_SSL" in message or "net::ERR_CERT" in message:
-        return "tls_error"
-    return "internal"
 
 
 def raw_html_too_large(size: int, limit: int) -> str:

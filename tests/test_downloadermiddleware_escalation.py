@@ -11,7 +11,8 @@ from twisted.internet.error import DNSLookupError
 
 from harness.site import ARTICLE, JS_ONLY
 from middlewares.deadline import DeadlineExceeded
-from middlewares.escalation import EscalationMiddleware, error_code_of, start_escalation
+from middlewares.escalation import EscalationMiddleware, start_escalation
+from middlewares.failure_codes import failure_code
 from service.config import Config
 from service.egress.addresses import EgressBlocked
 from service.escalation import ladder
@@ -172,6 +173,6 @@ def test_a_reset_connection_climbs_a_refused_one_does_not() -> None:
 
 
 def test_error_codes_of_failures() -> None:
-    assert error_code_of(DeadlineExceeded()) == "timeout"
-    assert error_code_of(EgressBlocked()) == "egress_blocked"
-    assert error_code_of(DNSLookupError()) == "dns_error"
+    assert failure_code(DeadlineExceeded()) == "timeout"
+    assert failure_code(EgressBlocked()) == "egress_blocked"
+    assert failure_code(DNSLookupError()) == "dns_error"

@@ -1,4 +1,4 @@
-"""``pipelines.result.failure_code``: the one classification of failed downloads into the
+"""``middlewares.failure_codes.failure_code``: the one classification of failed downloads into the
 ``error_code`` a result carries, for the failures the end-to-end tests cannot make locally (the
 end-to-end ones are in test_e2e_cost)."""
 
@@ -16,7 +16,8 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseNeverReceived
 
 from middlewares.deadline import DeadlineExceeded
-from pipelines.result import describe_failure, failure_code
+from middlewares.failure_codes import failure_code
+from pipelines.result import describe_failure
 from service.browser.actions import ActionFailed
 from service.browser.failures import BrowserError
 from service.egress.addresses import EgressBlocked
