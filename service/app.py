@@ -19,6 +19,7 @@ from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
 from service.account_api import AccountReads
+from service.batches import Batches
 from service.config import Config
 from service.db import Database
 from service.errors import (
@@ -29,6 +30,7 @@ from service.errors import (
     ServiceUnavailable,
     Unauthorized,
 )
+from service.idempotency import Answer, Idempotency, checked_key
 from service.observability import metrics_page, request_id_of
 from service.openapi import document
 from service.payments import NOT_CONFIGURED, PaymentProvider
@@ -40,6 +42,7 @@ from service.scraping import Scraper
 
 if TYPE_CHECKING:
     from service.dashboard.app import Dashboard
+    from service.results import ScrapeResult
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +98,14 @@ class ScrapespyApp:
         dashboard: Dashboard | None = None,
         *,
         reads: AccountReads,
+        batches: Batches | None = None,
     ):
         self.config = config
         self.database = database
         self.scraper = scraper
         self.reads = reads
+        self.batches = batches
+        self.idempotency = Idempotency(database)
         self.payments = payments
         self.dashboard = dashboard
         self.stripe_webhooks = (
@@ -148,13 +154,89 @@ class ScrapespyApp:
 
     @app.route("/scrape", methods=["POST"])
     async def scrape(self, request: Request) -> bytes:
-        result, remaining = await self.scraper.answer(
-            api_key_of(request), read_json_body(request), request_id=request_id_of(request)
+        key = checked_key(request.getHeader(b"Idempotency-Key"))
+        body = read_json_body(request)
+
+        async def scraped() -> ScrapeResult:
+            result, remaining = await self.scraper.answer(
+                api_key_of(request), body, request_id=request_id_of(request)
+            )
+            request.setHeader(b"X-Credits-Charged", b"%d" % result.credits_charged)
+            if remaining is not None:
+                request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
+            return result
+
+        if key is None:
+            return render_json(request, await scraped())
+
+        async def answer() -> Answer:
+            return 200, orjson.dumps(await scraped())
+
+        caller = await self.scraper.authenticate(api_key_of(request))
+        return await self._idempotent(request, caller.account_id, key, "scrape", body, answer)
+
+    async def _idempotent(
+        self,
+        request: Request,
+        account_id: int,
+        key: str,
+        endpoint: str,
+        body: bytes,
+        answer: Any,
+    ) -> bytes:
+        """The answer of the first call with ``key`` (service.idempotency)."""
+        (status, payload), replayed = await self.idempotency.run(
+            account_id, key, endpoint, body, answer
         )
-        request.setHeader(b"X-Credits-Charged", b"%d" % result.credits_charged)
-        if remaining is not None:
-            request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
-        return render_json(request, result)
+        if replayed:  # what this call cost: nothing (the body tells the first call's charge)
+            request.setHeader(b"Idempotent-Replayed", b"true")
+            if endpoint == "scrape":
+                request.setHeader(b"X-Credits-Charged", b"0")
+        request.setResponseCode(status)
+        request.setHeader(b"Content-Type", b"application/json")
+        request.setHeader(b"Cache-Control", b"no-store")
+        return payload
+
+    # jobs (service.batches) -------------------------------------------------------------------
+
+    def _batches(self) -> Batches:
+        if self.batches is None:
+            raise ServiceUnavailable("jobs are not available on this instance")
+        return self.batches
+
+    @app.route("/batch", methods=["POST"])
+    async def batch(self, request: Request) -> bytes:
+        batches = self._batches()
+        key = checked_key(request.getHeader(b"Idempotency-Key"))
+        body = read_json_body(request)
+        options, urls = batches.parse(body)
+        caller = await batches.caller(api_key_of(request))
+
+        async def answer() -> Answer:
+            return 202, orjson.dumps(await batches.create(caller, options, urls))
+
+        if key is None:
+            status, payload = await answer()
+            request.setResponseCode(status)
+            request.setHeader(b"Content-Type", b"application/json")
+            request.setHeader(b"Cache-Control", b"no-store")
+            return payload
+        return await self._idempotent(request, caller.account_id, key, "batch", body, answer)
+
+    @app.route("/jobs", methods=["GET"])
+    async def jobs(self, request: Request) -> bytes:
+        found = await self._batches().listing(api_key_of(request), query_of(request))
+        return render_json(request, found)
+
+    @app.route("/jobs/<job_id>", methods=["GET"])
+    async def job(self, request: Request, job_id: str) -> bytes:
+        found = await self._batches().view(api_key_of(request), job_id, query_of(request))
+        return render_json(request, found)
+
+    @app.route("/jobs/<job_id>", methods=["DELETE"])
+    async def cancel_job(self, request: Request, job_id: str) -> bytes:
+        found = await self._batches().cancel(api_key_of(request), job_id)
+        return render_json(request, found)
 
     @app.route("/account", methods=["GET"])
     async def account(self, request: Request) -> bytes:

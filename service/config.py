@@ -189,6 +189,18 @@ class Config:
     cache_max_entries: int = 1000
     cache_max_bytes: int = 64 * 1024 * 1024
     cache_max_age_seconds: int = 3600
+    # jobs (POST /batch, service.batches): pages of jobs one instance scrapes at once, so that
+    # jobs never take more than this share of the engine from POST /scrape callers
+    job_pages_in_flight: int = 8
+    # jobs of one account queued or running at once; one more is a 429 too_many_jobs
+    max_jobs_per_account: int = 5
+    # a page's stored result larger than this keeps its status and loses its page fields
+    job_result_max_bytes: int = 4 * 1024 * 1024
+    # jobs, their results and Idempotency-Key answers are deleted this long after their start
+    job_retention_days: int = 7
+    # PostgreSQL: an instance whose queue worker sent no heartbeat for this long is taken as dead
+    # and its pages are taken over by the others
+    job_stalled_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -265,5 +277,20 @@ class Config:
             cache_max_bytes=_int(env, "SCRAPESPY_CACHE_MAX_BYTES", cls.cache_max_bytes),
             cache_max_age_seconds=_int(
                 env, "SCRAPESPY_CACHE_MAX_AGE_SECONDS", cls.cache_max_age_seconds
+            ),
+            job_pages_in_flight=_int(
+                env, "SCRAPESPY_JOB_PAGES_IN_FLIGHT", cls.job_pages_in_flight, minimum=1
+            ),
+            max_jobs_per_account=_int(
+                env, "SCRAPESPY_MAX_JOBS_PER_ACCOUNT", cls.max_jobs_per_account, minimum=1
+            ),
+            job_result_max_bytes=_int(
+                env, "SCRAPESPY_JOB_RESULT_MAX_BYTES", cls.job_result_max_bytes, minimum=1024
+            ),
+            job_retention_days=_int(
+                env, "SCRAPESPY_JOB_RETENTION_DAYS", cls.job_retention_days, minimum=1
+            ),
+            job_stalled_seconds=_float(
+                env, "SCRAPESPY_JOB_STALLED_SECONDS", cls.job_stalled_seconds
             ),
         )

@@ -19,6 +19,12 @@ ERROR_CODES: dict[str, str] = {
     "calendar month, UTC, what it holds for scrapes in progress and this request's price); the "
     "message names the cap. The account's other keys are not affected",
     "residential_locked": "the free residential trials are used up",
+    "too_many_jobs": "the account has as many jobs queued or running as it may; wait for one "
+    "to finish or cancel one",
+    "idempotency_conflict": "this Idempotency-Key was used in the last 24 hours with another "
+    "body; use a new key for a new request",
+    "idempotency_in_progress": "the first request with this Idempotency-Key is still running; "
+    "retry after it answered (see Retry-After)",
     "rate_limited": "too many requests for this key (or checkouts for this account); "
     "see Retry-After",
     "not_found": "no such resource",
@@ -128,6 +134,16 @@ class TooManyRequests(ApiError):
             headers={"Retry-After": str(retry_after)},
         )
         self.retry_after = retry_after
+
+
+class Conflict(ApiError):
+    status = 409
+    code = "idempotency_in_progress"
+
+
+class Unprocessable(ApiError):
+    status = 422
+    code = "idempotency_conflict"
 
 
 class BadGateway(ApiError):

@@ -176,6 +176,13 @@ class Scraper:
 
         return self.database.call("pg_authorize_hold", params).addCallback(authorized)
 
+    def hold_in(
+        self, conn: HotConnection, key_hash: str, engine: str, tier: str
+    ) -> tuple[keys.Caller, Quote, int]:
+        """The checks and the hold of a scrape, inside the caller's transaction (a job's page
+        records its hold in the same one, service.batches); raises as ``scrape`` does."""
+        return self._authorize_and_hold(conn, key_hash, engine, tier)
+
     def _authorize_and_hold(
         self,
         conn: HotConnection,

@@ -10,15 +10,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import reactor
+from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
 from service import ledger
 from service.account_api import AccountReads
 from service.app import ScrapespyApp
+from service.batches import Batches
 from service.config import Config
 from service.dashboard.app import Dashboard
 from service.db import Database
 from service.engine import EngineBridge
+from service.job_queue import LocalQueue, PostgresQueue
 from service.observability import ObservedSite, security_headers
 from service.payments import make_provider
 from service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
@@ -51,6 +54,7 @@ class Service:
     scraper: Scraper
     http: ScrapespyApp
     sweeper: LoopingCall
+    batches: Batches | None = None
 
     def site(self) -> ObservedSite:
         site = ObservedSite(self.http.resource(), security_headers(self.config.public_url))
@@ -60,12 +64,18 @@ class Service:
 
     async def stop(self) -> None:
         """Finish what is in flight (up to the grace period), settle or release every hold,
-        close the crawler and its browser, then the database."""
+        close the crawler and its browser, then the database. Jobs take no more pages; their
+        pages in flight finish or are released unbilled, to be taken over later."""
+        queue = self.batches.queue if self.batches is not None else None
+        if queue is not None:
+            queue.stop_taking()
         abandoned = await self.bridge.drain(self.config.shutdown_grace_seconds)
         if abandoned:
             log.warning("shutdown: released the holds of %d unfinished scrapes", abandoned)
         if self.sweeper.running:
             self.sweeper.stop()
+        if queue is not None:
+            await queue.stop()
         await self.bridge.stop()
         if self.http.payments is not None:
             self.http.payments.stop()
@@ -95,15 +105,28 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     dashboard = Dashboard(config, database, scraper, payments)
     dashboard.start()
     reads = AccountReads(database, make_limiter(config, READS_REDIS_PREFIX), scraper.limiter)
-    http = ScrapespyApp(config, database, scraper, payments, dashboard=dashboard, reads=reads)
-    sweeper = LoopingCall(_sweep, database)
+    batches = Batches(config, database, scraper, bridge)
+    if database.dialect == "postgresql":
+        batches.queue = PostgresQueue(batches)
+        await batches.queue.open()
+    else:
+        batches.queue = LocalQueue(batches)
+    batches.queue.start()
+    http = ScrapespyApp(
+        config, database, scraper, payments, dashboard=dashboard, reads=reads, batches=batches
+    )
+    sweeper = LoopingCall(_sweep, database, batches)
     sweeper.clock = reactor  # type: ignore[assignment]
     sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)
-    return Service(config, database, bridge, scraper, http, sweeper)
+    return Service(config, database, bridge, scraper, http, sweeper, batches)
 
 
-def _sweep(database: Database) -> Any:
+def _sweep(database: Database, batches: Batches) -> Any:
+    """Expired holds, then what the jobs' retention time let go of."""
     d = database.run(ledger.expire_holds)
+    d.addCallback(
+        lambda freed: Deferred.fromCoroutine(batches.purge()).addCallback(lambda purged: freed)
+    )
 
     def report(freed: int) -> None:
         if freed:

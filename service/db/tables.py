@@ -191,3 +191,72 @@ web_sessions = Table(
     Column("pending_key", String(255), nullable=True),
     Column("pending_key_until", DateTime(timezone=True), nullable=True),
 )
+
+# Jobs (POST /batch): one row per job, one per page, in the database so that a restart or a dead
+# instance loses none (migration 0008, service.batches). ``seq`` orders and pages the listings;
+# ``public_id`` is what a caller sees: random, so that ids cannot be guessed or counted.
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("seq", Integer, primary_key=True),
+    Column("public_id", String(32), nullable=False, unique=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    # who pays for each page: the key that made the job, looked up again for every page's hold
+    Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=False),
+    Column("key_hash", String(64), nullable=False),
+    Column("kind", String(8), nullable=False, default="batch"),
+    Column("status", String(24), nullable=False, default="queued"),
+    Column("options", Text, nullable=False),  # the scrape options (JSON) every page uses
+    Column("total", Integer, nullable=False),
+    Column("error", Text, nullable=True),
+    # the pages were handed to the queue (PostgreSQL); the sweeper hands over those that were not
+    Column("enqueued", Boolean, nullable=False, default=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint(
+        "status IN ('queued', 'running', 'completed', 'cancelled', 'failed',"
+        " 'insufficient_credits')",
+        name="status_known",
+    ),
+    Index("ix_jobs_account_seq", "account_id", "seq"),
+    Index("ix_jobs_status", "status"),
+)
+
+job_pages = Table(
+    "job_pages",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("job_seq", Integer, ForeignKey("jobs.seq", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("status", String(10), nullable=False, default="pending"),
+    # each take-over of a page counts one more; a result is stored only by the attempt that has it
+    Column("attempt", Integer, nullable=False, default=0),
+    # the hold of the current attempt: after a crash, its status says whether the page was billed
+    Column("hold_id", Integer, ForeignKey("holds.id"), nullable=True),
+    Column("instance", String(64), nullable=True),  # the instance of the current attempt
+    Column("result", Text, nullable=True),  # the JSON POST /scrape would have answered
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint(
+        "status IN ('pending', 'running', 'done', 'failed', 'blocked', 'skipped')",
+        name="status_known",
+    ),
+    UniqueConstraint("job_seq", "position", name="uq_job_pages_job_seq_position"),
+    Index("ix_job_pages_status_id", "status", "id"),
+)
+
+# Idempotency-Key: the first answer to (account, key), replayed for 24 hours (service.idempotency)
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("account_id", Integer, ForeignKey("accounts.id"), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("endpoint", String(16), nullable=False),
+    Column("body_hash", String(64), nullable=False),
+    Column("status_code", Integer, nullable=True),  # None while the first call runs
+    Column("response", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    # a first call still running past this is taken as dead and its key as free again
+    Column("running_until", DateTime(timezone=True), nullable=True),
+    Index("ix_idempotency_keys_created_at", "created_at"),
+)

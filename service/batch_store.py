@@ -1,0 +1,424 @@
+"""The rows of jobs and their pages (migration 0008): each function is one transaction's work.
+
+A page moves ``pending`` -> ``running`` -> ``done`` | ``failed`` | ``blocked``, or to ``skipped``
+when its job stopped first. Claiming a page counts one more ``attempt`` and records the instance;
+the hold of the attempt is written in the transaction that makes it (service.batches), and a
+result is stored only by the attempt that claimed it, so a page taken over after a crash cannot
+be finished twice. What a job charged is never stored: it is summed from the usage rows of its
+pages' holds, which the ledger writes in the settlement's own transaction, so it is exact at
+any moment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
+
+from service import ledger
+from service.account_api import timestamp
+from service.db.tables import holds, idempotency_keys, job_pages, jobs, usage
+
+ACTIVE = ("queued", "running")
+FINISHED_PAGE = ("done", "failed", "blocked")
+DONE_PAGE = (*FINISHED_PAGE, "skipped")
+
+
+class TooManyJobs(Exception):
+    def __init__(self, limit: int):
+        super().__init__(f"{limit} jobs in flight")
+        self.limit = limit
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One attempt at one page: what to scrape, for whom, and a hold already captured."""
+
+    page_id: int
+    job_seq: int
+    attempt: int
+    url: str
+    options: dict[str, Any]
+    key_hash: str
+    paid_hold: int | None  # a hold of an earlier attempt that was captured: billed already
+
+
+def create_job(
+    conn: Connection,
+    *,
+    public_id: str,
+    account_id: int,
+    key_id: int,
+    key_hash: str,
+    options: dict[str, Any],
+    urls: list[str],
+    limit: int,
+) -> int:
+    """Stores a job and its pages; raises TooManyJobs when the account has ``limit`` in flight.
+
+    The account's row is locked first (SQLite's BEGIN IMMEDIATE does it for the whole
+    database), so two jobs made at once cannot both fit under the limit."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "SELECT 1 FROM accounts WHERE id = %(id)s FOR NO KEY UPDATE", {"id": account_id}
+        )
+    in_flight = conn.execute(
+        select(func.count())
+        .select_from(jobs)
+        .where(jobs.c.account_id == account_id, jobs.c.status.in_(ACTIVE))
+    ).scalar_one()
+    if in_flight >= limit:
+        raise TooManyJobs(limit)
+    created = ledger.now()
+    seq = conn.execute(
+        insert(jobs)
+        .values(
+            public_id=public_id,
+            account_id=account_id,
+            key_id=key_id,
+            key_hash=key_hash,
+            kind="batch",
+            status="queued",
+            options=orjson.dumps(options).decode(),
+            total=len(urls),
+            enqueued=False,
+            created_at=created,
+        )
+        .returning(jobs.c.seq)
+    ).scalar_one()
+    conn.execute(
+        insert(job_pages),
+        [
+            {
+                "job_seq": seq,
+                "position": position,
+                "url": url,
+                "status": "pending",
+                "attempt": 0,
+                "updated_at": created,
+            }
+            for position, url in enumerate(urls)
+        ],
+    )
+    return int(seq)
+
+
+def page_ids(conn: Connection, job_seq: int) -> list[int]:
+    return list(
+        conn.execute(
+            select(job_pages.c.id)
+            .where(job_pages.c.job_seq == job_seq, job_pages.c.status == "pending")
+            .order_by(job_pages.c.position)
+        ).scalars()
+    )
+
+
+def mark_enqueued(conn: Connection, job_seq: int) -> None:
+    conn.execute(update(jobs).where(jobs.c.seq == job_seq).values(enqueued=True))
+
+
+def not_enqueued(conn: Connection, older_than: timedelta) -> list[int]:
+    """Jobs whose pages were never handed to the queue: their instance died right after
+    storing them."""
+    return list(
+        conn.execute(
+            select(jobs.c.seq).where(
+                jobs.c.enqueued.is_(False),
+                jobs.c.status.in_(ACTIVE),
+                jobs.c.created_at < ledger.now() - older_than,
+            )
+        ).scalars()
+    )
+
+
+def next_pages(conn: Connection, busy: set[int], limit: int) -> list[int]:
+    """The one process of SQLite: the next pages to run, oldest first. A page left ``running``
+    by a previous run of the process (it stopped or died) is among them: it is taken over."""
+    query = (
+        select(job_pages.c.id)
+        .join(jobs, jobs.c.seq == job_pages.c.job_seq)
+        .where(job_pages.c.status.in_(("pending", "running")), jobs.c.status.in_(ACTIVE))
+        .order_by(job_pages.c.id)
+        .limit(limit + len(busy))
+    )
+    return [page for page in conn.execute(query).scalars() if page not in busy][:limit]
+
+
+def claim_page(conn: Connection, page_id: int, instance: str) -> Claim | None:
+    """Starts one more attempt at a page, or None when there is nothing to do.
+
+    A page already ``running`` was left by an attempt that died (the queue runs one attempt
+    of a page at a time). Its hold says what happened: still held, it is released here (a
+    conditional update: should the dead attempt settle after all, it finds it settled and
+    charges nothing); captured, the page was billed, and the new attempt must not be billed
+    again; released or expired, nothing was charged and the page is scraped afresh.
+    """
+    query = (
+        select(
+            job_pages.c.status,
+            job_pages.c.attempt,
+            job_pages.c.hold_id,
+            job_pages.c.url,
+            jobs.c.seq,
+            jobs.c.status.label("job_status"),
+            jobs.c.options,
+            jobs.c.key_hash,
+        )
+        .join(jobs, jobs.c.seq == job_pages.c.job_seq)
+        .where(job_pages.c.id == page_id)
+    )
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(of=job_pages)
+    row = conn.execute(query).one_or_none()
+    if row is None or row.status in DONE_PAGE:
+        return None
+    now = ledger.now()
+    if row.job_status not in ACTIVE:
+        conn.execute(
+            update(job_pages)
+            .where(job_pages.c.id == page_id)
+            .values(status="skipped", updated_at=now)
+        )
+        return None
+    paid_hold = None
+    if row.hold_id is not None:
+        if ledger.release(conn, row.hold_id).settled_here:
+            status = "released"
+        else:  # settled before: by the dead attempt, or expired by the sweeper
+            status = conn.execute(
+                select(holds.c.status).where(holds.c.id == row.hold_id)
+            ).scalar_one()
+        if status == "captured" and _charged(conn, row.hold_id):
+            paid_hold = row.hold_id
+    attempt = row.attempt + 1
+    conn.execute(
+        update(job_pages)
+        .where(job_pages.c.id == page_id)
+        .values(
+            status="running", attempt=attempt, instance=instance, hold_id=paid_hold, updated_at=now
+        )
+    )
+    conn.execute(
+        update(jobs)
+        .where(jobs.c.seq == row.seq, jobs.c.status == "queued")
+        .values(status="running")
+    )
+    return Claim(
+        page_id, row.seq, attempt, row.url, orjson.loads(row.options), row.key_hash, paid_hold
+    )
+
+
+def _charged(conn: Connection, hold_id: int) -> bool:
+    """Whether a captured hold is still charged: a refund (pipelines.billing) may undo it."""
+    credits = conn.execute(
+        select(usage.c.credits, usage.c.trial).where(usage.c.hold_id == hold_id)
+    ).one_or_none()
+    return credits is None or bool(credits.credits or credits.trial)
+
+
+def set_hold(conn: Connection, page_id: int, attempt: int, hold_id: int) -> bool:
+    """Records the hold of an attempt, in the transaction that made it."""
+    return (
+        conn.execute(
+            update(job_pages)
+            .where(
+                job_pages.c.id == page_id,
+                job_pages.c.attempt == attempt,
+                job_pages.c.status == "running",
+            )
+            .values(hold_id=hold_id)
+        ).rowcount
+        == 1
+    )
+
+
+def finish_page(
+    conn: Connection, page_id: int, attempt: int, status: str, result: str | None
+) -> bool:
+    """Stores an attempt's result (only the attempt that holds the page may), and completes the
+    job when it was its last page."""
+    page = conn.execute(
+        update(job_pages)
+        .where(
+            job_pages.c.id == page_id,
+            job_pages.c.attempt == attempt,
+            job_pages.c.status == "running",
+        )
+        .values(status=status, result=result, updated_at=ledger.now())
+        .returning(job_pages.c.job_seq)
+    ).one_or_none()
+    if page is None:
+        return False
+    _complete_if_done(conn, page.job_seq)
+    return True
+
+
+def _complete_if_done(conn: Connection, job_seq: int) -> None:
+    left = exists().where(
+        job_pages.c.job_seq == job_seq, job_pages.c.status.in_(("pending", "running"))
+    )
+    conn.execute(
+        update(jobs)
+        .where(jobs.c.seq == job_seq, jobs.c.status.in_(ACTIVE), ~left)
+        .values(status="completed", finished_at=ledger.now())
+    )
+
+
+def release_page(conn: Connection, page_id: int, attempt: int) -> None:
+    """An attempt that could not run (its job stopped before its hold): the page is skipped."""
+    page = conn.execute(
+        update(job_pages)
+        .where(job_pages.c.id == page_id, job_pages.c.attempt == attempt)
+        .values(status="skipped", updated_at=ledger.now())
+        .returning(job_pages.c.job_seq)
+    ).one_or_none()
+    if page is not None:
+        _complete_if_done(conn, page.job_seq)
+
+
+def stop_job(conn: Connection, job_seq: int, status: str, error: str | None) -> bool:
+    """Stops an active job (``cancelled``, ``insufficient_credits`` or ``failed``): its pending
+    pages are skipped; pages already running finish and settle as any scrape does."""
+    stopped = conn.execute(
+        update(jobs)
+        .where(jobs.c.seq == job_seq, jobs.c.status.in_(ACTIVE))
+        .values(status=status, error=error, finished_at=ledger.now())
+    ).rowcount
+    conn.execute(
+        update(job_pages)
+        .where(job_pages.c.job_seq == job_seq, job_pages.c.status == "pending")
+        .values(status="skipped", updated_at=ledger.now())
+    )
+    return bool(stopped)
+
+
+def job_seq_of(conn: Connection, account_id: int, public_id: str) -> int | None:
+    """The job's row, only when it is the account's: another account's job does not exist."""
+    seq = conn.execute(
+        select(jobs.c.seq).where(jobs.c.public_id == public_id, jobs.c.account_id == account_id)
+    ).scalar_one_or_none()
+    return None if seq is None else int(seq)
+
+
+def cancel(conn: Connection, account_id: int, public_id: str) -> dict[str, Any] | None:
+    seq = job_seq_of(conn, account_id, public_id)
+    if seq is None:
+        return None
+    stop_job(conn, seq, "cancelled", None)
+    return _summary(conn, seq)
+
+
+def _job_row(conn: Connection, seq: int) -> Any:
+    return conn.execute(select(jobs).where(jobs.c.seq == seq)).one()
+
+
+def _charged_by_hold() -> Any:
+    return and_(usage.c.hold_id == job_pages.c.hold_id, usage.c.hold_id.is_not(None))
+
+
+def _summary(conn: Connection, seq: int) -> dict[str, Any]:
+    job = _job_row(conn, seq)
+    counts = {"done": 0, "failed": 0, "blocked": 0, "pending": 0, "skipped": 0}
+    for status, count in conn.execute(
+        select(job_pages.c.status, func.count())
+        .where(job_pages.c.job_seq == seq)
+        .group_by(job_pages.c.status)
+    ):
+        counts["pending" if status == "running" else status] += count
+    charged = conn.execute(
+        select(func.coalesce(func.sum(usage.c.credits), 0))
+        .select_from(job_pages.join(usage, _charged_by_hold()))
+        .where(job_pages.c.job_seq == seq)
+    ).scalar_one()
+    return {
+        "id": job.public_id,
+        "kind": job.kind,
+        "status": job.status,
+        "created_at": timestamp(job.created_at),
+        "finished_at": timestamp(job.finished_at) if job.finished_at else None,
+        "error": job.error,
+        "total": job.total,
+        "counts": counts,
+        "credits_charged": int(charged),
+    }
+
+
+def view(
+    conn: Connection, account_id: int, public_id: str, after: int, limit: int
+) -> dict[str, Any] | None:
+    """The job with one page of its finished pages' results, in the order of its URLs."""
+    seq = job_seq_of(conn, account_id, public_id)
+    if seq is None:
+        return None
+    found = _summary(conn, seq)
+    rows = conn.execute(
+        select(
+            job_pages.c.position,
+            job_pages.c.url,
+            job_pages.c.status,
+            job_pages.c.result,
+            usage.c.credits,
+        )
+        .select_from(job_pages.outerjoin(usage, _charged_by_hold()))
+        .where(
+            job_pages.c.job_seq == seq,
+            job_pages.c.position > after,
+            job_pages.c.status.in_(FINISHED_PAGE),
+        )
+        .order_by(job_pages.c.position)
+        .limit(limit + 1)
+    ).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    found["results"] = [
+        {
+            "index": row.position,
+            "url": row.url,
+            "status": row.status,
+            "credits": int(row.credits or 0),
+            "result": orjson.Fragment(row.result) if row.result else None,
+        }
+        for row in rows
+    ]
+    found["next_cursor"] = str(rows[-1].position) if more else None
+    return found
+
+
+def listing(conn: Connection, account_id: int, before: int | None, limit: int) -> dict[str, Any]:
+    """The account's jobs, newest first."""
+    query = select(jobs).where(jobs.c.account_id == account_id)
+    if before is not None:
+        query = query.where(jobs.c.seq < before)
+    rows = conn.execute(query.order_by(jobs.c.seq.desc()).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return {
+        "items": [
+            {
+                "id": row.public_id,
+                "kind": row.kind,
+                "status": row.status,
+                "total": row.total,
+                "created_at": timestamp(row.created_at),
+                "finished_at": timestamp(row.finished_at) if row.finished_at else None,
+            }
+            for row in rows
+        ],
+        "next_cursor": str(rows[-1].seq) if more else None,
+    }
+
+
+def purge(conn: Connection, before: datetime, keys_before: datetime) -> int:
+    """Deletes finished jobs (their pages with them) made before ``before``, and the
+    Idempotency-Key answers made before ``keys_before``; returns how many jobs."""
+    conn.execute(delete(idempotency_keys).where(idempotency_keys.c.created_at < keys_before))
+    old = select(jobs.c.seq).where(jobs.c.created_at < before, jobs.c.status.not_in(ACTIVE))
+    seqs = list(conn.execute(old.limit(500)).scalars())
+    if not seqs:
+        return 0
+    conn.execute(delete(job_pages).where(job_pages.c.job_seq.in_(seqs)))
+    conn.execute(delete(jobs).where(jobs.c.seq.in_(seqs)))
+    return len(seqs)

@@ -1,0 +1,268 @@
+"""Jobs (``POST /batch``, ``GET /jobs``, ``DELETE /jobs/{id}``) and the run of one page.
+
+A job and its pages are stored before the answer goes out (service.batch_store); a queue
+(service.job_queue) then hands each page to :meth:`Batches.run_page` on some instance. A page is
+scraped as ``POST /scrape`` scrapes: authorize-and-hold with the job's key for the page's price,
+the engine bridge, settlement by the pipelines; the hold is written on the page's row in the
+transaction that makes it, and the result in the page's row once it settled. So a page whose
+instance died is taken over knowing whether it was billed (batch_store.claim_page), and the
+first page whose price the balance cannot cover stops the job with ``insufficient_credits``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection
+
+from service import batch_store, keys, ledger
+from service.config import Config
+from service.db import Database
+from service.engine import SHUTTING_DOWN, EngineBridge
+from service.errors import (
+    ApiError,
+    BadRequest,
+    Forbidden,
+    NotFound,
+    PaymentRequired,
+    TooManyRequests,
+    Unauthorized,
+)
+from service.idempotency import KEPT_FOR as KEYS_KEPT_FOR
+from service.jobs import ScrapeJob
+from service.pricing import Quote
+from service.ratelimit import retry_after_seconds
+from service.results import ScrapeResult
+from service.schemas import ScrapeRequest, checked_scrape, parse_json_object
+from service.scraping import Scraper
+
+log = logging.getLogger(__name__)
+
+MAX_URLS = 1000
+RESULTS_LIMIT = 100  # results in one GET /jobs/{id}, and the most it may ask for
+JOBS_LIMIT = 100
+# what a result larger than config.job_result_max_bytes keeps: its status, not its page
+_BULKY: dict[str, Any] = {
+    "title": None,
+    "meta": {},
+    "headings": {},
+    "links": [],
+    "images": [],
+    "text": None,
+    "extracted": {},
+}
+_OUTPUTS = ("markdown", "html", "raw_html", "screenshot", "actions", "action_results")
+
+
+class TooManyJobs(ApiError):
+    status = 429
+    code = "too_many_jobs"
+
+
+class LostPage(Exception):
+    """The page was taken over while its hold was being made: the hold is rolled back."""
+
+
+class PageInterrupted(Exception):
+    """The service shut down under a page: it was released unbilled, and is run again (by this
+    instance once it is back, or by another)."""
+
+
+def instance_name() -> str:
+    """What a page's row records as the instance of its attempt."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}"
+
+
+def page_status(result: ScrapeResult) -> str:
+    if result.blocked:
+        return "blocked"
+    return "done" if result.success else "failed"
+
+
+def _count(name: str, raw: list[bytes] | None, default: int, most: int) -> int:
+    if not raw:
+        return default
+    text = raw[0].decode("ascii", "replace")
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise BadRequest(f"invalid request: {name!r}: must be an integer from 1 to {most}")
+    return int(text)
+
+
+def _cursor(raw: list[bytes] | None) -> int | None:
+    if not raw:
+        return None
+    text = raw[0].decode("ascii", "replace")
+    if not text.isdigit() or len(text) > 18:
+        raise BadRequest("invalid request: 'cursor': not a next_cursor of this listing")
+    return int(text)
+
+
+class Batches:
+    def __init__(self, config: Config, database: Database, scraper: Scraper, bridge: EngineBridge):
+        self.config = config
+        self.database = database
+        self.scraper = scraper
+        self.bridge = bridge
+        self.instance = instance_name()
+        self.queue: Any = None  # service.job_queue: set when the service is built
+
+    # the API ------------------------------------------------------------------------------
+
+    def parse(self, body: bytes) -> tuple[dict[str, Any], list[str]]:
+        """The options and the URLs of a batch, each URL checked as ``POST /scrape`` checks it
+        with those options; a 400 names the field, or the index of the URL."""
+        data = parse_json_object(body)
+        urls = data.pop("urls", None)
+        if "url" in data:
+            raise BadRequest("invalid request: 'url': a batch takes a list, 'urls'")
+        if (
+            not isinstance(urls, list)
+            or not 1 <= len(urls) <= MAX_URLS
+            or not all(isinstance(url, str) for url in urls)
+        ):
+            raise BadRequest(
+                f"invalid request: 'urls': must be a list of 1 to {MAX_URLS} URLs (strings)"
+            )
+        checked_scrape({**data, "url": urls[0]})  # the options: their errors name their field
+        for index, url in enumerate(urls):
+            try:
+                checked_scrape({**data, "url": url})
+            except BadRequest as exc:
+                detail = exc.message.removeprefix("invalid request: ")
+                raise BadRequest(f"invalid request: 'urls[{index}]': {detail}") from None
+        return data, urls
+
+    async def caller(self, api_key: str | None) -> keys.Caller:
+        if not api_key or not keys.well_formed(api_key):
+            raise Unauthorized()
+        wait = await self.scraper.limiter.check(keys.hash_key(api_key))
+        if wait > 0:
+            raise TooManyRequests(retry_after_seconds(wait))
+        return await self.scraper.authenticate(api_key)
+
+    async def create(self, caller: keys.Caller, options: dict[str, Any], urls: list[str]) -> Any:
+        public_id = uuid.uuid4().hex
+        try:
+            seq = await self.database.run(
+                batch_store.create_job,
+                public_id=public_id,
+                account_id=caller.account_id,
+                key_id=caller.key_id,
+                key_hash=caller.key_hash,
+                options=options,
+                urls=urls,
+                limit=self.config.max_jobs_per_account,
+            )
+        except batch_store.TooManyJobs as exc:
+            raise TooManyJobs(
+                f"this account has {exc.limit} jobs queued or running, the most it may; wait "
+                "for one to finish or cancel one (DELETE /jobs/{id})"
+            ) from None
+        await self.queue.enqueue(seq)
+        return {"id": public_id, "status_url": f"{self.config.public_url}/jobs/{public_id}"}
+
+    async def view(self, api_key: str | None, public_id: str, query: dict[bytes, Any]) -> Any:
+        caller = await self.caller(api_key)
+        after = _cursor(query.get(b"cursor"))
+        limit = _count("limit", query.get(b"limit"), RESULTS_LIMIT, RESULTS_LIMIT)
+        found = await self.database.run(
+            batch_store.view,
+            caller.account_id,
+            public_id[:64],
+            -1 if after is None else after,
+            limit,
+        )
+        if found is None:
+            raise NotFound("no such job")
+        return found
+
+    async def listing(self, api_key: str | None, query: dict[bytes, Any]) -> Any:
+        caller = await self.caller(api_key)
+        before = _cursor(query.get(b"cursor"))
+        limit = _count("limit", query.get(b"limit"), JOBS_LIMIT, JOBS_LIMIT)
+        return await self.database.run(batch_store.listing, caller.account_id, before, limit)
+
+    async def cancel(self, api_key: str | None, public_id: str) -> Any:
+        caller = await self.caller(api_key)
+        found = await self.database.run(batch_store.cancel, caller.account_id, public_id[:64])
+        if found is None:
+            raise NotFound("no such job")
+        return found
+
+    # the pages ----------------------------------------------------------------------------
+
+    async def run_page(self, page_id: int) -> None:
+        """One attempt at one page, from its claim to its stored result."""
+        claim = await self.database.run(batch_store.claim_page, page_id, self.instance)
+        if claim is None:
+            return
+        request, compiled = checked_scrape({**claim.options, "url": claim.url})
+        if claim.paid_hold is not None:
+            # billed by an attempt that died before storing its result: scraped again, unbilled
+            job = ScrapeJob.asked(request, compiled)
+        else:
+            try:
+                caller, price, hold_id = await self.database.run(self._hold, claim, request)
+            except LostPage:
+                return
+            except (PaymentRequired, Unauthorized, Forbidden) as exc:
+                status = "insufficient_credits" if isinstance(exc, PaymentRequired) else "failed"
+                await self.database.run(batch_store.stop_job, claim.job_seq, status, exc.message)
+                await self.database.run(batch_store.release_page, page_id, claim.attempt)
+                return
+            job = ScrapeJob.asked(
+                request,
+                compiled,
+                account_id=caller.account_id,
+                hold_id=hold_id,
+                trial=price.trial,
+                costs=price.costs,
+            )
+        result = await self.bridge.submit(job)
+        if result.error == SHUTTING_DOWN:
+            raise PageInterrupted()
+        await self.database.run(
+            batch_store.finish_page,
+            page_id,
+            claim.attempt,
+            page_status(result),
+            self.stored(result),
+        )
+
+    def _hold(
+        self, conn: Connection, claim: batch_store.Claim, request: ScrapeRequest
+    ) -> tuple[keys.Caller, Quote, int]:
+        caller, price, hold_id = self.scraper.hold_in(
+            conn, claim.key_hash, request.engine, request.proxy_type
+        )
+        if not batch_store.set_hold(conn, claim.page_id, claim.attempt, hold_id):
+            raise LostPage()
+        return caller, price, hold_id
+
+    def stored(self, result: ScrapeResult) -> str:
+        """The result as stored: the JSON ``POST /scrape`` answers, within the size cap."""
+        raw = orjson.dumps(result)
+        cap = self.config.job_result_max_bytes
+        if len(raw) <= cap:
+            return raw.decode()
+        small: dict[str, Any] = orjson.loads(raw)
+        small.update(_BULKY)
+        for name in _OUTPUTS:
+            small.pop(name, None)
+        note = (
+            f"the result was larger than the job result cap of {cap} bytes: its page was left out"
+        )
+        small["error"] = f"{small['error']}; {note}" if small.get("error") else note
+        return orjson.dumps(small).decode()
+
+    async def purge(self) -> int:
+        """Deletes what is past the retention time (config.job_retention_days)."""
+        now = ledger.now()
+        before = now - timedelta(days=self.config.job_retention_days)
+        return await self.database.run(batch_store.purge, before, now - KEYS_KEPT_FOR)

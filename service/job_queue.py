@@ -1,0 +1,204 @@
+"""Hands a job's pages to :meth:`service.batches.Batches.run_page`, at most
+``config.job_pages_in_flight`` at once per instance.
+
+PostgreSQL (:class:`PostgresQueue`): each page is one task of procrastinate, a maintained
+PostgreSQL-backed queue (docs/architecture.md says why this one). Every instance runs a worker
+on the reactor's own asyncio loop; workers take tasks with ``SELECT ... FOR UPDATE SKIP
+LOCKED`` and wake on ``LISTEN/NOTIFY``, so the instances on one database share a job's pages.
+A worker sends a heartbeat; the tasks of a worker whose heartbeat stopped (its instance died)
+are put back in the queue by the other instances, and the page's row tells the new attempt
+whether the dead one was billed (service.batch_store.claim_page). A task that failed (the
+database was down, the service shut down under it) is retried with a backoff.
+
+SQLite (:class:`LocalQueue`): one process owns the database file, so a loop in it reads the
+pages to run from their rows, oldest first; a page left ``running`` by a previous run of the
+process is taken over the same way. It is not a distributed queue, and need not be: SQLite is
+one process's database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.engine import make_url
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.task import LoopingCall, deferLater
+
+from service import batch_store
+from service.batches import Batches, PageInterrupted
+from service.reactor import running
+
+log = logging.getLogger(__name__)
+
+TASK = "scrapespy.job_page"
+IDLE_POLL_SECONDS = 2.0  # LocalQueue: how often an idle loop looks for pages it was not told of
+# PostgreSQL: a job stored by an instance that died before queueing its pages is queued by
+# another after this long
+NOT_ENQUEUED_AFTER = timedelta(seconds=60)
+
+
+class LocalQueue:
+    def __init__(self, batches: Batches):
+        self.batches = batches
+        self.limit = batches.config.job_pages_in_flight
+        self.busy: dict[int, Deferred[None]] = {}
+        self._wake: Deferred[None] | None = None
+        self._stopping = False
+        self._loop: Deferred[None] | None = None
+
+    def start(self) -> None:
+        self._loop = Deferred.fromCoroutine(self._run())
+        self._loop.addErrback(lambda failure: log.error("job loop stopped: %s", failure.value))
+
+    async def enqueue(self, job_seq: int) -> None:
+        self._poke()
+
+    def _poke(self) -> None:
+        if self._wake is not None and not self._wake.called:
+            self._wake.callback(None)
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            room = self.limit - len(self.busy)
+            pages: list[int] = []
+            if room > 0:
+                try:
+                    pages = await self.batches.database.run(
+                        batch_store.next_pages, set(self.busy), room
+                    )
+                except Exception as exc:  # the database is down: look again later
+                    log.warning("could not read the next pages of jobs: %s", exc)
+            for page_id in pages:
+                self.busy[page_id] = Deferred.fromCoroutine(self._page(page_id))
+            if not pages or len(self.busy) >= self.limit:
+                self._wake = Deferred()
+                timer = running().callLater(IDLE_POLL_SECONDS, self._poke)
+                await self._wake
+                if timer.active():
+                    timer.cancel()
+
+    async def _page(self, page_id: int) -> None:
+        try:
+            await self.batches.run_page(page_id)
+        except PageInterrupted:
+            pass
+        except Exception:
+            log.exception("page %s of a job failed; it is tried again", page_id)
+            await deferLater(running(), 1.0)
+        finally:
+            self.busy.pop(page_id, None)
+            self._poke()
+
+    def stop_taking(self) -> None:
+        self._stopping = True
+        self._poke()
+
+    async def stop(self) -> None:
+        self.stop_taking()
+        if self.busy:
+            await DeferredList(list(self.busy.values()))
+
+
+def _await(awaitable: Awaitable[Any]) -> Deferred[Any]:
+    """An asyncio awaitable as a Deferred: both run on the reactor's asyncio loop."""
+    return Deferred.fromFuture(asyncio.ensure_future(awaitable))
+
+
+class PostgresQueue:
+    def __init__(self, batches: Batches):
+        from procrastinate import App, PsycopgConnector, RetryStrategy
+
+        self.batches = batches
+        config = batches.config
+        url = make_url(config.database_url).set(drivername="postgresql")
+        self.app = App(
+            connector=PsycopgConnector(
+                conninfo=url.render_as_string(hide_password=False), min_size=1, max_size=4
+            )
+        )
+        self.task = self.app.task(
+            name=TASK,
+            retry=RetryStrategy(max_attempts=20, wait=1, exponential_wait=2),
+        )(self._page)
+        self.stalled = config.job_stalled_seconds
+        self._worker: asyncio.Future[None] | None = None
+        self._recovery = LoopingCall(lambda: Deferred.fromCoroutine(self._recover()))
+        self._recovery.clock = running()
+
+    async def open(self) -> None:
+        await _await(self.app.open_async())
+
+    def start(self) -> None:
+        self._worker = asyncio.ensure_future(
+            self.app.run_worker_async(
+                concurrency=self.batches.config.job_pages_in_flight,
+                name=self.batches.instance,
+                install_signal_handlers=False,
+                delete_jobs="successful",
+                update_heartbeat_interval=max(0.5, self.stalled / 4),
+                stalled_worker_timeout=self.stalled,
+                fetch_job_polling_interval=5.0,
+            )
+        )
+        self._worker.add_done_callback(self._worker_stopped)
+        self._recovery.start(max(1.0, self.stalled / 3), now=False).addErrback(
+            lambda failure: log.error("job recovery stopped: %s", failure.value)
+        )
+
+    def _worker_stopped(self, future: asyncio.Future[None]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.error("the job queue's worker stopped: %s", future.exception())
+
+    async def _page(self, page_id: int) -> None:
+        """The task: runs on the worker, on the reactor's asyncio loop."""
+        await Deferred.fromCoroutine(self.batches.run_page(page_id)).asFuture(
+            asyncio.get_running_loop()
+        )
+
+    async def enqueue(self, job_seq: int) -> None:
+        pages = await self.batches.database.run(batch_store.page_ids, job_seq)
+        for start in range(0, len(pages), 500):
+            chunk = pages[start : start + 500]
+            tasks: list[dict[str, Any]] = [{"page_id": page} for page in chunk]
+            await _await(self.task.batch_defer_async(*tasks))
+        await self.batches.database.run(batch_store.mark_enqueued, job_seq)
+
+    async def _recover(self) -> None:
+        """Puts back the tasks of dead workers, and queues the jobs a dead instance stored but
+        did not queue. A Twisted coroutine: it awaits the database's Deferreds."""
+        try:
+            await self._put_back()
+        except Exception as exc:  # the database is down: next time
+            log.warning("could not look for the pages of dead instances: %s", exc)
+
+    async def _put_back(self) -> None:
+        manager = self.app.job_manager
+        stalled = await _await(manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled))
+        for job in stalled:
+            try:
+                await _await(manager.retry_job(job))
+                log.warning("page task %s of a dead worker is run again", job.id)
+            except Exception as exc:  # another instance put it back first
+                log.debug("could not retry task %s: %s", job.id, exc)
+        seqs = await self.batches.database.run(batch_store.not_enqueued, NOT_ENQUEUED_AFTER)
+        for seq in seqs:
+            await self.enqueue(seq)
+
+    def stop_taking(self) -> None:
+        if self._recovery.running:
+            self._recovery.stop()
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()  # the worker takes no more tasks and waits for its own
+
+    async def stop(self) -> None:
+        self.stop_taking()
+        if self._worker is not None:
+            try:
+                await Deferred.fromFuture(self._worker)
+            except Exception:  # cancelled
+                pass
+        await _await(self.app.close_async())
