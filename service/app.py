@@ -19,7 +19,7 @@ from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
 from service.account_api import AccountReads
-from service.batches import Batches
+from service.batches import MAX_URLS, Batches
 from service.config import Config
 from service.db import Database
 from service.errors import (
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 256 * 1024
+# a batch's URLs may each be as long as a scrape's (8 KiB), besides the options
+MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
 METRICS_TOKEN_REQUIRED = "/metrics needs the operator's token: Authorization: Bearer <token>"
 
 
@@ -57,14 +59,14 @@ def render_json(request: Request, body: Any, status: int = 200) -> bytes:
     return orjson.dumps(body)
 
 
-def read_json_body(request: Request) -> bytes:
+def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     content_type = (request.getHeader(b"Content-Type") or b"").split(b";")[0].strip().lower()
     if content_type != b"application/json":
         raise BadRequest("Content-Type must be application/json")
     content = request.content  # type: ignore[attr-defined]
-    body: bytes = content.read(MAX_BODY_BYTES + 1) if content is not None else b""
-    if len(body) > MAX_BODY_BYTES:
-        raise BadRequest(f"the body is larger than {MAX_BODY_BYTES} bytes")
+    body: bytes = content.read(limit + 1) if content is not None else b""
+    if len(body) > limit:
+        raise BadRequest(f"the body is larger than {limit} bytes")
     return body
 
 
@@ -208,7 +210,7 @@ class ScrapespyApp:
     async def batch(self, request: Request) -> bytes:
         batches = self._batches()
         key = checked_key(request.getHeader(b"Idempotency-Key"))
-        body = read_json_body(request)
+        body = read_json_body(request, MAX_BATCH_BODY_BYTES)
         options, urls = batches.parse(body)
         caller = await batches.caller(api_key_of(request))
 

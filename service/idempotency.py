@@ -41,7 +41,7 @@ def checked_key(raw: bytes | None) -> str | None:
     characters."""
     if raw is None:
         return None
-    key = raw.decode("latin-1").strip()
+    key = raw.decode("latin-1")
     if not _KEY.fullmatch(key):
         raise BadRequest(
             "invalid request: 'Idempotency-Key' header: must be 1 to 255 visible ASCII "

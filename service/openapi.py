@@ -6,6 +6,7 @@ from typing import Any
 
 from service import results
 from service.account_api import DEFAULT_LIMIT, MAX_LIMIT
+from service.batches import JOBS_LIMIT, MAX_URLS, RESULTS_LIMIT
 from service.config import ENGINES, TIERS
 from service.errors import ERROR_CODES
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
@@ -239,6 +240,208 @@ def _listing(summary: str, item: str, secured: list[dict[str, list[str]]]) -> di
     }
 
 
+JOB_STATUSES = ["queued", "running", "completed", "cancelled", "failed", "insufficient_credits"]
+_TIME = {"type": "string", "format": "date-time"}
+_NULLABLE_TIME = {"anyOf": [_TIME, {"type": "null"}]}
+
+JOB_ITEM: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "kind", "status", "total", "created_at", "finished_at"],
+    "properties": {
+        "id": {"type": "string"},
+        "kind": {"const": "batch"},
+        "status": {"enum": JOB_STATUSES},
+        "total": {"type": "integer", "minimum": 1, "description": "pages in the job"},
+        "created_at": _TIME,
+        "finished_at": _NULLABLE_TIME,
+    },
+    "additionalProperties": False,
+}
+
+_COUNT = {"type": "integer", "minimum": 0}
+JOB_SUMMARY: dict[str, Any] = {
+    "type": "object",
+    "required": [*JOB_ITEM["required"], "error", "counts", "credits_charged"],
+    "properties": {
+        **JOB_ITEM["properties"],
+        "error": {**_NULLABLE_STRING, "description": "why the job stopped early"},
+        "counts": {
+            "type": "object",
+            "description": "pages by outcome; pending counts those queued and in flight, "
+            "skipped those a stopped job will not scrape",
+            "required": ["done", "failed", "blocked", "pending", "skipped"],
+            "properties": {
+                name: _COUNT for name in ("done", "failed", "blocked", "pending", "skipped")
+            },
+            "additionalProperties": False,
+        },
+        "credits_charged": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "what the job's pages charged so far, from the ledger",
+        },
+    },
+    "additionalProperties": False,
+}
+
+JOB: dict[str, Any] = {
+    **JOB_SUMMARY,
+    "required": [*JOB_SUMMARY["required"], "results", "next_cursor"],
+    "properties": {
+        **JOB_SUMMARY["properties"],
+        "results": {
+            "type": "array",
+            "maxItems": RESULTS_LIMIT,
+            "description": "the finished pages, in the order of the job's URLs",
+            "items": {
+                "type": "object",
+                "required": ["index", "url", "status", "credits", "result"],
+                "properties": {
+                    "index": {"type": "integer", "minimum": 0},
+                    "url": {"type": "string"},
+                    "status": {"enum": ["done", "failed", "blocked"]},
+                    "credits": {"type": "integer", "minimum": 0},
+                    "result": {
+                        "description": "what POST /scrape answers for the URL",
+                        "anyOf": [
+                            {"$ref": "#/components/schemas/ScrapeResult"},
+                            {"type": "null"},
+                        ],
+                    },
+                },
+                "additionalProperties": False,
+            },
+        },
+        "next_cursor": {
+            **_NULLABLE_STRING,
+            "description": "the next page of results; null on the last one so far",
+        },
+    },
+}
+
+
+def batch_request() -> dict[str, Any]:
+    """A scrape request with ``urls`` in place of ``url``: the options apply to every URL."""
+    schema: dict[str, Any] = ScrapeRequest.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    schema.pop("$defs", None)
+    properties = dict(schema["properties"])
+    url = properties.pop("url")
+    schema["properties"] = {
+        "urls": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_URLS,
+            "items": url,
+            "description": "each URL is scraped as POST /scrape would with the other fields",
+        },
+        **properties,
+    }
+    schema["required"] = ["urls", *(name for name in schema.get("required", []) if name != "url")]
+    schema["title"] = "BatchRequest"
+    return schema
+
+
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "description": "the same key with the same body within 24 hours answers what the first "
+    "call answered, charging nothing more; another body is a 422",
+    "schema": {"type": "string", "pattern": "^[!-~]{1,255}$"},
+}
+
+
+def _cursor_and_limit(most: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "cursor",
+            "in": "query",
+            "description": "the next_cursor of the previous page; anything else is a 400",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "limit",
+            "in": "query",
+            "schema": {"type": "integer", "minimum": 1, "maximum": most, "default": most},
+        },
+    ]
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    job_id = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    return {
+        "/batch": {
+            "post": {
+                "summary": "Scrape up to 1,000 URLs with the same options, asynchronously",
+                "security": secured,
+                "parameters": [IDEMPOTENCY_KEY],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/BatchRequest"}
+                        }
+                    },
+                },
+                "responses": {
+                    "202": _json(
+                        "the job is stored and queued",
+                        {
+                            "type": "object",
+                            "required": ["id", "status_url"],
+                            "properties": {
+                                "id": {"type": "string"},
+                                "status_url": {"type": "string"},
+                            },
+                            "additionalProperties": False,
+                        },
+                    ),
+                    **_errors(400, 401, 409, 422, 429, 500, 503),
+                },
+            }
+        },
+        "/jobs": {
+            "get": {
+                "summary": "The account's jobs, newest first",
+                "security": secured,
+                "parameters": _cursor_and_limit(JOBS_LIMIT),
+                "responses": {
+                    "200": _json("one page of jobs", _page_of("JobItem")),
+                    **_errors(400, 401, 429, 500, 503),
+                },
+            }
+        },
+        "/jobs/{job_id}": {
+            "get": {
+                "summary": "A job: status, counts, credits charged, and a page of results",
+                "security": secured,
+                "parameters": [job_id, *_cursor_and_limit(RESULTS_LIMIT)],
+                "responses": {
+                    "200": _json("the job", {"$ref": "#/components/schemas/Job"}),
+                    **_errors(400, 401, 404, 429, 500, 503),
+                },
+            },
+            "delete": {
+                "summary": "Cancel a job: its pending pages are not scraped",
+                "security": secured,
+                "parameters": [job_id],
+                "responses": {
+                    "200": _json(
+                        "the job, cancelled (or as it was, when it had finished)",
+                        {"$ref": "#/components/schemas/JobSummary"},
+                    ),
+                    **_errors(401, 404, 429, 500, 503),
+                },
+            },
+        },
+    }
+
+
 def _errors(*statuses: int) -> dict[str, Any]:
     meanings = {
         400: "invalid input",
@@ -247,8 +450,11 @@ def _errors(*statuses: int) -> dict[str, Any]:
         "request's max_credits; nothing scraped, "
         "nothing billed",
         403: "free residential trials used up and residential not unlocked",
-        429: "rate limit exceeded (scrapes or reads per key, checkouts per account); see "
-        "Retry-After",
+        404: "no such job for this account",
+        409: "the first request with this Idempotency-Key is still running; see Retry-After",
+        422: "this Idempotency-Key was used with another body",
+        429: "rate limit exceeded (scrapes or reads per key, checkouts per account; see "
+        "Retry-After), or the account's jobs in flight at their limit (too_many_jobs)",
         500: "unexpected error",
         502: "the payment provider failed",
         503: "temporarily unavailable (database down, at capacity, payments not configured)",
@@ -259,7 +465,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
             "description": meanings[status],
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
-        if status in (429,):
+        if status in (409, 429):
             entry["headers"] = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
         out[str(status)] = entry
     return out
@@ -293,6 +499,10 @@ def document(public_url: str) -> dict[str, Any]:
                 "Account": ACCOUNT,
                 "UsageRow": USAGE_ROW,
                 "LedgerEntry": LEDGER_ENTRY,
+                "BatchRequest": batch_request(),
+                "JobItem": JOB_ITEM,
+                "JobSummary": JOB_SUMMARY,
+                "Job": JOB,
             },
         },
         "paths": {
@@ -300,6 +510,7 @@ def document(public_url: str) -> dict[str, Any]:
                 "post": {
                     "summary": "Fetch one URL and return structured JSON",
                     "security": secured,
+                    "parameters": [IDEMPOTENCY_KEY],
                     "requestBody": {
                         "required": True,
                         "content": {
@@ -318,10 +529,11 @@ def document(public_url: str) -> dict[str, Any]:
                                 }
                             },
                         },
-                        **_errors(400, 401, 402, 403, 429, 500, 503),
+                        **_errors(400, 401, 402, 403, 409, 422, 429, 500, 503),
                     },
                 }
             },
+            **_job_paths(secured),
             "/account": {
                 "get": {
                     "summary": "The key's account: balance, held, available, trials, rate limits",
