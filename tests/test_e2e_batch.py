@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +257,18 @@ def test_idempotent_retries_answer_the_first_call_and_charge_once(
     listed = call("GET", jobs_service.url("/jobs"), key=key).json["items"]
     assert [item["id"] for item in listed] == [made.json["id"]]
     assert accounts.summary(account_id)["balance"] == 100 - 4 * COST
+    # a retry while the first call still runs is told so, and then gets its answer
+    slow = {"url": site.url("/slow")}
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(jobs_service.scrape, key, slow, headers={"Idempotency-Key": "slow-1"})
+        time.sleep(1)
+        early = jobs_service.scrape(key, slow, headers={"Idempotency-Key": "slow-1"})
+        assert early.status == 409 and early.json["error_code"] == "idempotency_in_progress"
+        assert early.headers["Retry-After"] == "1"
+        first_slow = running.result(timeout=30)
+    late = jobs_service.scrape(key, slow, headers={"Idempotency-Key": "slow-1"})
+    assert (late.status, late.body) == (first_slow.status, first_slow.body)
+    assert accounts.summary(account_id)["balance"] == 100 - 5 * COST
     # keys are per account: another account's same key is its own first call
     _, stranger = accounts.create(credits=10)
     theirs = jobs_service.scrape(stranger, body, headers={"Idempotency-Key": "scrape-1"})

@@ -1,0 +1,164 @@
+"""The rows of jobs against a real database: a page taken over after its attempt died is billed
+at most once, a dead attempt cannot store its result over the new one's, and retention deletes
+only finished jobs. Also the size cap of a stored result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import select, update
+
+from harness.usage_rows import a_success
+from service import accounts, batch_store, keys, ledger
+from service.batches import Batches
+from service.config import Config
+from service.db import Database
+from service.db.tables import holds, jobs
+from service.results import ScrapeResult
+
+_n = iter(range(1, 10**9))
+
+
+@pytest.fixture(scope="module")
+def db(database_url: str) -> Iterator[Database]:
+    database = Database(database_url, threads=2)
+    database.upgrade()
+    yield database
+    database.stop()
+
+
+def new_job(db: Database, urls: int = 3, credits: int = 10) -> tuple[int, int, int]:
+    """(account, its key's id, the job's seq)."""
+    account_id = db.run_sync(accounts.create, f"store{next(_n)}-{id(db)}@example.com", trials=2)
+    db.run_sync(ledger.credit, account_id, credits, kind="grant", reference="test")
+    key = db.run_sync(keys.regenerate, account_id)
+    caller = db.run_sync(keys.authenticate, key)
+    seq = db.run_sync(
+        batch_store.create_job,
+        public_id=f"job{next(_n)}",
+        account_id=account_id,
+        key_id=caller.key_id,
+        key_hash=caller.key_hash,
+        options={},
+        urls=[f"http://127.0.0.1/{n}" for n in range(urls)],
+        limit=5,
+    )
+    return account_id, caller.key_id, seq
+
+
+def held_page(db: Database, account_id: int, key_id: int, seq: int) -> tuple[int, Any]:
+    """A page claimed by an attempt that made its hold: (the hold, the claim)."""
+    page_id = db.run_sync(batch_store.page_ids, seq)[0]
+    claim = db.run_sync(batch_store.claim_page, page_id, "dead")
+
+    def hold(conn: Any) -> int:
+        hold_id = ledger.hold(conn, account_id, 1, trial=False, ttl_seconds=300, key_id=key_id)
+        assert batch_store.set_hold(conn, page_id, claim.attempt, hold_id)
+        return hold_id
+
+    return db.run_sync(hold), claim
+
+
+def balance_and_held(db: Database, account_id: int) -> tuple[int, int]:
+    summary = db.run_sync(accounts.summary, account_id)
+    return summary["balance"], summary["held"]
+
+
+def test_a_page_billed_before_its_attempt_died_is_not_billed_again(db: Database) -> None:
+    account_id, key_id, seq = new_job(db)
+    hold_id, dead = held_page(db, account_id, key_id, seq)
+    # the dead attempt's settlement went through; its result was never stored
+    db.run_sync(ledger.settle, hold_id, cost=1, usage_row=a_success(account_id))
+    taken = db.run_sync(batch_store.claim_page, dead.page_id, "alive")
+    assert (taken.attempt, taken.paid_hold) == (2, hold_id)  # billed: scrape without a hold
+    assert balance_and_held(db, account_id) == (9, 0)
+    # the dead attempt cannot store its result over the new one's
+    assert not db.run_sync(batch_store.finish_page, dead.page_id, dead.attempt, "done", "{}")
+    assert db.run_sync(batch_store.finish_page, dead.page_id, taken.attempt, "done", "{}")
+    summary = db.run_sync(batch_store.cancel, account_id, db.run_sync(_public_id, seq))
+    assert summary["credits_charged"] == 1
+    assert summary["counts"]["done"] == 1
+
+
+def test_a_page_whose_attempt_died_holding_is_released_and_scraped_afresh(db: Database) -> None:
+    account_id, key_id, seq = new_job(db)
+    hold_id, dead = held_page(db, account_id, key_id, seq)
+    assert balance_and_held(db, account_id) == (10, 1)
+    taken = db.run_sync(batch_store.claim_page, dead.page_id, "alive")
+    assert (taken.attempt, taken.paid_hold) == (2, None)
+    assert balance_and_held(db, account_id) == (10, 0)
+    status = db.run_sync(
+        lambda conn: conn.execute(select(holds.c.status).where(holds.c.id == hold_id)).scalar_one()
+    )
+    assert status == "released"
+    # should the dead attempt settle after all, it charges nothing
+    late = db.run_sync(ledger.settle, hold_id, cost=1, usage_row=a_success(account_id))
+    assert (late.charged, late.settled_here) == (0, False)
+    assert balance_and_held(db, account_id) == (10, 0)
+
+
+def test_a_stopped_jobs_pages_are_skipped_and_not_claimed(db: Database) -> None:
+    account_id, _, seq = new_job(db)
+    pages = db.run_sync(batch_store.page_ids, seq)
+    assert db.run_sync(batch_store.stop_job, seq, "insufficient_credits", "short")
+    assert db.run_sync(batch_store.page_ids, seq) == []
+    assert [db.run_sync(batch_store.claim_page, page, "late") for page in pages] == [None] * 3
+    summary = db.run_sync(batch_store.cancel, account_id, db.run_sync(_public_id, seq))
+    assert summary["status"] == "insufficient_credits"  # a cancel changes a finished job not
+    assert summary["counts"]["skipped"] == 3
+
+
+def test_retention_deletes_finished_jobs_only(db: Database) -> None:
+    account_id, _, finished = new_job(db)
+    _, _, running = new_job(db)
+    db.run_sync(batch_store.stop_job, finished, "cancelled", None)
+    old = ledger.now() - timedelta(days=8)
+    db.run_sync(
+        lambda conn: conn.execute(
+            update(jobs).where(jobs.c.seq.in_((finished, running))).values(created_at=old)
+        )
+    )
+    deleted = db.run_sync(batch_store.purge, ledger.now() - timedelta(days=7), ledger.now())
+    assert deleted == 1
+    left = db.run_sync(
+        lambda conn: set(
+            conn.execute(select(jobs.c.seq).where(jobs.c.seq.in_((finished, running)))).scalars()
+        )
+    )
+    assert left == {running}
+
+
+def _public_id(conn: Any, seq: int) -> str:
+    return str(conn.execute(select(jobs.c.public_id).where(jobs.c.seq == seq)).scalar_one())
+
+
+def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
+    batches = Batches(Config(job_result_max_bytes=1024), None, None, None)  # type: ignore[arg-type]
+    result = ScrapeResult(
+        url="http://127.0.0.1/big",
+        final_url="http://127.0.0.1/big",
+        status_code=200,
+        success=True,
+        engine="static",
+        elapsed_ms=5,
+        error=None,
+        blocked=False,
+        proxy_used=False,
+        title="Big",
+        meta={},
+        headings={},
+        links=[],
+        images=[],
+        text="x" * 5000,
+        extracted={},
+    )
+    stored = orjson.loads(batches.stored(result))
+    assert list(stored) == list(orjson.loads(orjson.dumps(result)))  # the same fields
+    assert (stored["success"], stored["status_code"], stored["text"]) == (True, 200, None)
+    assert "larger than the job result cap of 1024 bytes" in stored["error"]
+    small = ScrapeResult(**{**orjson.loads(orjson.dumps(result)), "text": "short"})
+    assert orjson.loads(batches.stored(small)) == orjson.loads(orjson.dumps(small))
