@@ -11,6 +11,7 @@ any moment.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -134,21 +135,33 @@ def not_enqueued(conn: Connection, older_than: timedelta) -> list[int]:
     )
 
 
-def next_pages(conn: Connection, busy: set[int], limit: int) -> list[int]:
-    """The one process of SQLite: the next pages to run, oldest first. A page left ``running``
-    by a previous run of the process (it stopped or died) is among them: it is taken over."""
+def next_pages(
+    conn: Connection, busy: set[int], limit: int, dead: Callable[[str | None], bool]
+) -> list[tuple[int, int]]:
+    """SQLite: the next pages to run, oldest first, with the attempt each is at. A page left
+    ``running`` by a process that is gone (``dead``: it stopped or died) is among them: it is
+    taken over. Those of live processes (``scrapespy serve --workers``) are not."""
     query = (
-        select(job_pages.c.id)
+        select(job_pages.c.id, job_pages.c.attempt, job_pages.c.status, job_pages.c.instance)
         .join(jobs, jobs.c.seq == job_pages.c.job_seq)
         .where(job_pages.c.status.in_(("pending", "running")), jobs.c.status.in_(ACTIVE))
         .order_by(job_pages.c.id)
-        .limit(limit + len(busy))
     )
-    return [page for page in conn.execute(query).scalars() if page not in busy][:limit]
+    found: list[tuple[int, int]] = []
+    for row in conn.execute(query):
+        if row.id in busy or (row.status == "running" and not dead(row.instance)):
+            continue
+        found.append((row.id, row.attempt))
+        if len(found) >= limit:
+            break
+    return found
 
 
-def claim_page(conn: Connection, page_id: int, instance: str) -> Claim | None:
-    """Starts one more attempt at a page, or None when there is nothing to do.
+def claim_page(
+    conn: Connection, page_id: int, instance: str, seen_attempt: int | None = None
+) -> Claim | None:
+    """Starts one more attempt at a page, or None when there is nothing to do (or, with
+    ``seen_attempt``, when the page is no longer at that attempt: another process claimed it).
 
     A page already ``running`` was left by an attempt that died (the queue runs one attempt
     of a page at a time). Its hold says what happened: still held, it is released here (a
@@ -174,6 +187,8 @@ def claim_page(conn: Connection, page_id: int, instance: str) -> Claim | None:
         query = query.with_for_update(of=job_pages)
     row = conn.execute(query).one_or_none()
     if row is None or row.status in DONE_PAGE:
+        return None
+    if seen_attempt is not None and row.attempt != seen_attempt:
         return None
     now = ledger.now()
     if row.job_status not in ACTIVE:
@@ -239,8 +254,18 @@ def finish_page(
     conn: Connection, page_id: int, attempt: int, status: str, result: str | None
 ) -> bool:
     """Stores an attempt's result (only the attempt that holds the page may), and completes the
-    job when it was its last page."""
-    page = conn.execute(
+    job when it was its last page.
+
+    On PostgreSQL the job's row is locked first: two instances finishing a job's last two pages
+    at once would each see the other's page still running, and neither would complete it."""
+    job_seq = conn.execute(
+        select(job_pages.c.job_seq).where(job_pages.c.id == page_id)
+    ).scalar_one_or_none()
+    if job_seq is None:
+        return False
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(jobs.c.seq).where(jobs.c.seq == job_seq).with_for_update())
+    stored = conn.execute(
         update(job_pages)
         .where(
             job_pages.c.id == page_id,
@@ -248,11 +273,10 @@ def finish_page(
             job_pages.c.status == "running",
         )
         .values(status=status, result=result, updated_at=ledger.now())
-        .returning(job_pages.c.job_seq)
-    ).one_or_none()
-    if page is None:
+    ).rowcount
+    if not stored:
         return False
-    _complete_if_done(conn, page.job_seq)
+    _complete_if_done(conn, job_seq)
     return True
 
 
@@ -269,14 +293,20 @@ def _complete_if_done(conn: Connection, job_seq: int) -> None:
 
 def release_page(conn: Connection, page_id: int, attempt: int) -> None:
     """An attempt that could not run (its job stopped before its hold): the page is skipped."""
-    page = conn.execute(
+    job_seq = conn.execute(
+        select(job_pages.c.job_seq).where(job_pages.c.id == page_id)
+    ).scalar_one_or_none()
+    if job_seq is None:
+        return
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(jobs.c.seq).where(jobs.c.seq == job_seq).with_for_update())
+    skipped = conn.execute(
         update(job_pages)
         .where(job_pages.c.id == page_id, job_pages.c.attempt == attempt)
         .values(status="skipped", updated_at=ledger.now())
-        .returning(job_pages.c.job_seq)
-    ).one_or_none()
-    if page is not None:
-        _complete_if_done(conn, page.job_seq)
+    ).rowcount
+    if skipped:
+        _complete_if_done(conn, job_seq)
 
 
 def stop_job(conn: Connection, job_seq: int, status: str, error: str | None) -> bool:

@@ -75,8 +75,29 @@ class PageInterrupted(Exception):
 
 
 def instance_name() -> str:
-    """What a page's row records as the instance of its attempt."""
-    return f"{socket.gethostname()[:40]}:{os.getpid()}"
+    """What a page's row records as the instance of its attempt: host, process and a token of
+    this start of the process (a process that comes back may get the same pid)."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def is_dead(instance: str | None, this: str) -> bool:
+    """SQLite: whether the process named ``instance`` is gone. The database is one host's file,
+    so a process of another host name was this host's before a restart (a container's)."""
+    if instance is None:
+        return True
+    if instance == this:
+        return False
+    host, pid, _ = instance.rsplit(":", 2) if instance.count(":") >= 2 else ("", "0", "")
+    mine, my_pid, _ = this.rsplit(":", 2)
+    if host != mine or not pid.isdigit() or int(pid) == int(my_pid):
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def page_status(result: ScrapeResult) -> str:
@@ -197,9 +218,12 @@ class Batches:
 
     # the pages ----------------------------------------------------------------------------
 
-    async def run_page(self, page_id: int) -> None:
-        """One attempt at one page, from its claim to its stored result."""
-        claim = await self.database.run(batch_store.claim_page, page_id, self.instance)
+    async def run_page(self, page_id: int, seen_attempt: int | None = None) -> None:
+        """One attempt at one page, from its claim to its stored result; with ``seen_attempt``,
+        only if the page is still at that attempt (no other process claimed it meanwhile)."""
+        claim = await self.database.run(
+            batch_store.claim_page, page_id, self.instance, seen_attempt
+        )
         if claim is None:
             return
         request, compiled = checked_scrape({**claim.options, "url": claim.url})

@@ -10,10 +10,11 @@ are put back in the queue by the other instances, and the page's row tells the n
 whether the dead one was billed (service.batch_store.claim_page). A task that failed (the
 database was down, the service shut down under it) is retried with a backoff.
 
-SQLite (:class:`LocalQueue`): one process owns the database file, so a loop in it reads the
-pages to run from their rows, oldest first; a page left ``running`` by a previous run of the
-process is taken over the same way. It is not a distributed queue, and need not be: SQLite is
-one process's database.
+SQLite (:class:`LocalQueue`): the database is one host's file, so a loop in each process reads
+the pages to run from their rows, oldest first, and claims one only at the attempt it read (the
+processes of ``scrapespy serve --workers`` never run one page twice). A page left ``running`` by
+a process that is gone is taken over the same way. It is not a distributed queue, and need not
+be: SQLite is one host's database.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.task import LoopingCall, deferLater
 
 from service import batch_store
-from service.batches import Batches, PageInterrupted
+from service.batches import Batches, PageInterrupted, is_dead
 from service.reactor import running
 
 log = logging.getLogger(__name__)
@@ -64,16 +65,16 @@ class LocalQueue:
     async def _run(self) -> None:
         while not self._stopping:
             room = self.limit - len(self.busy)
-            pages: list[int] = []
+            pages: list[tuple[int, int]] = []
             if room > 0:
                 try:
                     pages = await self.batches.database.run(
-                        batch_store.next_pages, set(self.busy), room
+                        batch_store.next_pages, set(self.busy), room, self._dead
                     )
                 except Exception as exc:  # the database is down: look again later
                     log.warning("could not read the next pages of jobs: %s", exc)
-            for page_id in pages:
-                self.busy[page_id] = Deferred.fromCoroutine(self._page(page_id))
+            for page_id, attempt in pages:
+                self.busy[page_id] = Deferred.fromCoroutine(self._page(page_id, attempt))
             if not pages or len(self.busy) >= self.limit:
                 self._wake = Deferred()
                 timer = running().callLater(IDLE_POLL_SECONDS, self._poke)
@@ -81,9 +82,12 @@ class LocalQueue:
                 if timer.active():
                     timer.cancel()
 
-    async def _page(self, page_id: int) -> None:
+    def _dead(self, instance: str | None) -> bool:
+        return is_dead(instance, self.batches.instance)
+
+    async def _page(self, page_id: int, attempt: int) -> None:
         try:
-            await self.batches.run_page(page_id)
+            await self.batches.run_page(page_id, attempt)
         except PageInterrupted:
             pass
         except Exception:

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
 from service.db.tables import job_pages, jobs, usage
-from tests.conftest import BACKEND
+from tests.conftest import BACKEND, _postgres_database
 
 COST = 1  # a static scrape without a proxy (the default price list)
 FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
@@ -322,10 +322,27 @@ def assert_exact(accounts: Accounts, account_id: int, found: dict[str, Any], tot
     assert billed_scrapes(accounts, account_id) == (total, total * COST)
 
 
+@pytest.fixture
+def own_database(database_url: str, tmp_path: Path) -> Iterator[tuple[str, Accounts]]:
+    """A database of the test's own, of the run's kind (``database_url``'s): no other instance
+    of the run takes its job's pages."""
+    if BACKEND == "postgresql":
+        made = _postgres_database()
+        url = next(made)
+    else:
+        url = f"sqlite:///{tmp_path / 'own.db'}"
+    accounts = Accounts(url)
+    yield url, accounts
+    accounts.close()
+    if BACKEND == "postgresql":
+        next(made, None)
+
+
 def test_a_kill_mid_job_loses_no_page_and_bills_none_twice(
-    database_url: str, accounts: Accounts, site: TargetSite, tmp_path: Path
+    own_database: tuple[str, Accounts], site: TargetSite, tmp_path: Path
 ) -> None:
     """One instance, killed with SIGKILL mid-job and started again on the same database."""
+    database_url, accounts = own_database
     account_id, key = accounts.create(credits=1000)
     urls = add_pages(site, "/jobs-kill", 24, delay=SLOW)
     first = start(database_url, tmp_path / "a")
@@ -345,9 +362,10 @@ def test_a_kill_mid_job_loses_no_page_and_bills_none_twice(
 
 @pytest.mark.postgres
 def test_two_instances_share_a_batch_and_take_over_a_killed_ones_pages(
-    database_url: str, accounts: Accounts, site: TargetSite, tmp_path: Path
+    own_database: tuple[str, Accounts], site: TargetSite, tmp_path: Path
 ) -> None:
     assert BACKEND == "postgresql"
+    database_url, accounts = own_database
     account_id, key = accounts.create(credits=1000)
     urls = add_pages(site, "/jobs-shared", 40, delay=SLOW)
     one = start(database_url, tmp_path / "one")
