@@ -203,6 +203,6 @@ class PostgresQueue:
         if self._worker is not None:
             try:
                 await Deferred.fromFuture(self._worker)
-            except Exception:  # cancelled
+            except (Exception, asyncio.CancelledError):  # cancelled, as it was asked to be
                 pass
         await _await(self.app.close_async())
