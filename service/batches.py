@@ -39,7 +39,7 @@ from service.jobs import ScrapeJob
 from service.pricing import Quote
 from service.ratelimit import retry_after_seconds
 from service.results import ScrapeResult
-from service.schemas import ScrapeRequest, checked_scrape, parse_json_object
+from service.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.scraping import Scraper
 
 log = logging.getLogger(__name__)
@@ -150,10 +150,12 @@ class Batches:
             raise BadRequest(
                 f"invalid request: 'urls': must be a list of 1 to {MAX_URLS} URLs (strings)"
             )
-        checked_scrape({**data, "url": urls[0]})  # the options: their errors name their field
+        # the options once, selectors compiled: their errors name their field; then each URL
+        # with them (compiling the selectors 1,000 times over took 25 ms of the reactor thread)
+        checked_scrape({**data, "url": urls[0]})
         for index, url in enumerate(urls):
             try:
-                checked_scrape({**data, "url": url})
+                validate(ScrapeRequest, {**data, "url": url})
             except BadRequest as exc:
                 detail = exc.message.removeprefix("invalid request: ")
                 raise BadRequest(f"invalid request: 'urls[{index}]': {detail}") from None
