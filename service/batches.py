@@ -37,7 +37,7 @@ from service.errors import (
 from service.idempotency import KEPT_FOR as KEYS_KEPT_FOR
 from service.jobs import ScrapeJob
 from service.pricing import Quote
-from service.ratelimit import retry_after_seconds
+from service.ratelimit import RateLimiter, retry_after_seconds
 from service.results import ScrapeResult
 from service.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.scraping import Scraper
@@ -125,11 +125,21 @@ def _cursor(raw: list[bytes] | None) -> int | None:
 
 
 class Batches:
-    def __init__(self, config: Config, database: Database, scraper: Scraper, bridge: EngineBridge):
+    def __init__(
+        self,
+        config: Config,
+        database: Database,
+        scraper: Scraper,
+        bridge: EngineBridge,
+        reads_limiter: RateLimiter | None = None,
+    ):
         self.config = config
         self.database = database
         self.scraper = scraper
         self.bridge = bridge
+        # GET and DELETE /jobs count in the bucket of GET /account (service.account_api): a
+        # client polling its job never takes a scrape's turn
+        self.reads_limiter = reads_limiter
         self.instance = instance_name()
         self.queue: Any = None  # service.job_queue: set when the service is built
 
@@ -161,10 +171,12 @@ class Batches:
                 raise BadRequest(f"invalid request: 'urls[{index}]': {detail}") from None
         return data, urls
 
-    async def caller(self, api_key: str | None) -> keys.Caller:
+    async def caller(self, api_key: str | None, *, reading: bool = False) -> keys.Caller:
+        """The key's caller, after the key's rate limit (the reads' bucket when ``reading``)."""
         if not api_key or not keys.well_formed(api_key):
             raise Unauthorized()
-        wait = await self.scraper.limiter.check(keys.hash_key(api_key))
+        limiter = self.reads_limiter if reading and self.reads_limiter else self.scraper.limiter
+        wait = await limiter.check(keys.hash_key(api_key))
         if wait > 0:
             raise TooManyRequests(retry_after_seconds(wait))
         return await self.scraper.authenticate(api_key)
@@ -191,7 +203,7 @@ class Batches:
         return {"id": public_id, "status_url": f"{self.config.public_url}/jobs/{public_id}"}
 
     async def view(self, api_key: str | None, public_id: str, query: dict[bytes, Any]) -> Any:
-        caller = await self.caller(api_key)
+        caller = await self.caller(api_key, reading=True)
         after = _cursor(query.get(b"cursor"))
         limit = _count("limit", query.get(b"limit"), RESULTS_LIMIT, RESULTS_LIMIT)
         found = await self.database.run(
@@ -206,13 +218,13 @@ class Batches:
         return found
 
     async def listing(self, api_key: str | None, query: dict[bytes, Any]) -> Any:
-        caller = await self.caller(api_key)
+        caller = await self.caller(api_key, reading=True)
         before = _cursor(query.get(b"cursor"))
         limit = _count("limit", query.get(b"limit"), JOBS_LIMIT, JOBS_LIMIT)
         return await self.database.run(batch_store.listing, caller.account_id, before, limit)
 
     async def cancel(self, api_key: str | None, public_id: str) -> Any:
-        caller = await self.caller(api_key)
+        caller = await self.caller(api_key, reading=True)
         found = await self.database.run(batch_store.cancel, caller.account_id, public_id[:64])
         if found is None:
             raise NotFound("no such job")

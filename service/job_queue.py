@@ -118,6 +118,8 @@ class PostgresQueue:
 
         self.batches = batches
         config = batches.config
+        # procrastinate logs each task's start and end at INFO: two lines per page of a job
+        logging.getLogger("procrastinate").setLevel(logging.WARNING)
         url = make_url(config.database_url).set(drivername="postgresql")
         self.app = App(
             connector=PsycopgConnector(

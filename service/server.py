@@ -105,7 +105,7 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     dashboard = Dashboard(config, database, scraper, payments)
     dashboard.start()
     reads = AccountReads(database, make_limiter(config, READS_REDIS_PREFIX), scraper.limiter)
-    batches = Batches(config, database, scraper, bridge)
+    batches = Batches(config, database, scraper, bridge, reads.limiter)
     if database.dialect == "postgresql":
         batches.queue = PostgresQueue(batches)
         await batches.queue.open()
