@@ -60,6 +60,9 @@ _BULKY: dict[str, Any] = {
 _OUTPUTS = ("markdown", "html", "raw_html", "screenshot", "actions", "action_results")
 
 
+KEY_GONE = "the API key that made this job was revoked; its remaining pages were not scraped"
+
+
 class TooManyJobs(ApiError):
     status = 429
     code = "too_many_jobs"
@@ -251,7 +254,8 @@ class Batches:
                 return
             except (PaymentRequired, Unauthorized, Forbidden) as exc:
                 status = "insufficient_credits" if isinstance(exc, PaymentRequired) else "failed"
-                await self.database.run(batch_store.stop_job, claim.job_seq, status, exc.message)
+                why = KEY_GONE if isinstance(exc, Unauthorized) else exc.message
+                await self.database.run(batch_store.stop_job, claim.job_seq, status, why)
                 await self.database.run(batch_store.release_page, page_id, claim.attempt)
                 return
             job = ScrapeJob.asked(

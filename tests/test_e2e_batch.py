@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
+from service import keys
 from service.db.tables import job_pages, jobs, usage
 from tests.conftest import BACKEND, _postgres_database
 
@@ -215,6 +216,31 @@ def test_a_job_that_runs_out_of_credits_stops_at_zero(
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"]) == (0, 0)
     assert accounts.entries_sum(account_id) == 0
+
+
+def test_a_job_whose_key_is_revoked_fails_and_bills_only_its_done_pages(
+    jobs_service: ServiceProcess, accounts: Accounts, site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    other_key = accounts.database.run_sync(keys.create, account_id, label="reader")
+    urls = add_pages(site, "/jobs-revoked", 30, delay=SLOW)
+    job_id = batch(jobs_service, key, {"urls": urls}).json["id"]
+    deadline = time.monotonic() + 30
+    while job(jobs_service, other_key, job_id).json["counts"]["done"] < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    key_id = accounts.database.run_sync(keys.authenticate, key).key_id
+    accounts.database.run_sync(keys.revoke, account_id, key_id)
+    found = wait_finished(jobs_service, other_key, job_id)  # the account's other key sees it
+    assert found["status"] == "failed"
+    assert found["error"] == (
+        "the API key that made this job was revoked; its remaining pages were not scraped"
+    )
+    counts = found["counts"]
+    assert counts["skipped"] > 0 and counts["done"] + counts["skipped"] == 30
+    summary = accounts.summary(account_id)
+    assert summary["held"] == 0
+    assert found["credits_charged"] == counts["done"] * COST == 100 - summary["balance"]
 
 
 def test_too_many_jobs_at_once_is_a_429(
