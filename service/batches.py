@@ -84,12 +84,12 @@ def instance_name() -> str:
 
 
 def is_dead(instance: str | None, this: str) -> bool:
-    """SQLite: whether the process named ``instance`` is gone. The database is one host's file,
-    so a process of another host name was this host's before a restart (a container's)."""
-    if instance is None:
+    """SQLite: whether the attempt of the process named ``instance`` is over. The database is one
+    host's file, so a process of another host name was this host's before a restart (a
+    container's). This process's own pages are asked about only when its loop is not running
+    them (an attempt that raised): they are over too."""
+    if instance is None or instance == this:
         return True
-    if instance == this:
-        return False
     host, pid, _ = instance.rsplit(":", 2) if instance.count(":") >= 2 else ("", "0", "")
     mine, my_pid, _ = this.rsplit(":", 2)
     if host != mine or not pid.isdigit() or int(pid) == int(my_pid):
@@ -202,7 +202,10 @@ class Batches:
                 f"this account has {exc.limit} jobs queued or running, the most it may; wait "
                 "for one to finish or cancel one (DELETE /jobs/{id})"
             ) from None
-        await self.queue.enqueue(seq)
+        try:
+            await self.queue.enqueue(seq)
+        except Exception as exc:  # stored: the queue's recovery queues it (service.job_queue)
+            log.warning("job %s is stored but not queued yet: %s", public_id, exc)
         return {"id": public_id, "status_url": f"{self.config.public_url}/jobs/{public_id}"}
 
     async def view(self, api_key: str | None, public_id: str, query: dict[bytes, Any]) -> Any:

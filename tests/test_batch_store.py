@@ -4,6 +4,8 @@ only finished jobs. Also the size cap of a stored result."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -14,7 +16,7 @@ from sqlalchemy import select, update
 
 from harness.usage_rows import a_success
 from service import accounts, batch_store, keys, ledger
-from service.batches import Batches
+from service.batches import Batches, instance_name, is_dead
 from service.config import Config
 from service.db import Database
 from service.db.tables import holds, jobs
@@ -162,3 +164,16 @@ def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
     assert "larger than the job result cap of 1024 bytes" in stored["error"]
     small = ScrapeResult(**{**orjson.loads(orjson.dumps(result)), "text": "short"})
     assert orjson.loads(batches.stored(small)) == orjson.loads(orjson.dumps(small))
+
+
+def test_a_running_page_is_taken_over_on_sqlite_only_when_its_process_is_gone() -> None:
+    this = instance_name()
+    host, pid, _ = this.rsplit(":", 2)
+    ended = subprocess.Popen(["true"])  # noqa: S607
+    ended.wait()
+    assert not is_dead(f"{host}:{os.getppid()}:abcd1234", this)  # a live process of this host
+    assert is_dead(f"{host}:{ended.pid}:abcd1234", this)  # an ended one
+    assert is_dead(f"{host}:{pid}:abcd1234", this)  # this pid in an earlier run of the service
+    assert is_dead(f"another-host:{os.getppid()}:abcd1234", this)  # before a container restart
+    assert is_dead(this, this)  # its own, which its loop is not running: an attempt that raised
+    assert is_dead(None, this)
