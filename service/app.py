@@ -214,15 +214,12 @@ class ScrapespyApp:
         options, urls = batches.parse(body)
         caller = await batches.caller(api_key_of(request))
 
+        if key is None:
+            return render_json(request, await batches.create(caller, options, urls), 202)
+
         async def answer() -> Answer:
             return 202, orjson.dumps(await batches.create(caller, options, urls))
 
-        if key is None:
-            status, payload = await answer()
-            request.setResponseCode(status)
-            request.setHeader(b"Content-Type", b"application/json")
-            request.setHeader(b"Cache-Control", b"no-store")
-            return payload
         return await self._idempotent(request, caller.account_id, key, "batch", body, answer)
 
     @app.route("/jobs", methods=["GET"])
