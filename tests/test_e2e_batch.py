@@ -11,6 +11,7 @@ none twice (on PostgreSQL with two instances sharing the job's pages).
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,9 +38,30 @@ JOBS_ENV = {
 }
 
 
-def add_pages(site: TargetSite, prefix: str, count: int, delay: float = 0.0) -> list[str]:
+class InFlight:
+    """How many of a set of pages the site was serving at once, at most."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.most = 0
+
+    def __enter__(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+    def __exit__(self, *_: Any) -> None:
+        with self.lock:
+            self.now -= 1
+
+
+def add_pages(
+    site: TargetSite, prefix: str, count: int, delay: float = 0.0, in_flight: InFlight | None = None
+) -> list[str]:
     """``count`` pages of their own under ``prefix``, each taking ``delay`` seconds."""
     urls = []
+    served = in_flight or InFlight()
     for n in range(count):
         path = f"{prefix}/{n}"
         body = (
@@ -48,7 +70,8 @@ def add_pages(site: TargetSite, prefix: str, count: int, delay: float = 0.0) -> 
         ).encode()
 
         def route(_h: Any, body: bytes = body) -> tuple[int, dict[str, str], bytes]:
-            time.sleep(delay)
+            with served:
+                time.sleep(delay)
             return 200, {"Content-Type": "text/html; charset=utf-8"}, body
 
         site.routes[path] = route
@@ -61,11 +84,40 @@ def start(database_url: str, workdir: Path, **env: str) -> ServiceProcess:
     return ServiceProcess(database_url, workdir, env={**JOBS_ENV, **env}).start()
 
 
+def a_database_of_its_own(database_url: str, directory: Path) -> Iterator[tuple[str, Accounts]]:
+    """A database of the run's kind (``database_url``'s) for these tests alone: no instance
+    started by other tests takes their jobs' pages, so what they count is theirs."""
+    made = _postgres_database() if BACKEND == "postgresql" else None
+    url = next(made) if made is not None else f"sqlite:///{directory / 'jobs.db'}"
+    accounts = Accounts(url)
+    yield url, accounts
+    accounts.close()
+    if made is not None:
+        next(made, None)
+
+
+@pytest.fixture(scope="module")
+def jobs_db(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Accounts]]:
+    yield from a_database_of_its_own(database_url, tmp_path_factory.mktemp("jobs-db"))
+
+
+@pytest.fixture(scope="module")
+def accounts(jobs_db: tuple[str, Accounts]) -> Accounts:
+    return jobs_db[1]
+
+
+@pytest.fixture
+def own_database(database_url: str, tmp_path: Path) -> Iterator[tuple[str, Accounts]]:
+    yield from a_database_of_its_own(database_url, tmp_path)
+
+
 @pytest.fixture(scope="module")
 def jobs_service(
-    database_url: str, tmp_path_factory: pytest.TempPathFactory
+    jobs_db: tuple[str, Accounts], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
-    proc = start(database_url, tmp_path_factory.mktemp("jobs"))
+    proc = start(jobs_db[0], tmp_path_factory.mktemp("jobs"))
     yield proc
     proc.stop()
 
@@ -182,7 +234,8 @@ def test_cancel_stops_the_job_and_releases_every_hold(
     jobs_service: ServiceProcess, accounts: Accounts, site: TargetSite
 ) -> None:
     account_id, key = accounts.create(credits=100)
-    urls = add_pages(site, "/jobs-cancel", 40, delay=SLOW)
+    in_flight = InFlight()
+    urls = add_pages(site, "/jobs-cancel", 40, delay=SLOW, in_flight=in_flight)
     job_id = batch(jobs_service, key, {"urls": urls}).json["id"]
     deadline = time.monotonic() + 30
     while job(jobs_service, key, job_id).json["counts"]["done"] < 2:
@@ -197,6 +250,8 @@ def test_cancel_stops_the_job_and_releases_every_hold(
     time.sleep(1)  # nothing more is scraped after the pages in flight
     fetched = sum(site.count(f"/jobs-cancel/{n}") for n in range(40))
     assert fetched == counts["done"]
+    # never more pages of jobs at once than SCRAPESPY_JOB_PAGES_IN_FLIGHT, and that many
+    assert in_flight.most == int(JOBS_ENV["SCRAPESPY_JOB_PAGES_IN_FLIGHT"])
     summary = accounts.summary(account_id)
     assert summary["held"] == 0
     assert found["credits_charged"] == counts["done"] * COST == 100 - summary["balance"]
@@ -346,22 +401,6 @@ def assert_exact(accounts: Accounts, account_id: int, found: dict[str, Any], tot
     assert summary["held"] == 0
     assert summary["balance"] == 1000 - total * COST
     assert billed_scrapes(accounts, account_id) == (total, total * COST)
-
-
-@pytest.fixture
-def own_database(database_url: str, tmp_path: Path) -> Iterator[tuple[str, Accounts]]:
-    """A database of the test's own, of the run's kind (``database_url``'s): no other instance
-    of the run takes its job's pages."""
-    if BACKEND == "postgresql":
-        made = _postgres_database()
-        url = next(made)
-    else:
-        url = f"sqlite:///{tmp_path / 'own.db'}"
-    accounts = Accounts(url)
-    yield url, accounts
-    accounts.close()
-    if BACKEND == "postgresql":
-        next(made, None)
 
 
 def test_a_kill_mid_job_loses_no_page_and_bills_none_twice(
