@@ -10,7 +10,8 @@ procrastinate's queue, whose tables, functions and triggers this migration creat
 schema of the procrastinate release the service depends on (pyproject.toml pins its major
 version). A later procrastinate release that changes its schema ships SQL migrations of its
 own: apply them in a revision of ours when raising the pin. SQLite runs a job's pages in the one
-process and has no queue schema.
+process and has no queue schema. The downgrade drops our tables and leaves procrastinate's,
+which hold nothing of ours once the pages are gone.
 """
 
 from collections.abc import Sequence
