@@ -1,4 +1,4 @@
-"""The rows of jobs and their pages (migration 0008): each function is one transaction's work.
+"""The rows of jobs and their pages (migration 0009): each function is one transaction's work.
 
 A page moves ``pending`` -> ``running`` -> ``done`` | ``failed`` | ``blocked``, or to ``skipped``
 when its job stopped first. Claiming a page counts one more ``attempt`` and records the instance;

@@ -193,7 +193,7 @@ web_sessions = Table(
 )
 
 # Jobs (POST /batch): one row per job, one per page, in the database so that a restart or a dead
-# instance loses none (migration 0008, service.batches). ``seq`` orders and pages the listings;
+# instance loses none (migration 0009, service.batches). ``seq`` orders and pages the listings;
 # ``public_id`` is what a caller sees: random, so that ids cannot be guessed or counted.
 jobs = Table(
     "jobs",

@@ -1,7 +1,7 @@
 """jobs, job_pages and idempotency_keys; on PostgreSQL, the job queue's own schema
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-24 10:00:00
 
 ``POST /batch`` stores a job and one row per page (service.batches); ``Idempotency-Key`` stores
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | Sequence[str] | None = "0007"
+revision: str = "0009"
+down_revision: str | Sequence[str] | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
