@@ -34,6 +34,7 @@ from service.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from service.escalation import AUTO, Ladder, ladder
 from service.idempotency import KEPT_FOR as KEYS_KEPT_FOR
 from service.jobs import ScrapeJob
 from service.pricing import Quote
@@ -249,7 +250,7 @@ class Batches:
         request, compiled = checked_scrape({**claim.options, "url": claim.url})
         if claim.paid_hold is not None:
             # billed by an attempt that died before storing its result: scraped again, unbilled
-            job = ScrapeJob.asked(request, compiled)
+            job = ScrapeJob.asked(request, compiled, ladder=self._unbilled_ladder(request))
         else:
             try:
                 caller, price, hold_id = await self.database.run(self._hold, claim, request)
@@ -268,6 +269,7 @@ class Batches:
                 hold_id=hold_id,
                 trial=price.trial,
                 costs=price.costs,
+                ladder=price.ladder,
             )
         result = await self.bridge.submit(job)
         if result.error == SHUTTING_DOWN:
@@ -280,11 +282,25 @@ class Batches:
             self.stored(result),
         )
 
+    def _unbilled_ladder(self, request: ScrapeRequest) -> Ladder | None:
+        """An auto request's steps when nothing is billed: those open to any account."""
+        if AUTO not in (request.engine, request.proxy_type):
+            return None
+        steps, _, _ = ladder(
+            self.config,
+            request.engine,
+            request.proxy_type,
+            unlocked=False,
+            trials_left=0,
+            max_credits=request.max_credits,
+        )
+        return steps
+
     def _hold(
         self, conn: Connection, claim: batch_store.Claim, request: ScrapeRequest
     ) -> tuple[keys.Caller, Quote, int]:
         caller, price, hold_id = self.scraper.hold_in(
-            conn, claim.key_hash, request.engine, request.proxy_type
+            conn, claim.key_hash, request.engine, request.proxy_type, request.max_credits
         )
         if not batch_store.set_hold(conn, claim.page_id, claim.attempt, hold_id):
             raise LostPage()

@@ -177,11 +177,11 @@ class Scraper:
         return self.database.call("pg_authorize_hold", params).addCallback(authorized)
 
     def hold_in(
-        self, conn: HotConnection, key_hash: str, engine: str, tier: str
+        self, conn: HotConnection, key_hash: str, engine: str, tier: str, max_credits: int | None
     ) -> tuple[keys.Caller, Quote, int]:
         """The checks and the hold of a scrape, inside the caller's transaction (a job's page
         records its hold in the same one, service.batches); raises as ``scrape`` does."""
-        return self._authorize_and_hold(conn, key_hash, engine, tier)
+        return self._authorize_and_hold(conn, key_hash, engine, tier, max_credits)
 
     def _authorize_and_hold(
         self,
