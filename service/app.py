@@ -18,6 +18,7 @@ from twisted.web.server import NOT_DONE_YET, Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
+from service import ledger
 from service.account_api import AccountReads
 from service.batches import MAX_URLS, Batches
 from service.config import Config
@@ -193,7 +194,9 @@ class ScrapespyApp:
         if replayed:  # what this call cost: nothing (the body tells the first call's charge)
             request.setHeader(b"Idempotent-Replayed", b"true")
             if endpoint == "scrape":
+                remaining = await self.database.run(ledger.balance, account_id)
                 request.setHeader(b"X-Credits-Charged", b"0")
+                request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
         request.setResponseCode(status)
         request.setHeader(b"Content-Type", b"application/json")
         request.setHeader(b"Cache-Control", b"no-store")

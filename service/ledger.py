@@ -65,6 +65,12 @@ class Settlement:
     balance: int | None = None
 
 
+def balance(conn: Connection, account_id: int) -> int:
+    return int(
+        conn.execute(select(accounts.c.balance).where(accounts.c.id == account_id)).scalar_one()
+    )
+
+
 def available(conn: Connection, account_id: int) -> int:
     row = conn.execute(
         select(accounts.c.balance, accounts.c.held).where(accounts.c.id == account_id)

@@ -158,13 +158,14 @@ LEDGER_ENTRY: dict[str, Any] = {
 CREDIT_HEADERS: dict[str, Any] = {
     "X-Credits-Charged": {
         "description": "credits this answer cost (credits_charged): 0 for a failure, a blocked "
-        "page, a residential trial or a cached answer",
+        "page, a residential trial, a cached answer or an Idempotency-Key replay",
         "required": True,
         "schema": {"type": "integer", "minimum": 0},
     },
     "X-Credits-Remaining": {
         "description": "the account's balance once this scrape was settled (for a cached "
-        "answer, when it was given); other scrapes' holds are not subtracted",
+        "answer, when it was given; for an Idempotency-Key replay, now); other scrapes' holds "
+        "are not subtracted",
         "required": True,
         "schema": {"type": "integer", "minimum": 0},
     },

@@ -157,6 +157,18 @@ def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
         images=[],
         text="x" * 5000,
         extracted={},
+        error_code=None,
+        tier_used="none",
+        credits_charged=1,
+        cached=False,
+        timings={
+            "queue": 0.1,
+            "connect": 0.2,
+            "first_byte": 1.0,
+            "download": 0.5,
+            "render": None,
+            "extraction": 0.7,
+        },
     )
     stored = orjson.loads(batches.stored(result))
     assert list(stored) == list(orjson.loads(orjson.dumps(result)))  # the same fields

@@ -159,7 +159,7 @@ def all_results(service: ServiceProcess, key: str, job_id: str) -> list[dict[str
 
 
 def without_timing(result: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in result.items() if name != "elapsed_ms"}
+    return {name: value for name, value in result.items() if name not in ("elapsed_ms", "timings")}
 
 
 def test_batch_results_are_single_scrapes_and_the_ledger_is_exact(
@@ -324,6 +324,15 @@ def test_idempotent_retries_answer_the_first_call_and_charge_once(
     assert again.body == first.body
     assert again.headers.get("Idempotent-Replayed") == "true"
     assert accounts.summary(account_id)["balance"] == 100 - COST
+    # the first call says what it cost; the replay that it cost nothing, and the balance now
+    assert (first.headers["X-Credits-Charged"], first.headers["X-Credits-Remaining"]) == (
+        str(COST),
+        str(100 - COST),
+    )
+    assert (again.headers["X-Credits-Charged"], again.headers["X-Credits-Remaining"]) == (
+        "0",
+        str(100 - COST),
+    )
     other = jobs_service.scrape(
         key, {"url": site.url("/redirect")}, headers={"Idempotency-Key": "scrape-1"}
     )
