@@ -1,7 +1,8 @@
 """The dashboard's signed-in pages, mounted at ``/dashboard`` by the API's Klein app.
 
 Routes stay thin: read the form, call one business function, render a page. The Klein app, the
-error pages and signing in are ``service.dashboard.entry``; these routes join the same app.
+error pages and signing in are ``service.dashboard.entry``, the jobs pages
+``service.dashboard.job_views``; these routes join the same app.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from werkzeug.exceptions import NotFound as WerkzeugNotFound
 from service import keys
 from service.dashboard import account, export
 from service.dashboard.chart import daily_chart
-from service.dashboard.entry import DashboardEntry
 from service.dashboard.forms import (
     FormError,
     buy_order,
@@ -27,6 +27,7 @@ from service.dashboard.forms import (
     shown_try_form,
 )
 from service.dashboard.gate import args_of, first_arg, redirect
+from service.dashboard.job_views import JobViews
 from service.dashboard.pages import MOUNT
 from service.dashboard.preview import shown_json
 from service.dashboard.sessions import WebSession
@@ -43,8 +44,8 @@ KEY_ID_DIGITS = 12
 RETURN_CHECKS = 10
 
 
-class Dashboard(DashboardEntry):
-    app = DashboardEntry.app
+class Dashboard(JobViews):
+    app = JobViews.app
 
     # the account ------------------------------------------------------------------------------
 

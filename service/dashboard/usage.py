@@ -56,7 +56,7 @@ def _usage_row(row: Any) -> dict[str, Any]:
     return {**row._asdict(), "created_at": as_utc(row.created_at)}
 
 
-def _page_bounds(total: int, number: int, size: int) -> tuple[int, int]:
+def page_bounds(total: int, number: int, size: int) -> tuple[int, int]:
     pages = max(1, -(-total // size))
     return pages, min(max(1, number), pages)
 
@@ -68,7 +68,7 @@ def usage_page(conn: Connection, account_id: int, number: int, size: int = PAGE_
             select(func.count()).select_from(usage).where(usage.c.account_id == account_id)
         ).scalar_one()
     )
-    pages, number = _page_bounds(total, number, size)
+    pages, number = page_bounds(total, number, size)
     rows = conn.execute(
         select(*USAGE_COLUMNS)
         .where(usage.c.account_id == account_id)
@@ -159,7 +159,7 @@ def ledger_page(conn: Connection, account_id: int, number: int, size: int = PAGE
             .where(ledger_entries.c.account_id == account_id)
         ).scalar_one()
     )
-    pages, number = _page_bounds(total, number, size)
+    pages, number = page_bounds(total, number, size)
     rows = conn.execute(
         select(
             ledger_entries.c.id,
