@@ -51,7 +51,7 @@ UNAUTHORIZED = {
     "error_code": "unauthorized",
 }
 # every signed-in page, under /dashboard
-PAGES = ["", "/key", "/credits", "/usage", "/ledger", "/try"]
+PAGES = ["", "/key", "/credits", "/usage", "/ledger", "/jobs", "/try"]
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
