@@ -110,12 +110,20 @@ def postgres_database(server: str = POSTGRES_URL) -> tuple[str, Any] | None:
     return admin_url.set(database=name).render_as_string(hide_password=False), drop
 
 
-def scrapespy(database_url: str, workdir: Path, args: tuple[str, ...] = ()) -> tuple[Any, str]:
+def scrapespy(
+    database_url: str,
+    workdir: Path,
+    args: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
+    credits: int | None = 10**12,
+) -> tuple[Any, str]:
+    """A started instance and, unless ``credits`` is None, the key of a new funded account."""
     env = {
         "SCRAPESPY_LOG_LEVEL": "WARNING",
         "SCRAPESPY_RATE_LIMIT_PER_SECOND": "100000",
         "SCRAPESPY_RATE_LIMIT_BURST": "100000",
         "SCRAPESPY_MAX_PAGES": "4",
+        **(extra_env or {}),
     }
     # the access log goes to a file, as under an operator's daemon, not through a pipe that a
     # thread of this process would read line by line on the cores being measured
@@ -124,7 +132,9 @@ def scrapespy(database_url: str, workdir: Path, args: tuple[str, ...] = ()) -> t
     )
     proc.env["SCRAPESPY_LOG_LEVEL"] = "INFO"  # the listening line is at INFO
     proc.start()
+    if credits is None:
+        return proc, ""
     made = Accounts(database_url)
-    _, key = made.create(credits=10**12)
+    _, key = made.create(credits=credits)
     made.close()
     return proc, key

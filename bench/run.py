@@ -12,6 +12,7 @@ Issue 20's content figures come first (bench/content_bench.py: main-content qual
 corpus and cost against trafilatura, in this process before anything else starts), then ride on
 the service's runs (bench/formats.py: markdown at static c=32, the screenshot at js c=1), as
 does issue 22's (bench/escalation.py: auto at static c=1, when its first attempt succeeds).
+Issue 23's jobs figures come last (bench/jobs.py, ``BENCH_JOBS=0`` leaves them out).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import content_bench, escalation, formats
+from bench import content_bench, escalation, formats, jobs
 from bench.contenders import (
     RT_VENV,
     ScrapyRT,
@@ -342,6 +343,8 @@ def main() -> int:
     report(results)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2, default=str))
     print(f"\nwritten: {RESULTS / 'latest.json'}")
+    if jobs.ENABLED:  # issue 23's figures, on instances and a site of their own
+        jobs.main()
     return 0
 
 
