@@ -22,6 +22,7 @@ from service import ledger
 from service.account_api import AccountReads
 from service.batches import MAX_URLS, Batches
 from service.config import Config
+from service.crawls import Crawls
 from service.db import Database
 from service.errors import (
     ApiError,
@@ -108,6 +109,7 @@ class ScrapespyApp:
         self.scraper = scraper
         self.reads = reads
         self.batches = batches
+        self.crawls = Crawls(batches) if batches is not None else None
         self.idempotency = Idempotency(database)
         self.payments = payments
         self.dashboard = dashboard
@@ -224,6 +226,34 @@ class ScrapespyApp:
             return 202, orjson.dumps(await batches.create(caller, options, urls))
 
         return await self._idempotent(request, caller.account_id, key, "batch", body, answer)
+
+    def _crawls(self) -> Crawls:
+        if self.crawls is None:
+            raise ServiceUnavailable("jobs are not available on this instance")
+        return self.crawls
+
+    @app.route("/crawl", methods=["POST"])
+    async def crawl(self, request: Request) -> bytes:
+        crawls = self._crawls()
+        key = checked_key(request.getHeader(b"Idempotency-Key"))
+        body = read_json_body(request)
+        asked, options, url = crawls.parse(body)
+        caller = await crawls.batches.caller(api_key_of(request))
+
+        if key is None:
+            return render_json(request, await crawls.create(caller, asked, options, url), 202)
+
+        async def answer() -> Answer:
+            return 202, orjson.dumps(await crawls.create(caller, asked, options, url))
+
+        return await self._idempotent(request, caller.account_id, key, "crawl", body, answer)
+
+    @app.route("/map", methods=["POST"])
+    async def map(self, request: Request) -> bytes:
+        crawls = self._crawls()
+        asked = crawls.parse_map(read_json_body(request))
+        caller = await crawls.batches.caller(api_key_of(request))
+        return render_json(request, await crawls.map(caller, asked))
 
     @app.route("/jobs", methods=["GET"])
     async def jobs(self, request: Request) -> bytes:

@@ -136,21 +136,46 @@ def not_enqueued(conn: Connection, older_than: timedelta) -> list[int]:
 
 
 def next_pages(
-    conn: Connection, busy: set[int], limit: int, dead: Callable[[str | None], bool]
+    conn: Connection,
+    busy: set[int],
+    limit: int,
+    dead: Callable[[str | None], bool],
+    per_crawl: int | None = None,
 ) -> list[tuple[int, int]]:
     """SQLite: the next pages to run, oldest first, with the attempt each is at. A page left
     ``running`` by a process that is gone (``dead``: it stopped or died) is among them: it is
-    taken over. Those of live processes (``scrapespy serve --workers``) are not."""
+    taken over. Those of live processes (``scrapespy serve --workers``) are not. A crawl has at
+    most ``per_crawl`` pages running or ``busy``, whichever process runs them (its politeness
+    to its site, service.crawls)."""
     query = (
-        select(job_pages.c.id, job_pages.c.attempt, job_pages.c.status, job_pages.c.instance)
+        select(
+            job_pages.c.id,
+            job_pages.c.attempt,
+            job_pages.c.status,
+            job_pages.c.instance,
+            job_pages.c.job_seq,
+            jobs.c.kind,
+        )
         .join(jobs, jobs.c.seq == job_pages.c.job_seq)
         .where(job_pages.c.status.in_(("pending", "running")), jobs.c.status.in_(ACTIVE))
         .order_by(job_pages.c.id)
     )
     found: list[tuple[int, int]] = []
-    for row in conn.execute(query):
+    crawling: dict[int, int] = {}  # crawl -> its pages running, busy or chosen
+    rows = conn.execute(query).all()
+    if per_crawl is not None:
+        for row in rows:
+            if row.kind == "crawl" and (
+                row.id in busy or (row.status == "running" and not dead(row.instance))
+            ):
+                crawling[row.job_seq] = crawling.get(row.job_seq, 0) + 1
+    for row in rows:
         if row.id in busy or (row.status == "running" and not dead(row.instance)):
             continue
+        if per_crawl is not None and row.kind == "crawl":
+            if crawling.get(row.job_seq, 0) >= per_crawl:
+                continue
+            crawling[row.job_seq] = crawling.get(row.job_seq, 0) + 1
         found.append((row.id, row.attempt))
         if len(found) >= limit:
             break
@@ -251,10 +276,16 @@ def set_hold(conn: Connection, page_id: int, attempt: int, hold_id: int) -> bool
 
 
 def finish_page(
-    conn: Connection, page_id: int, attempt: int, status: str, result: str | None
+    conn: Connection,
+    page_id: int,
+    attempt: int,
+    status: str,
+    result: str | None,
+    found: Callable[[Connection, int], Any] | None = None,
 ) -> bool:
     """Stores an attempt's result (only the attempt that holds the page may), and completes the
-    job when it was its last page.
+    job when it was its last page. ``found(conn, job_seq)`` adds the pages a crawl's page led
+    to (service.crawl_store), in this transaction, before the job is seen to be done.
 
     On PostgreSQL the job's row is locked first: two instances finishing a job's last two pages
     at once would each see the other's page still running, and neither would complete it."""
@@ -276,6 +307,8 @@ def finish_page(
     ).rowcount
     if not stored:
         return False
+    if found is not None:
+        found(conn, job_seq)
     _complete_if_done(conn, job_seq)
     return True
 

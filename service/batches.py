@@ -15,13 +15,15 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import orjson
 from sqlalchemy import Connection
+from twisted.internet.task import deferLater
 
-from service import batch_store, keys, ledger
+from service import batch_store, crawl_store, keys, ledger
 from service.config import Config
 from service.db import Database
 from service.engine import SHUTTING_DOWN, EngineBridge
@@ -39,6 +41,7 @@ from service.idempotency import KEPT_FOR as KEYS_KEPT_FOR
 from service.jobs import ScrapeJob
 from service.pricing import Quote
 from service.ratelimit import RateLimiter, retry_after_seconds
+from service.reactor import running
 from service.results import ScrapeResult
 from service.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.scraping import Scraper
@@ -247,7 +250,11 @@ class Batches:
         )
         if claim is None:
             return
-        request, compiled = checked_scrape({**claim.options, "url": claim.url})
+        options = dict(claim.options)
+        crawling = options.pop("crawl", None) is not None  # a crawl's rules (service.crawls)
+        if crawling and self.config.crawl_delay_seconds:
+            await deferLater(running(), self.config.crawl_delay_seconds)
+        request, compiled = checked_scrape({**options, "url": claim.url})
         if claim.paid_hold is not None:
             # billed by an attempt that died before storing its result: scraped again, unbilled
             job = ScrapeJob.asked(request, compiled, ladder=self._unbilled_ladder(request))
@@ -274,13 +281,21 @@ class Batches:
         result = await self.bridge.submit(job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
+        found = self._links_of(page_id, result) if crawling and result.success else None
         await self.database.run(
             batch_store.finish_page,
             page_id,
             claim.attempt,
             page_status(result),
             self.stored(result),
+            found,
         )
+
+    def _links_of(self, page_id: int, result: ScrapeResult) -> Callable[[Connection, int], int]:
+        """What a crawl's page adds to its job with its result: its links, as new pages."""
+        links = [link["href"] for link in result.links]
+        slots = self.config.crawl_pages_per_site
+        return lambda conn, job_seq: crawl_store.add_links(conn, job_seq, page_id, links, slots)
 
     def _unbilled_ladder(self, request: ScrapeRequest) -> Ladder | None:
         """An auto request's steps when nothing is billed: those open to any account."""

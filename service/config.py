@@ -201,6 +201,12 @@ class Config:
     # PostgreSQL: an instance whose queue worker sent no heartbeat for this long is taken as dead
     # and its pages are taken over by the others
     job_stalled_seconds: float = 30.0
+    # POST /crawl (service.crawls): a crawl's pages in flight at once, across all instances, so
+    # that a crawl is polite to its site; and the pause each takes before its fetch
+    crawl_pages_per_site: int = 2
+    crawl_delay_seconds: float = 0.0
+    # POST /map: its price in credits, held and settled as a scrape's (0: free)
+    map_credits: int = 1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -293,4 +299,11 @@ class Config:
             job_stalled_seconds=_float(
                 env, "SCRAPESPY_JOB_STALLED_SECONDS", cls.job_stalled_seconds
             ),
+            crawl_pages_per_site=_int(
+                env, "SCRAPESPY_CRAWL_PAGES_PER_SITE", cls.crawl_pages_per_site, minimum=1
+            ),
+            crawl_delay_seconds=_float(
+                env, "SCRAPESPY_CRAWL_DELAY_SECONDS", cls.crawl_delay_seconds
+            ),
+            map_credits=_int(env, "SCRAPESPY_MAP_CREDITS", cls.map_credits),
         )

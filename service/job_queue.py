@@ -69,7 +69,11 @@ class LocalQueue:
             if room > 0:
                 try:
                     pages = await self.batches.database.run(
-                        batch_store.next_pages, set(self.busy), room, self._dead
+                        batch_store.next_pages,
+                        set(self.busy),
+                        room,
+                        self._dead,
+                        self.batches.config.crawl_pages_per_site,
                     )
                 except Exception as exc:  # the database is down: look again later
                     log.warning("could not read the next pages of jobs: %s", exc)

@@ -237,12 +237,17 @@ job_pages = Table(
     Column("instance", String(64), nullable=True),  # the instance of the current attempt
     Column("result", Text, nullable=True),  # the JSON POST /scrape would have answered
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # a crawl's page (migration 0010, service.crawls): the SHA-256 of its normalised URL, unique
+    # in its job so that no two instances add one page twice, and its links' hops from a seed
+    Column("url_key", String(64), nullable=True),
+    Column("depth", Integer, nullable=True),
     CheckConstraint(
         "status IN ('pending', 'running', 'done', 'failed', 'blocked', 'skipped')",
         name="status_known",
     ),
     UniqueConstraint("job_seq", "position", name="uq_job_pages_job_seq_position"),
     Index("ix_job_pages_status_id", "status", "id"),
+    Index("uq_job_pages_job_seq_url_key", "job_seq", "url_key", unique=True),
 )
 
 # Idempotency-Key: the first answer to (account, key), replayed for 24 hours (service.idempotency)

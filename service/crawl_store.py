@@ -1,0 +1,168 @@
+"""The rows of a crawl: its job, its seed pages, and the pages its pages' links add.
+
+A crawl is a job (service.batch_store) whose pages are its frontier: each found URL that passes
+the rules becomes a ``pending`` page in the transaction that stores the result it was found in,
+so a page's links are added exactly when its result is, and a crash loses neither. The unique
+``(job_seq, url_key)`` index makes a URL one page, whichever instance found it first; the job's
+row is locked while pages are added (``finish_page`` locks it on PostgreSQL, SQLite writes one
+transaction at a time), so the count stays within ``max_pages``.
+
+On PostgreSQL each new page is handed to procrastinate in the same transaction, through its SQL
+function for deferring jobs (``procrastinate_defer_jobs_v1``, of the schema migration 0009
+installs): a page is queued if and only if it exists. Each task carries one of
+``crawl_pages_per_site`` locks of its crawl; procrastinate runs one task of a lock at a time,
+on whichever instance, so a crawl never has more pages in flight at its site than that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, func, insert, select, text, update
+
+from service import ledger
+from service.batch_store import ACTIVE, TooManyJobs
+from service.crawl_rules import Rules, url_key
+from service.db.tables import job_pages, jobs
+
+TASK = "scrapespy.job_page"  # service.job_queue.TASK: the task that runs one page
+
+_DEFER = text(
+    "SELECT procrastinate_defer_jobs_v1(ARRAY("
+    " SELECT ROW('default', :task, 0, 'crawl:' || :job || ':' || (p.position % :slots),"
+    "  NULL, jsonb_build_object('page_id', p.id), NULL)::procrastinate_job_to_defer_v1"
+    " FROM unnest(CAST(:ids AS bigint[]), CAST(:positions AS bigint[])) AS p(id, position)"
+    "))"
+)
+
+
+def create_crawl(
+    conn: Connection,
+    *,
+    public_id: str,
+    account_id: int,
+    key_id: int,
+    key_hash: str,
+    options: dict[str, Any],
+    seeds: list[str],
+    limit: int,
+    slots: int,
+) -> int:
+    """Stores a crawl and its seed pages (normalised, without duplicates, at depth 0); raises
+    TooManyJobs as a batch does. With no seed (a sitemap-only crawl of a site without one) the
+    job is completed at once."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "SELECT 1 FROM accounts WHERE id = %(id)s FOR NO KEY UPDATE", {"id": account_id}
+        )
+    in_flight = conn.execute(
+        select(func.count())
+        .select_from(jobs)
+        .where(jobs.c.account_id == account_id, jobs.c.status.in_(ACTIVE))
+    ).scalar_one()
+    if in_flight >= limit:
+        raise TooManyJobs(limit)
+    created = ledger.now()
+    seq = int(
+        conn.execute(
+            insert(jobs)
+            .values(
+                public_id=public_id,
+                account_id=account_id,
+                key_id=key_id,
+                key_hash=key_hash,
+                kind="crawl",
+                status="queued" if seeds else "completed",
+                options=orjson.dumps(options).decode(),
+                total=0,
+                enqueued=True,
+                created_at=created,
+                finished_at=None if seeds else created,
+            )
+            .returning(jobs.c.seq)
+        ).scalar_one()
+    )
+    add_pages(conn, seq, seeds, 0, options["crawl"]["max_pages"], slots)
+    return seq
+
+
+def add_pages(
+    conn: Connection, job_seq: int, urls: list[str], depth: int, max_pages: int, slots: int
+) -> int:
+    """Adds the URLs (normalised) that are not pages of the job yet, while it has fewer than
+    ``max_pages``; returns how many. The caller holds the job's row (see the module)."""
+    if not urls:
+        return 0
+    total, last = conn.execute(
+        select(func.count(), func.max(job_pages.c.position)).where(job_pages.c.job_seq == job_seq)
+    ).one()
+    room = max_pages - int(total)
+    if room <= 0:
+        return 0
+    keyed = {url_key(url): url for url in urls}
+    known: set[str] = set()
+    for start in range(0, len(keyed), 500):
+        chunk = list(keyed)[start : start + 500]
+        known.update(
+            conn.execute(
+                select(job_pages.c.url_key).where(
+                    job_pages.c.job_seq == job_seq, job_pages.c.url_key.in_(chunk)
+                )
+            ).scalars()
+        )
+    new = [(key, url) for key, url in keyed.items() if key not in known][:room]
+    if not new:
+        return 0
+    now = ledger.now()
+    position = -1 if last is None else int(last)
+    rows = [
+        {
+            "job_seq": job_seq,
+            "position": position + 1 + n,
+            "url": url,
+            "url_key": key,
+            "depth": depth,
+            "status": "pending",
+            "attempt": 0,
+            "updated_at": now,
+        }
+        for n, (key, url) in enumerate(new)
+    ]
+    made = conn.execute(insert(job_pages).returning(job_pages.c.id, job_pages.c.position), rows)
+    pairs = [(int(row.id), int(row.position)) for row in made]
+    conn.execute(update(jobs).where(jobs.c.seq == job_seq).values(total=int(total) + len(rows)))
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            _DEFER,
+            {
+                "task": TASK,
+                "job": str(job_seq),
+                "slots": slots,
+                "ids": [page for page, _ in pairs],
+                "positions": [position for _, position in pairs],
+            },
+        )
+    return len(rows)
+
+
+def add_links(conn: Connection, job_seq: int, page_id: int, links: list[str], slots: int) -> int:
+    """The links of a crawl's page whose result is being stored, as new pages one hop deeper,
+    within the crawl's rules, depth and size; nothing for a batch's page."""
+    options, depth = conn.execute(
+        select(jobs.c.options, job_pages.c.depth)
+        .join(jobs, jobs.c.seq == job_pages.c.job_seq)
+        .where(job_pages.c.id == page_id, jobs.c.kind == "crawl")
+    ).one_or_none() or (None, None)
+    if options is None or depth is None:
+        return 0
+    crawl = orjson.loads(options)["crawl"]
+    if depth >= crawl["max_depth"] or crawl["sitemap"] == "only":
+        return 0
+    rules = Rules.from_stored(crawl["rules"])
+    found: dict[str, None] = {}
+    for link in links:
+        kept = rules.accepts(link)
+        if kept is not None:
+            found[kept] = None
+    return add_pages(conn, job_seq, list(found), depth + 1, crawl["max_pages"], slots)
