@@ -20,6 +20,8 @@ from urllib.parse import urlsplit, urlunsplit
 import tldextract
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.schemas import MAX_URL_LENGTH, URL_PATTERN
+
 MAX_PAGES = 10_000
 DEFAULT_PAGES = 100
 MAX_DEPTH = 100
@@ -35,8 +37,6 @@ _SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 def _patterns(value: list[str]) -> list[str]:
     for index, pattern in enumerate(value):
-        if len(pattern) > MAX_PATTERN_LENGTH:
-            raise ValueError(f"pattern {index} is longer than {MAX_PATTERN_LENGTH} characters")
         try:
             re.compile(pattern)
         except re.error as exc:
@@ -45,7 +45,7 @@ def _patterns(value: list[str]) -> list[str]:
 
 
 Patterns = Annotated[
-    list[Annotated[str, Field(min_length=1)]],
+    list[Annotated[str, Field(min_length=1, max_length=MAX_PATTERN_LENGTH)]],
     Field(
         max_length=MAX_PATTERNS,
         description="regular expressions searched in each URL's path ('^/docs/' anchors one)",
@@ -87,7 +87,11 @@ class CrawlRules(SiteRules):
 
 
 class MapRequest(SiteRules):
-    url: str = Field(max_length=8192)
+    url: str = Field(
+        description="the site's start page: http or https",
+        max_length=MAX_URL_LENGTH,
+        json_schema_extra={"pattern": URL_PATTERN},
+    )
     max_urls: int = Field(DEFAULT_URLS, ge=1, le=MAX_URLS)
     respect_robots: bool = True
 

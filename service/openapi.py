@@ -8,6 +8,8 @@ from service import results
 from service.account_api import DEFAULT_LIMIT, MAX_LIMIT
 from service.batches import JOBS_LIMIT, MAX_URLS, RESULTS_LIMIT
 from service.config import ENGINES, TIERS
+from service.crawl_rules import MAX_URLS as MAX_MAP_URLS
+from service.crawl_rules import CrawlRules, MapRequest
 from service.errors import ERROR_CODES
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
 
@@ -121,7 +123,10 @@ USAGE_ROW: dict[str, Any] = {
         "id": {"type": "integer"},
         "created_at": {"type": "string", "format": "date-time"},
         "url": {"type": "string"},
-        "engine": {"enum": list(ENGINES)},
+        "engine": {
+            "enum": [*ENGINES, "map"],
+            "description": "the engine that answered; map for a POST /map",
+        },
         "tier_requested": {"enum": [*TIERS, "auto"]},
         "tier_used": {"enum": list(TIERS)},
         "status_code": {"type": ["integer", "null"]},
@@ -250,9 +255,13 @@ JOB_ITEM: dict[str, Any] = {
     "required": ["id", "kind", "status", "total", "created_at", "finished_at"],
     "properties": {
         "id": {"type": "string"},
-        "kind": {"const": "batch"},
+        "kind": {"enum": ["batch", "crawl"]},
         "status": {"enum": JOB_STATUSES},
-        "total": {"type": "integer", "minimum": 1, "description": "pages in the job"},
+        "total": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "pages in the job (a crawl's grow as it finds them)",
+        },
         "created_at": _TIME,
         "finished_at": _NULLABLE_TIME,
     },
@@ -344,6 +353,35 @@ def batch_request() -> dict[str, Any]:
     return schema
 
 
+def crawl_request() -> dict[str, Any]:
+    """A scrape request (its options apply to every page) with the crawl's own fields."""
+    schema: dict[str, Any] = ScrapeRequest.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    schema.pop("$defs", None)
+    rules = CrawlRules.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema["properties"] = {**schema["properties"], **rules["properties"]}
+    schema["title"] = "CrawlRequest"
+    return schema
+
+
+MAP_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": ["url", "urls", "count"],
+    "properties": {
+        "url": {"type": "string"},
+        "urls": {
+            "type": "array",
+            "items": {"type": "string"},
+            "maxItems": MAX_MAP_URLS,
+            "description": "normalised, without duplicates: the sitemaps' first, then the "
+            "start page's links",
+        },
+        "count": {"type": "integer", "minimum": 0},
+    },
+    "additionalProperties": False,
+}
+
 IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
     "in": "header",
@@ -373,6 +411,14 @@ def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+_ACCEPTED: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "status_url"],
+    "properties": {"id": {"type": "string"}, "status_url": {"type": "string"}},
+    "additionalProperties": False,
+}
+
+
 def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     job_id = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}
     return {
@@ -390,19 +436,43 @@ def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                     },
                 },
                 "responses": {
-                    "202": _json(
-                        "the job is stored and queued",
-                        {
-                            "type": "object",
-                            "required": ["id", "status_url"],
-                            "properties": {
-                                "id": {"type": "string"},
-                                "status_url": {"type": "string"},
-                            },
-                            "additionalProperties": False,
-                        },
-                    ),
+                    "202": _json("the job is stored and queued", _ACCEPTED),
                     **_errors(400, 401, 409, 422, 429, 500, 503),
+                },
+            }
+        },
+        "/crawl": {
+            "post": {
+                "summary": "Crawl a site from a URL and its sitemap, asynchronously",
+                "security": secured,
+                "parameters": [IDEMPOTENCY_KEY],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/CrawlRequest"}
+                        }
+                    },
+                },
+                "responses": {
+                    "202": _json("the crawl is stored and queued", _ACCEPTED),
+                    **_errors(400, 401, 409, 422, 429, 500, 503),
+                },
+            }
+        },
+        "/map": {
+            "post": {
+                "summary": "A site's URLs from its sitemaps and start page, without scraping them",
+                "security": secured,
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/MapRequest"}}
+                    },
+                },
+                "responses": {
+                    "200": _json("the URLs found", {"$ref": "#/components/schemas/MapResult"}),
+                    **_errors(400, 401, 402, 429, 500, 502, 503),
                 },
             }
         },
@@ -457,7 +527,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         429: "rate limit exceeded (scrapes or reads per key, checkouts per account; see "
         "Retry-After), or the account's jobs in flight at their limit (too_many_jobs)",
         500: "unexpected error",
-        502: "the payment provider failed",
+        502: "the payment provider failed, or POST /map found nothing to list (map_failed; "
+        "nothing charged)",
         503: "temporarily unavailable (database down, at capacity, payments not configured)",
     }
     out: dict[str, Any] = {}
@@ -494,7 +565,9 @@ def document(public_url: str) -> dict[str, Any]:
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
             "schemas": {
-                **_schemas(ScrapeRequest, BuyRequest),
+                **_schemas(ScrapeRequest, BuyRequest, MapRequest),
+                "CrawlRequest": crawl_request(),
+                "MapResult": MAP_RESULT,
                 "ScrapeResult": results.json_schema(),
                 "Error": _ERROR,
                 "Account": ACCOUNT,

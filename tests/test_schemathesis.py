@@ -103,7 +103,9 @@ class LocalTargets:
 
     def rewrite(self, case: schemathesis.Case) -> None:
         body = case.body
-        if case.operation.path not in ("/scrape", "/batch") or not isinstance(body, dict):
+        if case.operation.path not in ("/scrape", "/batch", "/crawl", "/map") or not isinstance(
+            body, dict
+        ):
             return
         url = body.get("url")
         if isinstance(url, str) and self.accepted(url):
@@ -221,7 +223,7 @@ def api_schema(
 def refusals_the_schema_cannot_express(
     ctx: Any, failure: Any, case: schemathesis.Case, response: schemathesis.Response
 ) -> bool:
-    """Keep every failure except four refusals of schema-valid data that no schema can foresee.
+    """Keep every failure except five refusals of schema-valid data that no schema can foresee.
 
     Whether a string is valid CSS is not expressible in JSON Schema: a 400 that names one of the
     request's selectors, tags or steps' selectors as invalid CSS is the documented answer. No
@@ -229,7 +231,8 @@ def refusals_the_schema_cannot_express(
     a generated ``cursor`` one the service handed out: the documented answer is the 400 naming it.
     A scrape's price is the operator's: a ``max_credits`` under it is the documented 402. Nor can a
     schema know which Idempotency-Key an earlier example used with another body: the documented
-    answer is the 422 idempotency_conflict.
+    answer is the 422 idempotency_conflict. Nor is whether a string is a regular expression: a
+    crawl's or map's path pattern that is not one is the 400 naming it.
     """
     if not isinstance(failure, RejectedPositiveData):
         return True
@@ -249,7 +252,15 @@ def refusals_the_schema_cannot_express(
         and (case.query or {}).get("cursor") is not None
     ):
         return not response.json().get("error", "").startswith("invalid request: 'cursor':")
-    if path in ("/scrape", "/batch") and isinstance(case.body, dict):
+    if path in ("/crawl", "/map") and isinstance(case.body, dict):
+        # a path pattern that is not a regular expression: no JSON schema can say so
+        error = response.json().get("error", "")
+        if any(
+            error.startswith(f"invalid request: '{field}'") and "not a regular expression" in error
+            for field in ("include_paths", "exclude_paths")
+        ):
+            return False
+    if path in ("/scrape", "/batch", "/crawl") and isinstance(case.body, dict):
         error = response.json().get("error", "")
         named = [f"selectors[{name!r}]" for name in case.body.get("selectors") or {}]
         for field in ("include_tags", "exclude_tags"):
