@@ -148,11 +148,12 @@ def add_pages(
 
 def add_links(conn: Connection, job_seq: int, page_id: int, links: list[str], slots: int) -> int:
     """The links of a crawl's page whose result is being stored, as new pages one hop deeper,
-    within the crawl's rules, depth and size; nothing for a batch's page."""
+    within the crawl's rules, depth and size; nothing for a batch's page, nor once the crawl
+    stopped (cancelled, out of credits: its pending pages were skipped, and stay so)."""
     options, depth = conn.execute(
         select(jobs.c.options, job_pages.c.depth)
         .join(jobs, jobs.c.seq == job_pages.c.job_seq)
-        .where(job_pages.c.id == page_id, jobs.c.kind == "crawl")
+        .where(job_pages.c.id == page_id, jobs.c.kind == "crawl", jobs.c.status.in_(ACTIVE))
     ).one_or_none() or (None, None)
     if options is None or depth is None:
         return 0

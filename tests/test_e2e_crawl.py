@@ -352,3 +352,35 @@ def test_bad_input_is_a_400_naming_the_field_and_stores_nothing(
     )
     assert (stored, used) == (0, 0)
     assert not crawl_site.hits
+
+
+def test_a_crawl_that_runs_out_of_credits_stops_at_zero(
+    crawl_service: ServiceProcess, accounts: Accounts, crawl_site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=3)
+    body = {"url": crawl_site.url("/"), "sitemap": "skip", "max_pages": 30}
+    reply = post(crawl_service, "/crawl", key, body)
+    assert reply.status == 202, reply.body
+    found = wait_finished(crawl_service, key, reply.json["id"])
+    assert found["status"] == "insufficient_credits"
+    assert found["credits_charged"] == 3 * COST
+    summary = accounts.summary(account_id)
+    assert (summary["balance"], summary["held"]) == (0, 0)
+    assert accounts.entries_sum(account_id) == 0
+
+
+def test_a_crawl_is_idempotent_and_a_sitemap_only_crawl_of_no_sitemap_is_empty(
+    crawl_service: ServiceProcess, accounts: Accounts, site: TargetSite
+) -> None:
+    _, key = accounts.create(credits=10)
+    body = {"url": site.url("/article"), "sitemap": "only"}
+    headers = {"Idempotency-Key": "crawl-once"}
+    first = call("POST", crawl_service.url("/crawl"), body, key=key, headers=headers)
+    again = call("POST", crawl_service.url("/crawl"), body, key=key, headers=headers)
+    assert first.status == again.status == 202, first.body
+    assert again.json == first.json
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    found = wait_finished(crawl_service, key, first.json["id"])
+    assert (found["status"], found["total"], found["credits_charged"]) == ("completed", 0, 0)
+    listed = call("GET", crawl_service.url("/jobs"), key=key).json["items"]
+    assert [item["id"] for item in listed] == [first.json["id"]]
