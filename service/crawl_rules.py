@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import tldextract
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from service.schemas import MAX_URL_LENGTH, URL_PATTERN
+from service.schemas import MAX_URL_LENGTH, URL_PATTERN, Whole
 
 MAX_PAGES = 10_000
 DEFAULT_PAGES = 100
@@ -77,13 +77,16 @@ class SiteRules(BaseModel):
 class CrawlRules(SiteRules):
     """``POST /crawl``'s own fields; the rest of the body are scrape options for every page."""
 
-    max_pages: int = Field(DEFAULT_PAGES, ge=1, le=MAX_PAGES)
-    max_depth: int = Field(
-        DEFAULT_DEPTH,
-        ge=0,
-        le=MAX_DEPTH,
-        description="link hops from the start page (or a sitemap URL) a page may be at",
-    )
+    max_pages: Annotated[int, Field(ge=1, le=MAX_PAGES), Whole] = DEFAULT_PAGES
+    max_depth: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=MAX_DEPTH,
+            description="link hops from the start page (or a sitemap URL) a page may be at",
+        ),
+        Whole,
+    ] = DEFAULT_DEPTH
 
 
 class MapRequest(SiteRules):
@@ -92,7 +95,7 @@ class MapRequest(SiteRules):
         max_length=MAX_URL_LENGTH,
         json_schema_extra={"pattern": URL_PATTERN},
     )
-    max_urls: int = Field(DEFAULT_URLS, ge=1, le=MAX_URLS)
+    max_urls: Annotated[int, Field(ge=1, le=MAX_URLS), Whole] = DEFAULT_URLS
     respect_robots: bool = True
 
 

@@ -25,19 +25,15 @@ from service.batches import Batches, TooManyJobs
 from service.config import Config
 from service.crawl_rules import CRAWL_FIELDS, CrawlRules, MapRequest, Rules, normalised
 from service.db.tables import UsageRow
-from service.errors import ApiError, BadRequest, insufficient_credits, key_cap_reached
+from service.errors import BadRequest, insufficient_credits, key_cap_reached
 from service.jobs import ScrapeJob
 from service.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.sitemaps import sitemap_urls
 
-NOT_FETCHED = "the start page could not be fetched and the site has no sitemap: nothing to map"
-NO_SITEMAP = "the site has no sitemap listing URLs within the rules: nothing to map"
-
-
-class MapFailed(ApiError):
-    status = 502
-    code = "map_failed"
-    message = NOT_FETCHED
+MAP_FAILED = "map_failed"
+NOT_FETCHED = "no sitemap listed URLs within the rules, and the start page could not be fetched"
+NO_SITEMAP = "the site has no sitemap listing URLs within the rules"
+NONE_WITHIN_RULES = "neither the sitemaps nor the start page have URLs within the rules"
 
 
 class Crawls:
@@ -120,16 +116,12 @@ class Crawls:
 
     async def map(self, caller: keys.Caller, asked: MapRequest) -> dict[str, Any]:
         """The site's URLs; held and settled as one scrape of ``config.map_credits``, charged
-        only when it answers them."""
+        only when it found some (a map that found none says why, free)."""
         hold_id = await self.batches.database.run(self._hold, caller, self.config.map_credits)
-        urls: list[str] | None = None
+        urls: list[str] = []
         error: str | None = "the map did not finish"
         try:
-            urls = await self._map(asked)
-            error = None
-        except MapFailed as exc:
-            error = exc.message
-            raise
+            urls, error = await self._map(asked)
         finally:
             usage = UsageRow(
                 account_id=caller.account_id,
@@ -138,14 +130,20 @@ class Crawls:
                 tier_requested="none",
                 tier_used="none",
                 status_code=None,
-                success=urls is not None,
+                success=bool(urls),
                 blocked=False,
                 error=error,
                 elapsed_ms=0,
             )
-            cost = self.config.map_credits if urls is not None else 0
+            cost = self.config.map_credits if urls else 0
             await self.batches.database.run(ledger.settle, hold_id, cost=cost, usage_row=usage)
-        return {"url": asked.url, "urls": urls, "count": len(urls)}
+        return {
+            "url": asked.url,
+            "urls": urls,
+            "count": len(urls),
+            "error": error,
+            "error_code": MAP_FAILED if error else None,
+        }
 
     def _hold(self, conn: Any, caller: keys.Caller, price: int) -> int:
         try:
@@ -163,7 +161,8 @@ class Crawls:
         except ledger.InsufficientCredits as exc:
             raise insufficient_credits(exc.cost, exc.available) from None
 
-    async def _map(self, asked: MapRequest) -> list[str]:
+    async def _map(self, asked: MapRequest) -> tuple[list[str], str | None]:
+        """The URLs found, or none and why."""
         start = normalised(asked.url)
         assert start is not None  # parse_map checked it
         rules = Rules.of(start, asked)
@@ -171,6 +170,7 @@ class Crawls:
         if asked.sitemap != "skip":
             listed = await sitemap_urls(self.batches.bridge, start, rules.accepts, asked.max_urls)
             found.update(dict.fromkeys(listed))
+        why = NO_SITEMAP
         if asked.sitemap != "only":
             result = await self.batches.bridge.submit(
                 ScrapeJob(url=start, respect_robots=asked.respect_robots)
@@ -180,8 +180,9 @@ class Crawls:
                     kept = rules.accepts(url)
                     if kept is not None:
                         found[kept] = None
-            elif not found:
-                raise MapFailed(f"{NOT_FETCHED} ({result.error})")
-        elif not found:
-            raise MapFailed(NO_SITEMAP)
-        return list(found)[: asked.max_urls]
+                why = NONE_WITHIN_RULES
+            else:
+                why = f"{NOT_FETCHED}: {result.error}"
+        if not found:
+            return [], why
+        return list(found)[: asked.max_urls], None

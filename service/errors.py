@@ -30,8 +30,8 @@ ERROR_CODES: dict[str, str] = {
     "not_found": "no such resource",
     "method_not_allowed": "the resource does not take this method",
     "payment_provider_error": "the payment provider failed",
-    "map_failed": "POST /map could fetch neither the start page nor a sitemap listing URLs; "
-    "nothing was charged",
+    "map_failed": "POST /map found no URL (its error says why: no sitemap, the start page "
+    "not fetched, nothing within the rules); it was not charged",
     "unavailable": "temporarily unavailable: at capacity, database down or not configured; "
     "retry later",
     # why a scrape failed (success false in a result); none of these is billed

@@ -367,7 +367,7 @@ def crawl_request() -> dict[str, Any]:
 
 MAP_RESULT: dict[str, Any] = {
     "type": "object",
-    "required": ["url", "urls", "count"],
+    "required": ["url", "urls", "count", "error", "error_code"],
     "properties": {
         "url": {"type": "string"},
         "urls": {
@@ -378,6 +378,11 @@ MAP_RESULT: dict[str, Any] = {
             "start page's links",
         },
         "count": {"type": "integer", "minimum": 0},
+        "error": {
+            **_NULLABLE_STRING,
+            "description": "why no URL was found (then nothing was charged); null otherwise",
+        },
+        "error_code": {"anyOf": [{"const": "map_failed"}, {"type": "null"}]},
     },
     "additionalProperties": False,
 }
@@ -472,7 +477,7 @@ def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json("the URLs found", {"$ref": "#/components/schemas/MapResult"}),
-                    **_errors(400, 401, 402, 429, 500, 502, 503),
+                    **_errors(400, 401, 402, 429, 500, 503),
                 },
             }
         },
@@ -527,8 +532,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         429: "rate limit exceeded (scrapes or reads per key, checkouts per account; see "
         "Retry-After), or the account's jobs in flight at their limit (too_many_jobs)",
         500: "unexpected error",
-        502: "the payment provider failed, or POST /map found nothing to list (map_failed; "
-        "nothing charged)",
+        502: "the payment provider failed",
         503: "temporarily unavailable (database down, at capacity, payments not configured)",
     }
     out: dict[str, Any] = {}

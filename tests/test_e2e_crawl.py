@@ -269,7 +269,8 @@ def test_map_lists_urls_without_scraping_them_and_is_billed_its_price(
     }
     reply = post(crawl_service, "/map", key, body)
     assert reply.status == 200, reply.body
-    assert set(reply.json) == {"url", "urls", "count"}
+    assert set(reply.json) == {"url", "urls", "count", "error", "error_code"}
+    assert reply.json["error"] is reply.json["error_code"] is None
     assert reply.json["url"] == crawl_site.url("/")
     assert sorted(paths(crawl_site, reply.json["urls"])) == [
         "/docs/1",
@@ -295,8 +296,10 @@ def test_a_map_that_finds_nothing_is_free_and_one_without_credits_is_refused(
     account_id, key = accounts.create(credits=5)
     # the shared site has no sitemap, and this page fails
     failed = post(crawl_service, "/map", key, {"url": site.url("/status/500")})
-    assert failed.status == 502, failed.body
+    assert failed.status == 200, failed.body
+    assert (failed.json["urls"], failed.json["count"]) == ([], 0)
     assert failed.json["error_code"] == "map_failed"
+    assert "HTTP 500" in failed.json["error"]
     assert accounts.summary(account_id)["balance"] == 5
 
     _, broke = accounts.create(credits=0)
