@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, and_, delete, exists, func, insert, or_, select, update
 
 from service import ledger
 from service.account_api import timestamp
@@ -160,16 +160,17 @@ def next_pages(
         .where(job_pages.c.status.in_(("pending", "running")), jobs.c.status.in_(ACTIVE))
         .order_by(job_pages.c.id)
     )
-    found: list[tuple[int, int]] = []
-    crawling: dict[int, int] = {}  # crawl -> its pages running, busy or chosen
-    rows = conn.execute(query).all()
+    crawling: dict[int, int] = {}  # crawl -> its pages running (or busy here), then chosen
     if per_crawl is not None:
-        for row in rows:
-            if row.kind == "crawl" and (
-                row.id in busy or (row.status == "running" and not dead(row.instance))
-            ):
+        running = query.where(
+            jobs.c.kind == "crawl",
+            or_(job_pages.c.status == "running", job_pages.c.id.in_(busy)),
+        )
+        for row in conn.execute(running):
+            if row.id in busy or not dead(row.instance):
                 crawling[row.job_seq] = crawling.get(row.job_seq, 0) + 1
-    for row in rows:
+    found: list[tuple[int, int]] = []
+    for row in conn.execute(query):
         if row.id in busy or (row.status == "running" and not dead(row.instance)):
             continue
         if per_crawl is not None and row.kind == "crawl":

@@ -16,6 +16,7 @@ scrapes (so through the egress guard), the whole held and settled as one scrape 
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -120,6 +121,7 @@ class Crawls:
         hold_id = await self.batches.database.run(self._hold, caller, self.config.map_credits)
         urls: list[str] = []
         error: str | None = "the map did not finish"
+        started = time.monotonic()
         try:
             urls, error = await self._map(asked)
         finally:
@@ -133,7 +135,7 @@ class Crawls:
                 success=bool(urls),
                 blocked=False,
                 error=error,
-                elapsed_ms=0,
+                elapsed_ms=int((time.monotonic() - started) * 1000),
             )
             cost = self.config.map_credits if urls else 0
             await self.batches.database.run(ledger.settle, hold_id, cost=cost, usage_row=usage)

@@ -3,14 +3,16 @@
 Every document is fetched through the engine (service.engine) as an unbilled scrape, so the
 egress guard, the proxy rules and the size cap on ``raw_html`` (config.max_raw_html_bytes)
 apply as to any scrape. Scrapy parses them (``scrapy.utils.sitemap``: no entities, no network).
-The walk is bounded: at most :data:`MAX_DOCUMENTS` documents, sitemap indexes followed
-:data:`MAX_LEVELS` levels deep, sitemaps only on the site's registrable domain, and it stops
-once ``limit`` URLs are found. Gzipped sitemaps (``.xml.gz``) are not read.
+The walk is bounded: the request's timeout for the whole walk, at most :data:`MAX_DOCUMENTS`
+documents, sitemap indexes followed :data:`MAX_LEVELS` levels deep, sitemaps only on the site's
+registrable domain, and it stops once ``limit`` URLs are found. Gzipped sitemaps
+(``.xml.gz``) are not read.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,7 +47,8 @@ async def sitemap_urls(
     timeout: float = 20.0,
 ) -> list[str]:
     """The URLs the site's sitemaps list that ``accepts`` keeps (normalised), in their order,
-    without duplicates, at most ``limit``."""
+    without duplicates, at most ``limit``; whatever was read once ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
     parts = urlsplit(start_url)
     origin = f"{parts.scheme}://{parts.netloc}"
     domain = registrable((parts.hostname or "").rstrip("."))
@@ -57,13 +60,16 @@ async def sitemap_urls(
     found: dict[str, None] = {}
     fetched = 0
     while queue and fetched < MAX_DOCUMENTS and len(found) < limit:
+        left = deadline - time.monotonic()
+        if left < 1:
+            break
         url, level = queue.pop(0)
         key = normalised(url)
         if key is None or key in seen or not _on_domain(key, domain):
             continue
         seen.add(key)
         fetched += 1
-        text = await fetch_text(bridge, key, timeout)
+        text = await fetch_text(bridge, key, left)
         if not text:
             continue
         try:
