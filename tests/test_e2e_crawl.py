@@ -7,12 +7,15 @@ fetched), each result is what ``POST /scrape`` answers, every successful page is
 and the ledger is exact; its pages in flight at the site stay within the politeness limit. A
 map lists the URLs without scraping them (the site saw only the start page, robots.txt and the
 sitemaps) and is charged its price. Bad input is a 400 naming the field, with nothing stored.
+On PostgreSQL two instances share one crawl's frontier, each page scraped once, and the
+per-site limit holds across both.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +28,7 @@ from tests.test_e2e_batch import (
     InFlight,
     a_database_of_its_own,
     all_results,
+    page_rows,
     start,
     wait_finished,
 )
@@ -387,3 +391,34 @@ def test_a_crawl_is_idempotent_and_a_sitemap_only_crawl_of_no_sitemap_is_empty(
     assert (found["status"], found["total"], found["credits_charged"]) == ("completed", 0, 0)
     listed = call("GET", crawl_service.url("/jobs"), key=key).json["items"]
     assert [item["id"] for item in listed] == [first.json["id"]]
+
+
+@pytest.mark.postgres
+def test_two_instances_share_a_crawls_frontier_and_stay_polite(
+    database_url: str, crawl_site: TargetSite, in_flight: InFlight, tmp_path: Path
+) -> None:
+    made = a_database_of_its_own(database_url, tmp_path)
+    url, accounts = next(made)
+    account_id, key = accounts.create(credits=100)
+    one = start(url, tmp_path / "one")
+    two = start(url, tmp_path / "two")
+    try:
+        reply = post(one, "/crawl", key, {"url": crawl_site.url("/"), **RULES})
+        assert reply.status == 202, reply.body
+        found = wait_finished(two, key, reply.json["id"])
+        results = all_results(two, key, reply.json["id"])
+    finally:
+        one.stop()
+        two.stop()
+    try:
+        done = [entry["url"] for entry in results if entry["status"] == "done"]
+        assert sorted(paths(crawl_site, done)) == sorted(CRAWLED)  # each page once
+        assert 1 <= in_flight.most <= PER_SITE  # the limit holds across the instances
+        instances = {row.instance for row in page_rows(accounts, reply.json["id"])}
+        assert len(instances) == 2, instances  # both took pages of the one frontier
+        assert found["credits_charged"] == len(CRAWLED) * COST
+        summary = accounts.summary(account_id)
+        assert (summary["balance"], summary["held"]) == (100 - len(CRAWLED) * COST, 0)
+        assert accounts.entries_sum(account_id) == summary["balance"]
+    finally:
+        next(made, None)
