@@ -19,13 +19,15 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, delete, exists, func, insert, or_, select, update
 
-from service import ledger
+from service import ledger, webhook_store
 from service.account_api import timestamp
 from service.db.tables import holds, idempotency_keys, job_pages, jobs, usage
 
 ACTIVE = ("queued", "running")
 FINISHED_PAGE = ("done", "failed", "blocked")
 DONE_PAGE = (*FINISHED_PAGE, "skipped")
+# a page's webhook delivery carries its result up to this size (a POST body receivers accept)
+WEBHOOK_RESULT_MAX_BYTES = 256 * 1024
 
 
 class TooManyJobs(Exception):
@@ -57,6 +59,8 @@ def create_job(
     options: dict[str, Any],
     urls: list[str],
     limit: int,
+    webhook: dict[str, Any] | None = None,
+    kind: str = "batch",
 ) -> int:
     """Stores a job and its pages; raises TooManyJobs when the account has ``limit`` in flight.
 
@@ -81,9 +85,10 @@ def create_job(
             account_id=account_id,
             key_id=key_id,
             key_hash=key_hash,
-            kind="batch",
+            kind=kind,
             status="queued",
             options=orjson.dumps(options).decode(),
+            webhook=orjson.dumps(webhook).decode() if webhook else None,
             total=len(urls),
             enqueued=False,
             created_at=created,
@@ -242,11 +247,13 @@ def claim_page(
             status="running", attempt=attempt, instance=instance, hold_id=paid_hold, updated_at=now
         )
     )
-    conn.execute(
+    started = conn.execute(
         update(jobs)
         .where(jobs.c.seq == row.seq, jobs.c.status == "queued")
         .values(status="running")
-    )
+    ).rowcount
+    if started:
+        _tell(conn, row.seq, "running")
     return Claim(
         page_id, row.seq, attempt, row.url, orjson.loads(row.options), row.key_hash, paid_hold
     )
@@ -310,6 +317,8 @@ def finish_page(
         return False
     if found is not None:
         found(conn, job_seq)
+
+    _tell_page(conn, job_seq, page_id)
     _complete_if_done(conn, job_seq)
     return True
 
@@ -318,11 +327,13 @@ def _complete_if_done(conn: Connection, job_seq: int) -> None:
     left = exists().where(
         job_pages.c.job_seq == job_seq, job_pages.c.status.in_(("pending", "running"))
     )
-    conn.execute(
+    completed = conn.execute(
         update(jobs)
         .where(jobs.c.seq == job_seq, jobs.c.status.in_(ACTIVE), ~left)
         .values(status="completed", finished_at=ledger.now())
-    )
+    ).rowcount
+    if completed:
+        _tell(conn, job_seq, "completed")
 
 
 def release_page(conn: Connection, page_id: int, attempt: int) -> None:
@@ -356,7 +367,49 @@ def stop_job(conn: Connection, job_seq: int, status: str, error: str | None) -> 
         .where(job_pages.c.job_seq == job_seq, job_pages.c.status == "pending")
         .values(status="skipped", updated_at=ledger.now())
     )
+    if stopped:
+        _tell(conn, job_seq, status)
     return bool(stopped)
+
+
+def _tell(conn: Connection, job_seq: int, status: str) -> None:
+    """The job's webhook delivery for its new ``status``, in the transaction that set it."""
+    event = webhook_store.EVENT_OF_STATUS[status]
+    hook = webhook_store.wanted(conn, job_seq, event)
+    if hook is not None:
+        account_id, url, _ = hook
+        webhook_store.record(conn, job_seq, account_id, url, event, _summary(conn, job_seq))
+
+
+def _tell_page(conn: Connection, job_seq: int, page_id: int) -> None:
+    """A finished page's delivery: its result as ``GET /jobs/{id}`` lists it, without the
+    result when that is larger than WEBHOOK_RESULT_MAX_BYTES (the job's listing has it)."""
+    hook = webhook_store.wanted(conn, job_seq, "page")
+    if hook is None:
+        return
+    account_id, url, public_id = hook
+    row = conn.execute(
+        select(
+            job_pages.c.position,
+            job_pages.c.url,
+            job_pages.c.status,
+            job_pages.c.result,
+            usage.c.credits,
+        )
+        .select_from(job_pages.outerjoin(usage, _charged_by_hold()))
+        .where(job_pages.c.id == page_id)
+    ).one()
+    whole = row.result is not None and len(row.result) <= WEBHOOK_RESULT_MAX_BYTES
+    page = {
+        "index": row.position,
+        "url": row.url,
+        "status": row.status,
+        "credits": int(row.credits or 0),
+        "result": orjson.Fragment(row.result) if whole else None,
+        "result_left_out": row.result is not None and not whole,
+    }
+    data = {"id": public_id, "page": page}
+    webhook_store.record(conn, job_seq, account_id, url, "page", data)
 
 
 def job_seq_of(conn: Connection, account_id: int, public_id: str) -> int | None:
@@ -483,6 +536,7 @@ def purge(conn: Connection, before: datetime, keys_before: datetime) -> int:
     seqs = list(conn.execute(old.limit(500)).scalars())
     if not seqs:
         return 0
+    webhook_store.purge(conn, seqs)
     conn.execute(delete(job_pages).where(job_pages.c.job_seq.in_(seqs)))
     conn.execute(delete(jobs).where(jobs.c.seq.in_(seqs)))
     return len(seqs)

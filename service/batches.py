@@ -45,6 +45,7 @@ from service.reactor import running
 from service.results import ScrapeResult
 from service.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.scraping import Scraper
+from service.webhooks import take_webhook
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,7 @@ class Batches:
             raise BadRequest(
                 f"invalid request: 'urls': must be a list of 1 to {MAX_URLS} URLs (strings)"
             )
+        webhook = take_webhook(data, self.config)
         # the options once, selectors compiled: their errors name their field; then each URL
         # with them (compiling the selectors 1,000 times over took 25 ms of the reactor thread)
         checked_scrape({**data, "url": urls[0]})
@@ -176,6 +178,8 @@ class Batches:
             except BadRequest as exc:
                 detail = exc.message.removeprefix("invalid request: ")
                 raise BadRequest(f"invalid request: 'urls[{index}]': {detail}") from None
+        if webhook is not None:
+            data["webhook"] = webhook
         return data, urls
 
     async def caller(self, api_key: str | None, *, reading: bool = False) -> keys.Caller:
@@ -189,6 +193,10 @@ class Batches:
         return await self.scraper.authenticate(api_key)
 
     async def create(self, caller: keys.Caller, options: dict[str, Any], urls: list[str]) -> Any:
+        """Stores the job; ``options`` are its pages' scrape options and, under ``webhook``, the
+        job's webhook as service.webhooks.take_webhook checked it."""
+        options = dict(options)
+        webhook = options.pop("webhook", None)
         public_id = uuid.uuid4().hex
         try:
             seq = await self.database.run(
@@ -200,6 +208,7 @@ class Batches:
                 options=options,
                 urls=urls,
                 limit=self.config.max_jobs_per_account,
+                webhook=webhook,
             )
         except batch_store.TooManyJobs as exc:
             raise TooManyJobs(

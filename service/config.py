@@ -208,6 +208,13 @@ class Config:
     # POST /map: its price in credits, held and settled as a scrape's (0: free)
     map_credits: int = 1
 
+    # webhooks (service.webhooks): attempts of one delivery, the wait before the second (each
+    # next one waits 4 times longer: 10 s, 40 s, 160 s, 640 s, 2560 s, about an hour in all), and
+    # the time one attempt may take
+    webhook_max_attempts: int = 6
+    webhook_retry_seconds: float = 10.0
+    webhook_timeout_seconds: float = 10.0
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
         """The configuration the environment gives: the only reader of ``SCRAPESPY_*``.
@@ -306,4 +313,13 @@ class Config:
                 env, "SCRAPESPY_CRAWL_DELAY_SECONDS", cls.crawl_delay_seconds
             ),
             map_credits=_int(env, "SCRAPESPY_MAP_CREDITS", cls.map_credits),
+            webhook_max_attempts=_int(
+                env, "SCRAPESPY_WEBHOOK_MAX_ATTEMPTS", cls.webhook_max_attempts, minimum=1
+            ),
+            webhook_retry_seconds=_float(
+                env, "SCRAPESPY_WEBHOOK_RETRY_SECONDS", cls.webhook_retry_seconds
+            ),
+            webhook_timeout_seconds=_float(
+                env, "SCRAPESPY_WEBHOOK_TIMEOUT_SECONDS", cls.webhook_timeout_seconds
+            ),
         )

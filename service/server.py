@@ -26,6 +26,7 @@ from service.observability import ObservedSite, security_headers
 from service.payments import make_provider
 from service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from service.scraping import Scraper
+from service.webhooks import WebhookSender
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class Service:
     http: ScrapespyApp
     sweeper: LoopingCall
     batches: Batches | None = None
+    webhooks: WebhookSender | None = None
 
     def site(self) -> ObservedSite:
         site = ObservedSite(self.http.resource(), security_headers(self.config.public_url))
@@ -69,6 +71,8 @@ class Service:
         queue = self.batches.queue if self.batches is not None else None
         if queue is not None:
             queue.stop_taking()
+        if self.webhooks is not None:
+            self.webhooks.stop_taking()
         abandoned = await self.bridge.drain(self.config.shutdown_grace_seconds)
         if abandoned:
             log.warning("shutdown: released the holds of %d unfinished scrapes", abandoned)
@@ -76,6 +80,8 @@ class Service:
             self.sweeper.stop()
         if queue is not None:
             await queue.stop()
+        if self.webhooks is not None:
+            await self.webhooks.stop()
         await self.bridge.stop()
         if self.http.payments is not None:
             self.http.payments.stop()
@@ -112,13 +118,15 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     else:
         batches.queue = LocalQueue(batches)
     batches.queue.start()
+    webhooks = WebhookSender(config, database)
+    webhooks.start()
     http = ScrapespyApp(
         config, database, scraper, payments, dashboard=dashboard, reads=reads, batches=batches
     )
     sweeper = LoopingCall(_sweep, database, batches)
     sweeper.clock = reactor  # type: ignore[assignment]
     sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)
-    return Service(config, database, bridge, scraper, http, sweeper, batches)
+    return Service(config, database, bridge, scraper, http, sweeper, batches, webhooks)
 
 
 def _sweep(database: Database, batches: Batches) -> Any:

@@ -213,6 +213,8 @@ jobs = Table(
     Column("enqueued", Boolean, nullable=False, default=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True), nullable=True),
+    # the job's webhook, {"url", "events"} as JSON, or None (migration 0010, service.webhooks)
+    Column("webhook", Text, nullable=True),
     CheckConstraint(
         "status IN ('queued', 'running', 'completed', 'cancelled', 'failed',"
         " 'insufficient_credits')",
@@ -264,4 +266,38 @@ idempotency_keys = Table(
     # a first call still running past this is taken as dead and its key as free again
     Column("running_until", DateTime(timezone=True), nullable=True),
     Index("ix_idempotency_keys_created_at", "created_at"),
+)
+
+# Webhooks (migration 0010, service.webhooks): each account's signing secret, kept readable because
+# every delivery is signed with it (docs/operations.md says how it is protected), and one row
+# per delivery of a job's event, written in the transaction of the event itself so that a
+# restart loses none. A delivery is ``pending`` until it is ``delivered`` or, its attempts
+# spent, ``failed``; ``locked_until`` is the lease of the instance sending it.
+webhook_secrets = Table(
+    "webhook_secrets",
+    metadata,
+    Column("account_id", Integer, ForeignKey("accounts.id"), primary_key=True),
+    Column("secret", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("message_id", String(40), nullable=False, unique=True),
+    Column("job_seq", Integer, ForeignKey("jobs.seq", ondelete="CASCADE"), nullable=False),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("event", String(16), nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("status", String(10), nullable=False, default="pending"),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at", DateTime(timezone=True), nullable=False),
+    Column("locked_until", DateTime(timezone=True), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("status IN ('pending', 'delivered', 'failed')", name="status_known"),
+    Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+    Index("ix_webhook_deliveries_job_seq", "job_seq"),
 )
