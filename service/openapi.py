@@ -12,6 +12,7 @@ from service.crawl_rules import MAX_URLS as MAX_MAP_URLS
 from service.crawl_rules import CrawlRules, MapRequest
 from service.errors import ERROR_CODES
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
+from service.webhooks import WebhookSpec
 
 _ERROR = {
     "type": "object",
@@ -347,6 +348,7 @@ def batch_request() -> dict[str, Any]:
             "description": "each URL is scraped as POST /scrape would with the other fields",
         },
         **properties,
+        "webhook": {"$ref": "#/components/schemas/Webhook"},
     }
     schema["required"] = ["urls", *(name for name in schema.get("required", []) if name != "url")]
     schema["title"] = "BatchRequest"
@@ -386,6 +388,23 @@ MAP_RESULT: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
+
+
+def webhook_schema() -> dict[str, Any]:
+    """A job's ``webhook`` (service.webhooks): where its signed events go, and which."""
+    schema: dict[str, Any] = WebhookSpec.model_json_schema()
+    schema["properties"]["events"]["uniqueItems"] = True
+    schema["properties"]["url"] = {
+        **ScrapeRequest.model_json_schema()["properties"]["url"],
+        "description": "http or https; not a private address unless the service allows those",
+    }
+    schema["title"] = "Webhook"
+    schema["description"] = (
+        "POSTs the job's events, signed under the Standard Webhooks scheme with the account's "
+        "secret (on the dashboard); all four events when 'events' is left out"
+    )
+    return schema
+
 
 IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
@@ -578,6 +597,7 @@ def document(public_url: str) -> dict[str, Any]:
                 "UsageRow": USAGE_ROW,
                 "LedgerEntry": LEDGER_ENTRY,
                 "BatchRequest": batch_request(),
+                "Webhook": webhook_schema(),
                 "JobItem": JOB_ITEM,
                 "JobSummary": JOB_SUMMARY,
                 "Job": JOB,

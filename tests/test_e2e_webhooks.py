@@ -9,7 +9,9 @@ a webhook on a private address is a 400 when the URL spells the address, and a f
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
 from service import webhook_store
 from service.db.tables import jobs, webhook_deliveries
+from tests.dashboard_client import member, new_key
 from tests.test_e2e_batch import a_database_of_its_own, add_pages, batch, start, wait_finished
 
 HOOKS_ENV = {"SCRAPESPY_WEBHOOK_RETRY_SECONDS": "0.2", "SCRAPESPY_WEBHOOK_MAX_ATTEMPTS": "3"}
@@ -293,3 +296,34 @@ def test_private_webhook_targets_are_refused_by_a_guarded_service(
         assert json.loads(body)["data"]["counts"]["failed"] == 1
     finally:
         guarded.stop()
+
+
+SECRET_SHOWN = re.compile(r'<code class="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</code>')
+
+
+def test_the_dashboard_shows_the_signing_secret_and_rotates_it(
+    hooks_service: ServiceProcess, accounts: Accounts, site: TargetSite, receiver: Receiver
+) -> None:
+    client, account_id, _ = member(hooks_service.base, accounts, "webhook-secret", credits=100)
+    shown = SECRET_SHOWN.search(client.get("/dashboard/key").body.decode())
+    assert shown, "no signing secret on the API keys page"
+    before = shown.group(1)
+    assert before == SECRET_SHOWN.search(client.get("/dashboard/key").body.decode()).group(1)
+
+    # a form without the CSRF token changes nothing
+    assert client.post("/dashboard/key/webhook-secret", {}).status == 403
+    rotated = client.post("/dashboard/key/webhook-secret", {"csrf_token": client.csrf_token()})
+    assert (rotated.status, rotated.headers["Location"]) == (303, "/dashboard/key#webhook-secret")
+    after = SECRET_SHOWN.search(client.get("/dashboard/key").body.decode()).group(1)
+    assert after != before and len(base64.b64decode(after.removeprefix("whsec_"))) == 32
+
+    # the secret shown is the one deliveries are signed with; the old one no longer verifies
+    key = new_key(client)
+    hook = {"url": receiver.url("/dashboard-secret"), "events": ["completed"]}
+    batch(hooks_service, key, {"urls": add_pages(site, "/hooks-dash", 1), "webhook": hook})
+    [(headers, body)] = receiver.wait("/dashboard-secret", 1)
+    assert Webhook(after).verify(body, headers)["type"] == "job.completed"
+    with pytest.raises(WebhookVerificationError):
+        Webhook(before).verify(body, headers)
+    # never in an API answer
+    assert "whsec_" not in call("GET", hooks_service.url("/account"), key=key).body.decode()

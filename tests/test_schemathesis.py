@@ -116,6 +116,10 @@ class LocalTargets:
                 self.local(one) if isinstance(one, str) and self.accepted(one) else one
                 for one in urls
             ]
+        webhook = body.get("webhook")
+        if isinstance(webhook, dict) and isinstance(webhook.get("url"), str):
+            if self.accepted(webhook["url"]):  # deliveries go to the local site, not out
+                webhook["url"] = self.local(webhook["url"])
         timeout = body.get("timeout")
         waits = body.get("actions") or body.get("wait_for")
         numeric = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)

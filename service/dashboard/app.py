@@ -15,7 +15,7 @@ from urllib.parse import quote
 from twisted.web.server import Request
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
-from service import keys
+from service import keys, webhook_store
 from service.dashboard import account, export
 from service.dashboard.chart import daily_chart
 from service.dashboard.forms import (
@@ -77,6 +77,9 @@ class Dashboard(JobViews):
         error: keys.KeyRefused | None = None,
     ) -> bytes:
         listed = await self.database.run(keys.listed, session.account_id)
+        # the webhooks' signing secret: signing needs it readable, so it is shown, on this
+        # page only (never in an API answer)
+        webhook_secret = await self.database.run(webhook_store.secret_of, session.account_id)
         status = 200 if error is None else 404 if isinstance(error, keys.NoSuchKey) else 400
         return self.pages.render(
             request,
@@ -88,7 +91,14 @@ class Dashboard(JobViews):
             already_shown=already_shown,
             error=None if error is None else str(error),
             max_label=keys.KEY_LABEL_LENGTH,
+            webhook_secret=webhook_secret,
         )
+
+    @app.route("/key/webhook-secret", methods=["POST"])
+    async def rotate_webhook_secret(self, request: Request) -> bytes:
+        session, _ = await self.gate.signed_form(request)
+        await self.database.run(webhook_store.rotate, session.account_id)
+        return redirect(request, f"{MOUNT}/key#webhook-secret")
 
     @app.route("/key", methods=["POST"])
     async def make_key(self, request: Request) -> bytes:
