@@ -145,6 +145,8 @@ class PostgresQueue:
     def start(self) -> None:
         self._worker = asyncio.ensure_future(
             self.app.run_worker_async(
+                # the pages' queue: webhooks have a worker of their own (service.webhooks)
+                queues=["default"],
                 concurrency=self.batches.config.job_pages_in_flight,
                 name=self.batches.instance,
                 install_signal_handlers=False,

@@ -78,10 +78,10 @@ class Service:
             log.warning("shutdown: released the holds of %d unfinished scrapes", abandoned)
         if self.sweeper.running:
             self.sweeper.stop()
+        if self.webhooks is not None:  # before the queue: on PostgreSQL it closes the app
+            await self.webhooks.stop()
         if queue is not None:
             await queue.stop()
-        if self.webhooks is not None:
-            await self.webhooks.stop()
         await self.bridge.stop()
         if self.http.payments is not None:
             self.http.payments.stop()
@@ -118,7 +118,9 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     else:
         batches.queue = LocalQueue(batches)
     batches.queue.start()
-    webhooks = WebhookSender(config, database)
+    webhooks = WebhookSender(config, database, batches.instance)
+    if isinstance(batches.queue, PostgresQueue):
+        webhooks.use_queue(batches.queue.app)
     webhooks.start()
     http = ScrapespyApp(
         config, database, scraper, payments, dashboard=dashboard, reads=reads, batches=batches

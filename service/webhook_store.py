@@ -158,8 +158,28 @@ def claim(conn: Connection, delivery_id: int, lease: timedelta) -> tuple[Deliver
         )
         .values(locked_until=now + lease)
     ).rowcount
-    if not taken:
-        return None
+    return _loaded(conn, delivery_id) if taken else None
+
+
+def resume(
+    conn: Connection, delivery_id: int, attempts: int, lease: timedelta
+) -> tuple[Delivery, str] | None:
+    """PostgreSQL: the delivery a queue task was handed after ``attempts`` attempts, leased
+    again for this one; None when it is no longer there (delivered, failed, or that attempt
+    was made already: a task run twice after a worker died)."""
+    taken = conn.execute(
+        update(webhook_deliveries)
+        .where(
+            webhook_deliveries.c.id == delivery_id,
+            webhook_deliveries.c.status == "pending",
+            webhook_deliveries.c.attempts == attempts,
+        )
+        .values(locked_until=ledger.now() + lease)
+    ).rowcount
+    return _loaded(conn, delivery_id) if taken else None
+
+
+def _loaded(conn: Connection, delivery_id: int) -> tuple[Delivery, str]:
     row = conn.execute(
         select(webhook_deliveries).where(webhook_deliveries.c.id == delivery_id)
     ).one()
@@ -168,10 +188,16 @@ def claim(conn: Connection, delivery_id: int, lease: timedelta) -> tuple[Deliver
 
 
 def finish(
-    conn: Connection, delivery_id: int, error: str | None, retry_in: timedelta | None
+    conn: Connection,
+    delivery_id: int,
+    error: str | None,
+    retry_in: timedelta | None,
+    queued_for: timedelta | None = None,
 ) -> None:
     """Records one attempt: delivered (no ``error``), due again in ``retry_in``, or failed for
-    good (``retry_in`` None)."""
+    good (``retry_in`` None). With ``queued_for`` (PostgreSQL: the next attempt is a task
+    already scheduled in the queue), the lease runs until that long after the next attempt is
+    due, so the loop hands it over again only if that task was lost."""
     values: dict[str, Any] = {
         "attempts": webhook_deliveries.c.attempts + 1,
         "locked_until": None,
@@ -183,6 +209,8 @@ def finish(
         values["status"] = "failed"
     else:
         values["next_attempt_at"] = ledger.now() + retry_in
+        if queued_for is not None:
+            values["locked_until"] = values["next_attempt_at"] + queued_for
     conn.execute(
         update(webhook_deliveries).where(webhook_deliveries.c.id == delivery_id).values(**values)
     )

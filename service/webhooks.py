@@ -21,9 +21,11 @@ is delivered; anything else (connection refused, timeout, another status, a refu
 tried again after an exponential backoff (``webhook_retry_seconds`` x 4 per attempt, up to
 ``webhook_max_attempts``), then the delivery is ``failed``.
 
-Every instance runs one loop, on SQLite and PostgreSQL alike: it takes due deliveries under a
-lease (service.webhook_store.claim), so the instances on one database share them and a delivery
-whose instance died is sent by another once the lease ran out.
+Every instance runs one loop that takes due deliveries under a lease
+(service.webhook_store.claim), so the instances on one database share them. On SQLite the loop
+sends them itself. On PostgreSQL it hands each to procrastinate as a task (:meth:`use_queue`);
+a failed attempt defers the next one ``schedule_in`` its backoff and keeps the lease until
+then, so the loop hands a delivery over again only when its task was lost.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from typing import Any, Literal
@@ -64,6 +67,8 @@ POLL_SECONDS = 1.0  # how often an instance looks for due deliveries
 IN_FLIGHT = 16  # deliveries one instance sends at once
 BACKOFF_FACTOR = 4
 USER_AGENT = b"scrapespy-webhooks/1"
+TASK = "scrapespy.webhook_delivery"
+QUEUE = "webhooks"
 
 
 class WebhookSpec(_Strict):
@@ -149,27 +154,58 @@ class _Ignore(Protocol):
 
 
 class WebhookSender:
-    def __init__(self, config: Config, database: Database):
+    def __init__(self, config: Config, database: Database, instance: str = "webhooks"):
         self.config = config
         self.database = database
+        self.instance = instance
         self.test_hosts = parse_test_public_hosts(config.egress_test_public_hosts)
         self.lease = timedelta(seconds=config.webhook_timeout_seconds * 2 + 30)
         self.busy: dict[int, Deferred[None]] = {}
         self._stopping = False
         self._wake: Deferred[None] | None = None
         self._loop: Deferred[None] | None = None
+        # PostgreSQL: procrastinate's app (service.job_queue's), the task and this instance's
+        # worker of the queue QUEUE
+        self.app: Any = None
+        self.task: Any = None
+        self._worker: asyncio.Future[None] | None = None
+
+    def use_queue(self, app: Any) -> None:
+        """PostgreSQL: each attempt is a task of procrastinate's queue ``webhooks``, run by a
+        worker of its own on every instance (a slow receiver never takes a job page's turn);
+        a failed attempt schedules the next one as a task ``schedule_in`` its backoff, and a
+        task whose worker died is run again by the job queue's recovery
+        (service.job_queue.PostgresQueue)."""
+        self.app = app
+        self.task = app.task(name=TASK, queue=QUEUE)(self._task)
 
     # the loop -------------------------------------------------------------------------------
 
     def start(self) -> None:
         self._loop = Deferred.fromCoroutine(self._run())
         self._loop.addErrback(lambda failure: log.error("webhook loop stopped: %s", failure.value))
+        if self.app is not None:
+            stalled = self.config.job_stalled_seconds
+            self._worker = asyncio.ensure_future(
+                self.app.run_worker_async(
+                    queues=[QUEUE],
+                    concurrency=IN_FLIGHT,
+                    name=f"{self.instance}:webhooks",
+                    install_signal_handlers=False,
+                    delete_jobs="successful",
+                    update_heartbeat_interval=max(0.5, stalled / 4),
+                    stalled_worker_timeout=stalled,
+                    fetch_job_polling_interval=5.0,
+                )
+            )
 
     def _poke(self) -> None:
         if self._wake is not None and not self._wake.called:
             self._wake.callback(None)
 
     async def _run(self) -> None:
+        """Takes the due deliveries: sends them (SQLite), or hands them to the queue
+        (PostgreSQL: new ones, and those whose task was lost)."""
         while not self._stopping:
             room = IN_FLIGHT - len(self.busy)
             found: list[int] = []
@@ -179,7 +215,7 @@ class WebhookSender:
                 except Exception as exc:  # the database is down: look again later
                     log.warning("could not read the due webhook deliveries: %s", exc)
             for delivery_id in found:
-                self.busy[delivery_id] = Deferred.fromCoroutine(self._attempt(delivery_id))
+                self.busy[delivery_id] = Deferred.fromCoroutine(self._take(delivery_id))
             self._wake = Deferred()
             timer = running().callLater(POLL_SECONDS, self._poke)
             await self._wake
@@ -189,44 +225,76 @@ class WebhookSender:
     def stop_taking(self) -> None:
         self._stopping = True
         self._poke()
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()  # takes no more tasks, waits for its own
 
     async def stop(self) -> None:
         """Waits for the attempts in flight (each is bounded by its timeout)."""
         self.stop_taking()
         if self.busy:
             await DeferredList(list(self.busy.values()))
+        if self._worker is not None:
+            try:
+                await Deferred.fromFuture(self._worker)
+            except (Exception, asyncio.CancelledError):  # cancelled, as it was asked to be
+                pass
 
     # one attempt ----------------------------------------------------------------------------
 
-    async def _attempt(self, delivery_id: int) -> None:
+    async def _take(self, delivery_id: int) -> None:
         try:
             claimed = await self.database.run(webhook_store.claim, delivery_id, self.lease)
             if claimed is None:
                 return
             delivery, secret = claimed
-            error: str | None = None
-            try:
-                await self.send(delivery, secret)
-            except DeliveryFailed as exc:
-                error = str(exc)
-            retry_in = None
-            if error is not None and delivery.attempts + 1 < self.config.webhook_max_attempts:
-                retry_in = timedelta(
-                    seconds=self.config.webhook_retry_seconds * BACKOFF_FACTOR**delivery.attempts
+            if self.task is None:
+                await self._attempt(delivery, secret)
+            else:  # the lease holds it until the task runs; if it never does, it is taken again
+                await _await(
+                    self.task.defer_async(delivery_id=delivery.id, attempts=delivery.attempts)
                 )
-            if error is not None:
-                log.info(
-                    "webhook delivery %s, attempt %d: %s",
-                    delivery.message_id,
-                    delivery.attempts + 1,
-                    error,
-                )
-            await self.database.run(webhook_store.finish, delivery_id, error, retry_in)
-        except Exception:  # the lease runs out and the delivery is tried again
-            log.exception("webhook delivery %s could not be recorded", delivery_id)
+        except Exception:  # the lease runs out and the delivery is taken again
+            log.exception("webhook delivery %s could not be taken", delivery_id)
         finally:
             self.busy.pop(delivery_id, None)
             self._poke()
+
+    async def _task(self, delivery_id: int, attempts: int) -> None:
+        """The queue's task: runs on the worker, on the reactor's asyncio loop."""
+        await Deferred.fromCoroutine(self._resume(delivery_id, attempts)).asFuture(
+            asyncio.get_running_loop()
+        )
+
+    async def _resume(self, delivery_id: int, attempts: int) -> None:
+        resumed = await self.database.run(webhook_store.resume, delivery_id, attempts, self.lease)
+        if resumed is not None:
+            await self._attempt(*resumed)
+
+    async def _attempt(self, delivery: webhook_store.Delivery, secret: str) -> None:
+        """Sends once and records it; schedules the next attempt when there is one."""
+        error: str | None = None
+        try:
+            await self.send(delivery, secret)
+        except DeliveryFailed as exc:
+            error = str(exc)
+            log.info(
+                "webhook delivery %s, attempt %d: %s",
+                delivery.message_id,
+                delivery.attempts + 1,
+                error,
+            )
+        retry_in = None
+        if error is not None and delivery.attempts + 1 < self.config.webhook_max_attempts:
+            retry_in = timedelta(
+                seconds=self.config.webhook_retry_seconds * BACKOFF_FACTOR**delivery.attempts
+            )
+        queued_for = self.lease if retry_in is not None and self.task is not None else None
+        await self.database.run(webhook_store.finish, delivery.id, error, retry_in, queued_for)
+        if queued_for is not None and retry_in is not None:
+            deferrer = self.task.configure(schedule_in={"seconds": retry_in.total_seconds()})
+            await _await(
+                deferrer.defer_async(delivery_id=delivery.id, attempts=delivery.attempts + 1)
+            )
 
     async def send(self, delivery: webhook_store.Delivery, secret: str) -> None:
         """One signed POST of the delivery's payload; raises DeliveryFailed unless a 2xx."""
@@ -305,6 +373,11 @@ class WebhookSender:
 
     async def rotate(self, account_id: int) -> str:
         return await self.database.run(webhook_store.rotate, account_id)
+
+
+def _await(awaitable: Awaitable[Any]) -> Deferred[Any]:
+    """An asyncio awaitable as a Deferred: both run on the reactor's asyncio loop."""
+    return Deferred.fromFuture(asyncio.ensure_future(awaitable))
 
 
 def _why(exc: Exception, timeout: float) -> str:
