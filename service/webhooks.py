@@ -42,7 +42,9 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 from standardwebhooks.webhooks import Webhook
 from twisted.internet.defer import CancelledError, Deferred, DeferredList
+from twisted.internet.defer import TimeoutError as DeferredTimeout
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
+from twisted.internet.error import TimeoutError as ConnectTimeout
 from twisted.internet.protocol import Protocol
 from twisted.internet.ssl import optionsForClientTLS
 from twisted.web.client import Agent, FileBodyProducer
@@ -335,7 +337,11 @@ class WebhookSender:
             raise DeliveryFailed(_why(exc, timeout)) from None
         done: Deferred[None] = Deferred()
         response.deliverBody(_Ignore(done))
-        await done
+        done.addTimeout(timeout, reactor)
+        try:
+            await done
+        except DeferredTimeout:  # the status is all that counts
+            pass
         if not 200 <= response.code < 300:
             raise DeliveryFailed(f"the receiver answered HTTP {response.code}")
 
@@ -381,9 +387,12 @@ def _await(awaitable: Awaitable[Any]) -> Deferred[Any]:
 
 
 def _why(exc: Exception, timeout: float) -> str:
-    if isinstance(exc, CancelledError | TimeoutError):
+    """What the delivery's ``last_error`` says of an attempt that got no answer."""
+    timed_out = (CancelledError, DeferredTimeout, ConnectTimeout)
+    # twisted.web wraps what happened under the request (ResponseNeverReceived and kin)
+    reasons = getattr(exc, "reasons", None) or []
+    if isinstance(exc, timed_out) or any(reason.check(*timed_out) for reason in reasons):
         return f"no answer within {timeout:g} seconds"
-    reasons = getattr(exc, "reasons", None)  # twisted.web's ResponseNeverReceived and kin
     if reasons:
         return f"connection failed: {reasons[0].getErrorMessage()}"
     return f"connection failed: {exc.__class__.__name__}: {exc}"

@@ -30,12 +30,16 @@ from service.db.tables import jobs, webhook_deliveries
 from tests.dashboard_client import member, new_key
 from tests.test_e2e_batch import a_database_of_its_own, add_pages, batch, start, wait_finished
 
-HOOKS_ENV = {"SCRAPESPY_WEBHOOK_RETRY_SECONDS": "0.2", "SCRAPESPY_WEBHOOK_MAX_ATTEMPTS": "3"}
+HOOKS_ENV = {
+    "SCRAPESPY_WEBHOOK_RETRY_SECONDS": "0.2",
+    "SCRAPESPY_WEBHOOK_MAX_ATTEMPTS": "3",
+    "SCRAPESPY_WEBHOOK_TIMEOUT_SECONDS": "1",
+}
 
 
 class Receiver:
     """Records each POST (path, headers, body); ``/fail-N/...`` answers 500 N times first,
-    ``/down/...`` always."""
+    ``/down/...`` always; ``/slow/...`` answers after 2 seconds."""
 
     def __init__(self) -> None:
         self.received: list[tuple[str, dict[str, str], bytes]] = []
@@ -50,12 +54,20 @@ class Receiver:
                     receiver.received.append((self.path, headers, body))
                     seen = sum(1 for path, _, _ in receiver.received if path == self.path)
                 first = self.path.split("/")[1]
+                if first == "slow":
+                    time.sleep(2)
                 failing = first == "down" or (
                     first.startswith("fail-") and seen <= int(first.removeprefix("fail-"))
                 )
-                self.send_response(500 if failing else 204)
-                self.send_header("Content-Length", "0")
+                # an answer with a body the service does not read (it closes the connection)
+                answer = b"x" * 256 * 1024
+                self.send_response(500 if failing else 200)
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
+                try:
+                    self.wfile.write(answer)
+                except OSError:
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -233,6 +245,12 @@ def test_a_failing_receiver_gets_the_delivery_again_until_it_answers(
     assert (row.status, row.attempts) == ("failed", 3)
     assert row.last_error == "the receiver answered HTTP 500"
     assert len(receiver.at("/down/hook")) == 3
+
+    slow = {"url": receiver.url("/slow/hook"), "events": ["completed"]}
+    job_id = batch(hooks_service, key, {"urls": urls, "webhook": slow}).json["id"]
+    [row] = settled(accounts, job_id)
+    assert (row.status, row.attempts) == ("failed", 3)
+    assert row.last_error == "no answer within 1 seconds"
 
 
 @pytest.mark.parametrize(
