@@ -5,6 +5,8 @@ the account's secret; a forged or tampered delivery is refused by that same veri
 that fails gets the delivery again with the same ``webhook-id``, until a 2xx or the last attempt;
 a webhook on a private address is a 400 when the URL spells the address, and a failed delivery
 (nothing sent) when its name resolves there, on a service that does not reach private targets.
+A delivery waiting for its retry when its instance is killed is sent by the next one; the
+dashboard shows the secret deliveries are signed with, and rotates it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -345,3 +348,29 @@ def test_the_dashboard_shows_the_signing_secret_and_rotates_it(
         Webhook(before).verify(body, headers)
     # never in an API answer
     assert "whsec_" not in call("GET", hooks_service.url("/account"), key=key).body.decode()
+
+
+def test_a_delivery_waiting_for_its_retry_survives_a_kill(
+    own_database: tuple[str, Accounts], tmp_path: Path, site: TargetSite, receiver: Receiver
+) -> None:
+    database_url, accounts = own_database
+    env = {**HOOKS_ENV, "SCRAPESPY_WEBHOOK_RETRY_SECONDS": "3"}
+    first = start(database_url, tmp_path / "first", **env)
+    try:
+        account_id, key = accounts.create(credits=10)
+        hook = {"url": receiver.url("/fail-1/restart"), "events": ["completed"]}
+        urls = add_pages(site, "/hooks-kill", 1)
+        job_id = batch(first, key, {"urls": urls, "webhook": hook}).json["id"]
+        receiver.wait("/fail-1/restart", 1)  # the first attempt failed; the next is in 3 s
+    finally:
+        first.stop(signal.SIGKILL)
+    second = start(database_url, tmp_path / "second", **env)
+    try:
+        got = receiver.wait("/fail-1/restart", 2)
+        [row] = settled(accounts, job_id)
+        assert (row.status, row.attempts) == ("delivered", 2)
+        assert got[0][0]["webhook-id"] == got[1][0]["webhook-id"] == row.message_id
+        verified = Webhook(secret_of(accounts, account_id)).verify(got[1][1], got[1][0])
+        assert verified["data"]["id"] == job_id
+    finally:
+        second.stop()
