@@ -48,10 +48,11 @@ def create_crawl(
     seeds: list[str],
     limit: int,
     slots: int,
+    webhook: dict[str, Any] | None = None,
 ) -> int:
-    """Stores a crawl and its seed pages (normalised, without duplicates, at depth 0); raises
-    TooManyJobs as a batch does. With no seed (a sitemap-only crawl of a site without one) the
-    job is completed at once."""
+    """Stores a crawl (with its webhook, as service.webhooks checked it) and its seed pages
+    (normalised, without duplicates, at depth 0); raises TooManyJobs as a batch does. With no
+    seed (a sitemap-only crawl of a site without one) the job is completed at once."""
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql(
             "SELECT 1 FROM accounts WHERE id = %(id)s FOR NO KEY UPDATE", {"id": account_id}
@@ -73,6 +74,7 @@ def create_crawl(
                 key_id=key_id,
                 key_hash=key_hash,
                 kind="crawl",
+                webhook=orjson.dumps(webhook).decode() if webhook else None,
                 status="queued" if seeds else "completed",
                 options=orjson.dumps(options).decode(),
                 total=0,

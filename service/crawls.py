@@ -30,6 +30,7 @@ from service.errors import BadRequest, insufficient_credits, key_cap_reached
 from service.jobs import ScrapeJob
 from service.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.sitemaps import sitemap_urls
+from service.webhooks import take_webhook
 
 MAP_FAILED = "map_failed"
 NOT_FETCHED = "no sitemap listed URLs within the rules, and the start page could not be fetched"
@@ -45,17 +46,21 @@ class Crawls:
     # POST /crawl -----------------------------------------------------------------------------
 
     def parse(self, body: bytes) -> tuple[CrawlRules, dict[str, Any], str]:
-        """The crawl's own fields, the scrape options of its pages, and its start URL (checked
-        as ``POST /scrape`` checks it with those options); a 400 names the field."""
+        """The crawl's own fields, the scrape options of its pages (with, under ``webhook``, the
+        job's webhook as service.webhooks checked it), and its start URL (checked as
+        ``POST /scrape`` checks it with those options); a 400 names the field."""
         data = parse_json_object(body)
         if "urls" in data:
             raise BadRequest("invalid request: 'urls': a crawl starts from one URL, 'url'")
         own = {name: data.pop(name) for name in CRAWL_FIELDS if name in data}
         asked = validate(CrawlRules, own)
+        webhook = take_webhook(data, self.config)
         request, _ = checked_scrape(data)
         if normalised(request.url) is None:
             raise BadRequest("invalid request: 'url': must be an http(s) URL")
         options = {name: value for name, value in data.items() if name != "url"}
+        if webhook is not None:
+            options["webhook"] = webhook
         return asked, options, request.url
 
     async def create(
@@ -75,6 +80,7 @@ class Crawls:
                 timeout=float(timeout),
             )
             seeds += [page for page in found if page != start]
+        webhook = options.pop("webhook", None)
         stored = {
             **options,
             "crawl": {
@@ -96,6 +102,7 @@ class Crawls:
                 seeds=seeds[: asked.max_pages],
                 limit=self.config.max_jobs_per_account,
                 slots=self.config.crawl_pages_per_site,
+                webhook=webhook,
             )
         except StoredTooManyJobs as exc:
             raise TooManyJobs(

@@ -362,7 +362,11 @@ def crawl_request() -> dict[str, Any]:
     )
     schema.pop("$defs", None)
     rules = CrawlRules.model_json_schema(ref_template="#/components/schemas/{model}")
-    schema["properties"] = {**schema["properties"], **rules["properties"]}
+    schema["properties"] = {
+        **schema["properties"],
+        **rules["properties"],
+        "webhook": {"$ref": "#/components/schemas/Webhook"},
+    }
     schema["title"] = "CrawlRequest"
     return schema
 

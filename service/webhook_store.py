@@ -1,4 +1,4 @@
-"""The rows of webhooks (migration 0010): the accounts' signing secrets and the deliveries.
+"""The rows of webhooks (migration 0011): the accounts' signing secrets and the deliveries.
 
 A delivery is written in the transaction of the event it tells of (service.batch_store calls
 :func:`record`), so an event that happened is never lost to a restart, and one that was rolled

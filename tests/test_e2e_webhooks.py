@@ -207,6 +207,32 @@ def test_a_batch_s_events_are_signed_and_verified_by_the_library(
         verifier.verify(body, {**headers, "webhook-timestamp": str(int(time.time()) - 3600)})
 
 
+def test_a_crawl_s_events_are_signed_too(
+    hooks_service: ServiceProcess, accounts: Accounts, site: TargetSite, receiver: Receiver
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    site.page("/hooks-crawl/", "<html><title>Start</title><a href='/hooks-crawl/a'>a</a></html>")
+    site.page("/hooks-crawl/a", "<html><title>A</title><p>leaf</p></html>")
+    body = {
+        "url": site.url("/hooks-crawl/"),
+        "sitemap": "skip",
+        "include_paths": ["^/hooks-crawl/"],
+        "webhook": {"url": receiver.url("/crawled"), "events": ["started", "completed"]},
+    }
+    reply = call("POST", hooks_service.url("/crawl"), body, key=key)
+    assert reply.status == 202, reply.body
+    job_id = reply.json["id"]
+    wait_finished(hooks_service, key, job_id)
+    got = receiver.wait("/crawled", 2)
+    verifier = Webhook(secret_of(accounts, account_id))
+    payloads = sorted(
+        (verifier.verify(b, h) for h, b in got), key=lambda payload: payload["timestamp"]
+    )
+    assert [payload["type"] for payload in payloads] == ["job.started", "job.completed"]
+    done = payloads[-1]["data"]
+    assert (done["kind"], done["status"], done["counts"]["done"]) == ("crawl", "completed", 2)
+
+
 def test_only_the_events_asked_for_are_sent_and_a_cancel_is_failed(
     hooks_service: ServiceProcess, accounts: Accounts, site: TargetSite, receiver: Receiver
 ) -> None:

@@ -213,7 +213,7 @@ jobs = Table(
     Column("enqueued", Boolean, nullable=False, default=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True), nullable=True),
-    # the job's webhook, {"url", "events"} as JSON, or None (migration 0010, service.webhooks)
+    # the job's webhook, {"url", "events"} as JSON, or None (migration 0011, service.webhooks)
     Column("webhook", Text, nullable=True),
     CheckConstraint(
         "status IN ('queued', 'running', 'completed', 'cancelled', 'failed',"
@@ -268,7 +268,7 @@ idempotency_keys = Table(
     Index("ix_idempotency_keys_created_at", "created_at"),
 )
 
-# Webhooks (migration 0010, service.webhooks): each account's signing secret, kept readable because
+# Webhooks (migration 0011, service.webhooks): each account's signing secret, kept readable because
 # every delivery is signed with it (docs/operations.md says how it is protected), and one row
 # per delivery of a job's event, written in the transaction of the event itself so that a
 # restart loses none. A delivery is ``pending`` until it is ``delivered`` or, its attempts
