@@ -49,6 +49,22 @@ class Claim:
     paid_hold: int | None  # a hold of an earlier attempt that was captured: billed already
 
 
+def room_for_a_job(conn: Connection, account_id: int, limit: int) -> None:
+    """Locks the account's row and raises TooManyJobs when it has ``limit`` jobs in flight: the
+    check every job (batch or crawl) makes before it is stored, in the same transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "SELECT 1 FROM accounts WHERE id = %(id)s FOR NO KEY UPDATE", {"id": account_id}
+        )
+    in_flight = conn.execute(
+        select(func.count())
+        .select_from(jobs)
+        .where(jobs.c.account_id == account_id, jobs.c.status.in_(ACTIVE))
+    ).scalar_one()
+    if in_flight >= limit:
+        raise TooManyJobs(limit)
+
+
 def create_job(
     conn: Connection,
     *,
@@ -66,17 +82,7 @@ def create_job(
 
     The account's row is locked first (SQLite's BEGIN IMMEDIATE does it for the whole
     database), so two jobs made at once cannot both fit under the limit."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(
-            "SELECT 1 FROM accounts WHERE id = %(id)s FOR NO KEY UPDATE", {"id": account_id}
-        )
-    in_flight = conn.execute(
-        select(func.count())
-        .select_from(jobs)
-        .where(jobs.c.account_id == account_id, jobs.c.status.in_(ACTIVE))
-    ).scalar_one()
-    if in_flight >= limit:
-        raise TooManyJobs(limit)
+    room_for_a_job(conn, account_id, limit)
     created = ledger.now()
     seq = conn.execute(
         insert(jobs)

@@ -22,7 +22,7 @@ import orjson
 from sqlalchemy import Connection, func, insert, select, text, update
 
 from service import ledger
-from service.batch_store import ACTIVE, TooManyJobs
+from service.batch_store import ACTIVE, room_for_a_job
 from service.crawl_rules import Rules, url_key
 from service.db.tables import job_pages, jobs
 
@@ -53,17 +53,7 @@ def create_crawl(
     """Stores a crawl (with its webhook, as service.webhooks checked it) and its seed pages
     (normalised, without duplicates, at depth 0); raises TooManyJobs as a batch does. With no
     seed (a sitemap-only crawl of a site without one) the job is completed at once."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(
-            "SELECT 1 FROM accounts WHERE id = %(id)s FOR NO KEY UPDATE", {"id": account_id}
-        )
-    in_flight = conn.execute(
-        select(func.count())
-        .select_from(jobs)
-        .where(jobs.c.account_id == account_id, jobs.c.status.in_(ACTIVE))
-    ).scalar_one()
-    if in_flight >= limit:
-        raise TooManyJobs(limit)
+    room_for_a_job(conn, account_id, limit)
     created = ledger.now()
     seq = int(
         conn.execute(
