@@ -179,12 +179,15 @@ def test_cancel_needs_the_forms_token_and_stops_the_job(
         assert refused.status == 403
     assert api_job(service, key, job_id)["status"] in ("queued", "running")
 
+    # pages finished before the cancel; two more run at once, and one turn may start meanwhile
+    counts = api_job(service, key, job_id)["counts"]
+    finished = counts["done"] + counts["failed"] + counts["blocked"]
     cancelled = client.post(f"/dashboard/jobs/{job_id}/cancel", {"csrf_token": client.csrf_token()})
     assert cancelled.status == 303
     assert cancelled.headers["Location"] == f"/dashboard/jobs/{job_id}"
     found = wait_finished(service, key, job_id)
     assert found["status"] == "cancelled"
-    assert found["counts"]["skipped"] > 20
+    assert found["counts"]["skipped"] >= 30 - finished - 4 > 0
     shown = client.get(f"/dashboard/jobs/{job_id}").body.decode()
     assert summary_of(shown)["status"] == "cancelled"
     assert summary_of(shown)["credits"] == str(found["credits_charged"])
