@@ -278,15 +278,7 @@ class Batches:
                 await self.database.run(batch_store.stop_job, claim.job_seq, status, why)
                 await self.database.run(batch_store.release_page, page_id, claim.attempt)
                 return
-            job = ScrapeJob.asked(
-                request,
-                compiled,
-                account_id=caller.account_id,
-                hold_id=hold_id,
-                trial=price.trial,
-                costs=price.costs,
-                ladder=price.ladder,
-            )
+            job = ScrapeJob.held(request, compiled, caller, price, hold_id)
         result = await self.bridge.submit(job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from service.escalation import Ladder
+    from service.keys import Caller
     from service.ledger import Settlement
+    from service.pricing import Quote
     from service.results import ScrapeResult
     from service.schemas import ScrapeRequest
 
@@ -90,6 +92,30 @@ class ScrapeJob:
             if request.cookies
             else (),
             **billing,
+        )
+
+    @classmethod
+    def held(
+        cls,
+        request: ScrapeRequest,
+        selectors: Any,
+        caller: Caller,
+        price: Quote,
+        hold_id: int,
+        **more: Any,
+    ) -> ScrapeJob:
+        """The job of a request whose price (``service.pricing.quote``) is held for ``caller``:
+        who pays, what each tier costs and, for auto, the steps it may take. ``POST /scrape``
+        and a job's page build theirs here, so both bill alike."""
+        return cls.asked(
+            request,
+            selectors,
+            account_id=caller.account_id,
+            hold_id=hold_id,
+            trial=price.trial,
+            costs=price.costs,
+            ladder=price.ladder,
+            **more,
         )
 
     @property

@@ -123,16 +123,7 @@ class Scraper:
         try:
             terms = (request.engine, request.proxy_type, request.max_credits)
             caller, price, hold_id = await self._hold(key_hash, *terms)
-            job = ScrapeJob.asked(
-                request,
-                compiled,
-                account_id=caller.account_id,
-                hold_id=hold_id,
-                trial=price.trial,
-                costs=price.costs,
-                ladder=price.ladder,
-                request_id=request_id,
-            )
+            job = ScrapeJob.held(request, compiled, caller, price, hold_id, request_id=request_id)
             result = await self.bridge.submit(job)
         finally:
             self.active -= 1
