@@ -22,12 +22,13 @@ test: setup chromium
 setup: $(VENV)/.installed
 
 # compat mode puts the checkout itself on sys.path, so twistd finds twisted/plugins here;
-# the Python client (clients/python, its own distribution) is tested against the service
+# the Python client (clients/python, its own distribution) is tested against the service, with
+# its `mcp` extra: the MCP server that `scrapespy mcp` serves
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -U pip
 	$(VENV)/bin/pip install -q -e '.[dev]' --config-settings editable_mode=compat
-	$(VENV)/bin/pip install -q -e ./clients/python
+	$(VENV)/bin/pip install -q -e './clients/python[mcp]'
 	touch $@
 
 # The js engine runs Debian's Chromium headless shell (the full browser is its fallback, and
