@@ -1,6 +1,9 @@
-"""The ``scrapespy`` command: run the service and administer accounts, keys and credits.
+"""The ``scrapespy`` command: run the service and administer accounts, keys and credits; scrape
+a page through the API (``scrapespy scrape URL``) and serve the MCP server (``scrapespy mcp``).
 
-Admin commands work while the server runs, against the same database.
+Admin commands work while the server runs, against the same database. ``scrape`` and ``mcp`` are
+clients of a running service (``SCRAPESPY_URL``, ``SCRAPESPY_API_KEY``), through the Python client
+of clients/python, imported only for them.
 """
 
 from __future__ import annotations
@@ -111,6 +114,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_revoke.add_argument("email")
     p_revoke.add_argument("key", help="the key's id or prefix")
 
+    p_scrape = sub.add_parser(
+        "scrape",
+        help="scrape a page through the API (SCRAPESPY_API_KEY, SCRAPESPY_URL); print markdown",
+        description="Scrape URL through a running service and print its markdown (or the whole "
+        "result as JSON). With --select, the markdown format prints the selected values instead, "
+        "a 'name: value' line each. Exit status 1 when the scrape or the request failed (the "
+        "error on stderr), 2 for a usage error or a missing SCRAPESPY_API_KEY.",
+    )
+    p_scrape.add_argument("url")
+    p_scrape.add_argument("--engine", choices=["static", "js", "auto"], default=None)
+    p_scrape.add_argument(
+        "--proxy", choices=["none", "datacenter", "residential", "auto"], default=None
+    )
+    p_scrape.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    p_scrape.add_argument(
+        "--main", action="store_true", help="only the page's main content (only_main_content)"
+    )
+    p_scrape.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="NAME=CSS",
+        help="extract what a CSS selector matches under NAME (repeatable)",
+    )
+    p_scrape.add_argument("--timeout", type=float, default=None, help="seconds, at most 120")
+
+    sub.add_parser(
+        "mcp", help="serve the MCP server over stdio (SCRAPESPY_API_KEY, SCRAPESPY_URL)"
+    )
+
     p_credits = sub.add_parser("credits", help="credits")
     c = p_credits.add_subparsers(dest="action", required=True)
     p_grant = c.add_parser("grant")
@@ -118,6 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_grant.add_argument("credits", type=int)
 
     args = parser.parse_args(argv)
+    if args.command == "scrape":
+        from service.client_commands import scrape
+
+        return scrape(args)
+    if args.command == "mcp":
+        from service.client_commands import serve_mcp
+
+        return serve_mcp()
     try:
         config = Config.from_env()
     except ConfigError as exc:
