@@ -82,7 +82,7 @@ def test_six_tools_each_says_what_it_costs(service: ServiceProcess, key: str) ->
         assert f"js: none {costs['js']['none']}, " in description, description
         assert f"residential {costs['js']['residential']}" in description, description
         assert "not an anti-bot page" in description
-    assert "1 credit(s) a call" in (tools["map"].description or "")
+    assert "Cost: 1 credit a call" in (tools["map"].description or "")
     for name in ("job_status", "account"):
         assert "Free" in (tools[name].description or "")
     # every parameter is typed and described

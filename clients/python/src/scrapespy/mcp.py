@@ -11,52 +11,39 @@ server starts. An error of the API reaches the agent as a tool error with the AP
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import anyio
-import httpx
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
 
 from scrapespy import AsyncScrapespy, ScrapespyError
+from scrapespy.mcp_answers import (
+    Prices,
+    answered,
+    api_call,
+    dump,
+    error_message,
+    job_started,
+    job_text,
+    page_text,
+    read_prices,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8080"
-# The service's defaults (service/config.py), for when GET /pricing cannot be read at start-up
-DEFAULT_COSTS = {
-    "static": {"none": 1, "datacenter": 2, "residential": 10},
-    "js": {"none": 5, "datacenter": 6, "residential": 25},
-}
-DEFAULT_MAP_CREDITS = 1
 TERMINAL = ("completed", "cancelled", "failed", "insufficient_credits")
 # job_status's wait stays under the minute most agents give a tool call
 MAX_WAIT_SECONDS = 50
-# the page fields that tell what happened; outputs and the page's content are added as asked
-SUMMARY_FIELDS = (
-    "url",
-    "final_url",
-    "status_code",
-    "success",
-    "title",
-    "engine",
-    "tier_used",
-    "credits_charged",
-    "cached",
-    "error",
-    "error_code",
-)
 
 Engine = Literal["static", "js", "auto"]
 Proxy = Literal["none", "datacenter", "residential", "auto"]
 Format = Literal["markdown", "html", "raw_html"]
-T = TypeVar("T")
 
 EngineArg = Annotated[
     Engine,
@@ -113,106 +100,6 @@ SitemapArg = Annotated[
 ]
 
 
-class Prices(BaseModel):
-    costs: dict[str, dict[str, int]] = DEFAULT_COSTS
-    map_credits: int = DEFAULT_MAP_CREDITS
-    read_from_service: bool = False
-
-    def table(self) -> str:
-        rows = [
-            f"{engine}: " + ", ".join(f"{tier} {credits}" for tier, credits in tiers.items())
-            for engine, tiers in self.costs.items()
-        ]
-        where = "this service's prices" if self.read_from_service else "the default prices"
-        return f"credits per page by engine and proxy tier ({where}): " + "; ".join(rows)
-
-    def page_cost(self) -> str:
-        return (
-            f"Cost: {self.table()}. Billed only for a page that succeeded and was not an anti-bot "
-            "page, at the engine and tier actually used; failures, blocked pages and kept answers "
-            "cost nothing. auto holds the dearest step it may take and bills the one that answered."
-        )
-
-
-def read_prices(base_url: str, timeout: float = 5.0) -> Prices:
-    """The price list of ``GET /pricing`` (no key needed); the defaults when it cannot be read."""
-    try:
-        reply = httpx.get(base_url.rstrip("/") + "/pricing", timeout=timeout)
-        reply.raise_for_status()
-        listed = reply.json()
-        costs = {
-            str(engine): {str(tier): int(credits) for tier, credits in tiers.items()}
-            for engine, tiers in listed["costs"].items()
-        }
-        map_credits = int(listed.get("map_credits", DEFAULT_MAP_CREDITS))
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
-        return Prices()
-    return Prices(costs=costs, map_credits=map_credits, read_from_service=True)
-
-
-def _dump(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        # what the API answered, not the fields it left out (outputs that were not asked for)
-        return value.model_dump(mode="json", exclude_unset=True)
-    if isinstance(value, list | tuple):
-        return [_dump(item) for item in value]
-    return value
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=1)
-
-
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
-    return {name: result[name] for name in SUMMARY_FIELDS if name in result}
-
-
-def page_text(result: dict[str, Any]) -> str:
-    """One result for a model to read: the fields that say what happened, then the page."""
-    lines = [f"{name}: {_json(value)}" for name, value in _summary(result).items()]
-    if result.get("extracted"):
-        lines.append("extracted: " + _json(result["extracted"]))
-    for output in ("markdown", "html", "raw_html"):
-        if result.get(output):
-            lines += ["", f"--- {output} ---", str(result[output])]
-    return "\n".join(lines)
-
-
-async def api_call(call: Callable[[], Awaitable[T]], base_url: str) -> T:
-    """Run one call of the client; what goes wrong becomes a ToolError that says what the API
-    said (its message and error_code), never a traceback."""
-    try:
-        return await call()
-    except ScrapespyError as exc:
-        raise ToolError(error_message(exc)) from None
-    except httpx.HTTPError as exc:
-        raise ToolError(f"could not reach the scrapespy service at {base_url}: {exc}") from None
-
-
-def error_message(exc: ScrapespyError) -> str:
-    message = getattr(exc, "message", None) or str(exc)
-    parts = [str(message)]
-    code = getattr(exc, "error_code", None)
-    status = getattr(exc, "status_code", None)
-    if code:
-        parts.append(f"error_code: {code}")
-    if status:
-        parts.append(f"HTTP {status}")
-    return parts[0] + (f" ({', '.join(parts[1:])})" if len(parts) > 1 else "")
-
-
-def answered(
-    text: str, structured: dict[str, Any] | None = None, *, error: bool = False
-) -> CallToolResult:
-    """A tool's answer: ``text`` for the model to read, ``structured`` for programs. An error
-    (a scrape that failed, a map that found nothing) is the agent's to handle: not billed."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=structured,
-        is_error=error,
-    )
-
-
 def _options(**given: Any) -> dict[str, Any]:
     """The request fields the agent set; the API's own defaults for the rest."""
     return {name: value for name, value in given.items() if value is not None}
@@ -265,7 +152,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
             max_age=max_age,
         )
         answer = await api_call(lambda: client.scrape(url, **options), base_url)
-        result = _dump(answer)
+        result = dump(answer)
         text = page_text(result)
         if not result.get("success", False) or result.get("error_code"):
             # the page was not scraped (or only an anti-bot page was): not billed, and an error
@@ -301,7 +188,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
             max_credits=max_credits,
         )
         job = await api_call(lambda: client.batch(list(urls), **options), base_url)
-        return _job_started(_dump(job), len(urls))
+        return job_started(dump(job), len(urls))
 
     @server.tool(
         description="Crawl a site from one URL, following its links (and its sitemap) on the same "
@@ -341,13 +228,11 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
             only_main_content=only_main_content,
         )
         job = await api_call(lambda: client.crawl(url, **options), base_url)
-        return _job_started(_dump(job), None)
+        return job_started(dump(job), None)
 
     @server.tool(
         description="List a site's URLs from its sitemaps and its start page's links, at once, "
-        f"without scraping them. Cost: {prices.map_credits} credit(s) a call"
-        + ("" if prices.read_from_service else " by default (the operator sets it)")
-        + ", charged only when it found at least one URL.",
+        "without scraping them. " + prices.map_cost(),
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
     )
     async def map(
@@ -369,7 +254,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
             allow_subdomains=allow_subdomains,
             sitemap=sitemap,
         )
-        answer = _dump(await api_call(lambda: client.map(url, **options), base_url))
+        answer = dump(await api_call(lambda: client.map(url, **options), base_url))
         urls = answer.get("urls") or []
         if not urls:
             why = answer.get("error") or "no URL found"
@@ -403,7 +288,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
     ) -> CallToolResult:
         deadline = time.monotonic() + wait_seconds
         while True:
-            status = _dump(
+            status = dump(
                 await api_call(lambda: client.job(job_id, cursor=cursor, limit=limit), base_url)
             )
             left = deadline - time.monotonic()
@@ -418,39 +303,11 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     async def account() -> dict[str, Any]:
-        answer: dict[str, Any] = _dump(await api_call(client.account, base_url))
+        answer: dict[str, Any] = dump(await api_call(client.account, base_url))
         answer["prices"] = {"page": prices.costs, "map": prices.map_credits}
         return answer
 
     return server
-
-
-def _job_started(job: dict[str, Any], pages: int | None) -> dict[str, Any]:
-    what = f"{pages} pages are" if pages is not None else "the crawl is"
-    return {
-        "id": job.get("id"),
-        "status_url": job.get("status_url"),
-        "next_step": f"{what} being scraped in the background: call job_status with job_id "
-        f"{job.get('id')!r} (wait_seconds to wait for the end)",
-    }
-
-
-def job_text(status: dict[str, Any]) -> str:
-    head = {
-        name: status.get(name)
-        for name in ("id", "kind", "status", "total", "counts", "credits_charged", "error")
-    }
-    lines = [f"{name}: {_json(value)}" for name, value in head.items()]
-    results = status.get("results") or []
-    for page in results:
-        lines += [
-            "",
-            f"=== page {page.get('index')}: {page.get('url')} ({page.get('status')}, "
-            f"{page.get('credits')} credits) ===",
-            page_text(page.get("result") or {}),
-        ]
-    lines += ["", f"next_cursor: {_json(status.get('next_cursor'))}"]
-    return "\n".join(lines)
 
 
 async def serve(base_url: str) -> None:
