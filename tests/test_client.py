@@ -116,6 +116,13 @@ def test_scrape_answers_a_typed_result_with_markdown(
         assert result.credits_charged == 1
         assert result.credits_remaining == GRANT - 1
         assert client.account().balance == GRANT - 1
+    # what a newer service may add (a field, an engine, a code) is kept, never an error
+    newer = {**result.model_dump(), "engine": "quantum", "error_code": "new_code", "rank": 7}
+    later = ScrapeResult.model_validate(newer)
+    assert later.engine == "quantum" and later.model_extra == {"rank": 7}
+    assert JobStatus.model_validate({"id": "j", "status": "paused", "eta": 3}).model_extra == {
+        "eta": 3
+    }
 
 
 def test_a_failed_scrape_is_returned_and_raise_for_failure_raises_it(
