@@ -53,7 +53,7 @@ def scrape(args: argparse.Namespace) -> int:
         return _fail(str(exc), 2)
     try:
         import httpx
-        from scrapespy import Scrapespy, ScrapespyError
+        from scrapespy import ConnectionFailed, Scrapespy, ScrapespyError
     except ImportError:
         return _fail(MISSING_CLIENT, 2)
 
@@ -68,15 +68,16 @@ def scrape(args: argparse.Namespace) -> int:
             options[name] = value
     if args.main:
         options["only_main_content"] = True
-    base_url = os.environ.get("SCRAPESPY_URL") or None
+    base_url = os.environ.get("SCRAPESPY_URL") or "http://127.0.0.1:8080"
     try:
         with Scrapespy(base_url=base_url) as client:
             result = client.scrape(args.url, **options)
+    except ConnectionFailed as exc:
+        return _fail(f"could not reach the service at {base_url} (SCRAPESPY_URL): {exc.message}")
     except ScrapespyError as exc:
         return _fail(_api_error(exc))
     except httpx.HTTPError as exc:
-        where = base_url or "http://127.0.0.1:8080"
-        return _fail(f"could not reach the service at {where} (SCRAPESPY_URL): {exc}")
+        return _fail(f"could not reach the service at {base_url} (SCRAPESPY_URL): {exc}")
 
     answer: dict[str, Any] = result.model_dump(mode="json", exclude_unset=True)
     if args.format == "json":

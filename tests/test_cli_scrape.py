@@ -161,5 +161,7 @@ def test_usage_errors_exit_2() -> None:
 def test_no_service_exits_1() -> None:
     done = scrapespy("http://127.0.0.1:1/", key="spy_x", url="http://127.0.0.1:1")
     assert done.returncode == 1
-    assert done.stderr.startswith("scrapespy: ")
+    assert done.stderr.startswith(
+        "scrapespy: could not reach the service at http://127.0.0.1:1 (SCRAPESPY_URL): "
+    )
     assert done.stdout == ""

@@ -30,17 +30,15 @@ TOOLS = {"scrape", "batch_scrape", "crawl", "map", "job_status", "account"}
 T = TypeVar("T")
 
 
-def in_session(
-    service: ServiceProcess, key: str, steps: Callable[[ClientSession], Awaitable[T]]
-) -> T:
-    """Spawn ``scrapespy mcp`` as an agent would (its own env: the key and the service's URL),
-    initialise a session and run ``steps`` in it."""
+def in_session(base: str, key: str, steps: Callable[[ClientSession], Awaitable[T]]) -> T:
+    """Spawn ``scrapespy mcp`` as an agent would (its own env: the key and the service's URL,
+    ``base``), initialise a session and run ``steps`` in it."""
 
     async def session() -> T:
         server = StdioServerParameters(
             command=SCRAPESPY,
             args=["mcp"],
-            env={"SCRAPESPY_API_KEY": key, "SCRAPESPY_URL": service.base},
+            env={"SCRAPESPY_API_KEY": key, "SCRAPESPY_URL": base},
         )
         async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
@@ -60,7 +58,7 @@ def tool(
     async def steps(client: ClientSession) -> CallToolResult:
         return await client.call_tool(name, arguments)
 
-    return in_session(service, key, steps)
+    return in_session(service.base, key, steps)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +70,7 @@ def test_six_tools_each_says_what_it_costs(service: ServiceProcess, key: str) ->
     async def steps(client: ClientSession) -> Any:
         return (await client.list_tools()).tools
 
-    tools = {listed.name: listed for listed in in_session(service, key, steps)}
+    tools = {listed.name: listed for listed in in_session(service.base, key, steps)}
     assert set(tools) == TOOLS
     costs = call("GET", service.url("/pricing")).json["costs"]
     for name in ("scrape", "batch_scrape", "crawl"):
@@ -164,7 +162,7 @@ def test_batch_scrape_then_job_status(
         status = await client.call_tool("job_status", {"job_id": job_id, "wait_seconds": 45})
         return started, status
 
-    _, status = in_session(service, key, steps)
+    _, status = in_session(service.base, key, steps)
     assert not status.is_error, text_of(status)
     found = status.structured_content
     assert found is not None
@@ -189,7 +187,7 @@ def test_crawl_is_a_job_of_its_pages(service: ServiceProcess, key: str, site: Ta
         job_id = started.structured_content["id"]
         return await client.call_tool("job_status", {"job_id": job_id, "wait_seconds": 45})
 
-    status = in_session(service, key, steps)
+    status = in_session(service.base, key, steps)
     found = status.structured_content
     assert found is not None and found["kind"] == "crawl"
     assert found["status"] == "completed", found
@@ -254,3 +252,19 @@ def test_without_a_key_it_says_so_and_exits_2() -> None:
     assert "SCRAPESPY_API_KEY is not set" in done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_without_the_service_it_says_so_and_keeps_the_default_prices() -> None:
+    async def steps(client: ClientSession) -> tuple[Any, CallToolResult]:
+        return (await client.list_tools()).tools, await client.call_tool("account", {})
+
+    tools, result = in_session("http://127.0.0.1:1", "spy_" + "x" * 40, steps)
+    scrape = next(listed for listed in tools if listed.name == "scrape")
+    assert "(the default prices): static: none 1, datacenter 2, residential 10" in (
+        scrape.description or ""
+    )
+    assert result.is_error
+    assert "could not reach the scrapespy service at http://127.0.0.1:1 (SCRAPESPY_URL)" in (
+        text_of(result)
+    )
+    assert "Traceback" not in text_of(result)

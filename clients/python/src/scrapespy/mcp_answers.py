@@ -13,7 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from scrapespy.errors import ScrapespyError
+from scrapespy.errors import ConnectionFailed, ScrapespyError
 
 T = TypeVar("T")
 
@@ -123,10 +123,16 @@ async def api_call(call: Callable[[], Awaitable[T]], base_url: str) -> T:
     said (its message and error_code), never a traceback."""
     try:
         return await call()
+    except ConnectionFailed as exc:
+        raise ToolError(unreachable(base_url, exc.message)) from None
     except ScrapespyError as exc:
         raise ToolError(error_message(exc)) from None
     except httpx.HTTPError as exc:
-        raise ToolError(f"could not reach the scrapespy service at {base_url}: {exc}") from None
+        raise ToolError(unreachable(base_url, str(exc))) from None
+
+
+def unreachable(base_url: str, why: str) -> str:
+    return f"could not reach the scrapespy service at {base_url} (SCRAPESPY_URL): {why}"
 
 
 def error_message(exc: ScrapespyError) -> str:
