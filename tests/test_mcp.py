@@ -87,6 +87,10 @@ def test_six_tools_each_says_what_it_costs(service: ServiceProcess, key: str) ->
     for listed in tools.values():
         for name, schema in listed.input_schema.get("properties", {}).items():
             assert schema.get("description"), (listed.name, name)
+    # what spends credits is not read-only (a host asks before it); the reads are
+    for name in TOOLS:
+        assert tools[name].annotations is not None
+        assert tools[name].annotations.read_only_hint is (name in ("job_status", "account"))
     scrape = tools["scrape"].input_schema["properties"]
     assert scrape["engine"]["enum"] == ["static", "js", "auto"]
     assert scrape["formats"]["default"] == ["markdown"]

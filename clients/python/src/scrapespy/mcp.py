@@ -40,6 +40,9 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 TERMINAL = ("completed", "cancelled", "failed", "insufficient_credits")
 # job_status's wait stays under the minute most agents give a tool call
 MAX_WAIT_SECONDS = 50
+# A tool that spends credits changes the account: not read-only, so that a host asks before it
+PAID = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+FREE = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 Engine = Literal["static", "js", "auto"]
 Proxy = Literal["none", "datacenter", "residential", "auto"]
@@ -121,7 +124,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
     @server.tool(
         description="Scrape one web page and return its main content as markdown, with its url, "
         "status_code, title, credits_charged and error. " + page_cost,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        annotations=PAID,
     )
     async def scrape(
         url: Annotated[str, Field(description="the page's http or https URL")],
@@ -166,7 +169,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
         description="Scrape up to 1000 URLs in the background with the same options; answers a "
         "job id at once: read the pages with job_status. Billed per page as `scrape` is. "
         + page_cost,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        annotations=PAID,
     )
     async def batch_scrape(
         urls: Annotated[list[str], Field(description="1 to 1000 http(s) URLs", min_length=1)],
@@ -194,7 +197,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
         description="Crawl a site from one URL, following its links (and its sitemap) on the same "
         "site, scraping each page in the background; answers a job id at once: read the pages "
         "with job_status. Billed per page scraped (at most max_pages pages). " + page_cost,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        annotations=PAID,
     )
     async def crawl(
         url: Annotated[str, Field(description="the start page's http or https URL")],
@@ -233,7 +236,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
     @server.tool(
         description="List a site's URLs from its sitemaps and its start page's links, at once, "
         "without scraping them. " + prices.map_cost(),
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        annotations=PAID,
     )
     async def map(
         url: Annotated[str, Field(description="the site's start page, http or https")],
@@ -266,7 +269,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
     @server.tool(
         description="A batch_scrape or crawl job's status, counts, credits charged so far and one "
         "page of its results (each page's markdown); follow next_cursor for more. Free.",
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        annotations=FREE,
     )
     async def job_status(
         job_id: Annotated[str, Field(description="the id batch_scrape or crawl answered")],
@@ -300,7 +303,7 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
     @server.tool(
         description="The account of the API key: balance, held, available credits, residential "
         "trials left, rate limits, and the price list. Free.",
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        annotations=FREE,
     )
     async def account() -> dict[str, Any]:
         answer: dict[str, Any] = dump(await api_call(client.account, base_url))
