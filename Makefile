@@ -21,11 +21,13 @@ test: setup chromium
 
 setup: $(VENV)/.installed
 
-# compat mode puts the checkout itself on sys.path, so twistd finds twisted/plugins here
-$(VENV)/.installed: pyproject.toml
+# compat mode puts the checkout itself on sys.path, so twistd finds twisted/plugins here;
+# the Python client (clients/python, its own distribution) is tested against the service
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -U pip
 	$(VENV)/bin/pip install -q -e '.[dev]' --config-settings editable_mode=compat
+	$(VENV)/bin/pip install -q -e ./clients/python
 	touch $@
 
 # The js engine runs Debian's Chromium headless shell (the full browser is its fallback, and
@@ -39,6 +41,7 @@ chromium:
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy service middlewares pipelines spiders
+	$(VENV)/bin/mypy --strict clients/python/src/scrapespy
 
 # ScrapyRT, the peer, lives in a venv of its own (installed from PyPI for the benchmark only);
 # trafilatura, the yardstick of the main-content extraction's cost, comes with the `bench` extra.

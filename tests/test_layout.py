@@ -16,6 +16,8 @@ FORBIDDEN = {
     "harness": {"tests", "bench"},
     "bench": {"tests"},
     "tests": {"bench"},
+    # the client is a distribution of its own: httpx, pydantic and the standard library only
+    "clients": {"service", "middlewares", "pipelines", "spiders", "harness", "tests", "bench"},
 }
 # The engine bridge is the one place that feeds the crawler: it names the feed spider.
 ALLOWED = {("service/engine.py", "spiders")}

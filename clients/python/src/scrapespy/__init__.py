@@ -1,0 +1,68 @@
+"""Python client of the scrapespy web scraping API.
+
+from scrapespy import Scrapespy
+with Scrapespy() as client:  # SCRAPESPY_API_KEY, SCRAPESPY_URL
+    print(client.scrape("https://example.com/", formats=["markdown"]).markdown)
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from scrapespy.async_client import AsyncScrapespy
+from scrapespy.client import Scrapespy
+from scrapespy.errors import (
+    AuthenticationError,
+    ConnectionFailed,
+    InsufficientCredits,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    ScrapeFailed,
+    ScrapespyError,
+    ServiceUnavailable,
+    WaitTimeout,
+)
+from scrapespy.models import (
+    Account,
+    AsyncJobRef,
+    JobCounts,
+    JobPage,
+    JobRef,
+    JobsPage,
+    JobStatus,
+    LedgerEntry,
+    LedgerPage,
+    MapResult,
+    ScrapeResult,
+    UsagePage,
+    UsageRow,
+)
+
+__all__ = [
+    "Account",
+    "AsyncJobRef",
+    "AsyncScrapespy",
+    "AuthenticationError",
+    "ConnectionFailed",
+    "InsufficientCredits",
+    "InvalidRequest",
+    "JobCounts",
+    "JobPage",
+    "JobRef",
+    "JobStatus",
+    "JobsPage",
+    "LedgerEntry",
+    "LedgerPage",
+    "MapResult",
+    "NotFound",
+    "RateLimited",
+    "ScrapeFailed",
+    "ScrapeResult",
+    "Scrapespy",
+    "ScrapespyError",
+    "ServiceUnavailable",
+    "UsagePage",
+    "UsageRow",
+    "WaitTimeout",
+]
