@@ -282,9 +282,43 @@ def test_the_curl_examples_work_when_pasted(service, accounts: Accounts, target,
 
 
 @pytest.mark.browser
-def test_the_python_scrape_example_works_when_pasted(accounts: Accounts, target, shown):
+def test_the_python_examples_work_when_pasted(service, accounts: Accounts, target, shown):
     if not (ROOT / "clients" / "python").is_dir():
         pytest.skip("the Python client (clients/python) is not in this checkout yet")
-    _, key = accounts.create(credits=100)
-    printed = paste(shown["examples"]["post-scrape-python"], key, target)
-    assert printed.startswith("3 ") and "Welcome to the docs test" in printed
+    account_id, key = accounts.create(credits=1000)
+    examples = shown["examples"]
+
+    def run(anchor: str, job_id: str = "") -> str:
+        printed: str = paste(examples[f"{anchor}-python"], key, target, job_id)
+        return printed
+
+    scraped = run("post-scrape")
+    assert scraped.startswith("3 ") and "# Welcome to the docs test" in scraped
+    batch = run("post-batch").splitlines()
+    assert sorted(batch) == [
+        f"{target.url('/')} Home of the docs test",
+        f"{target.url('/about')} About the docs test",
+    ]
+    assert run("post-crawl").startswith("completed ")
+    mapped = run("post-map")
+    assert mapped.startswith("2 ") and target.url("/about") in mapped
+
+    job_id = call("POST", service.url("/batch"), {"urls": [target.url("/")]}, key=key).json["id"]
+    assert run("delete-jobs-job_id", job_id).strip() in ("cancelled", "completed")
+    assert run("get-jobs-job_id", job_id).split()[0] in ("cancelled", "completed")
+    jobs = run("get-jobs").splitlines()
+    assert len(jobs) == 3 and jobs[0].startswith(f"{job_id} batch ")
+
+    balance = accounts.entries_sum(account_id)
+    assert balance == 1000 - 3 - 6 - 6 - 2 - jobs_charged(service, key, job_id)
+    assert run("get-account").split()[0] == str(balance)
+    assert target.url("/about") in run("get-usage")
+    assert " scrape -3 " in run("get-ledger")
+    assert str(call("GET", service.url("/pricing")).json) == run("get-pricing").strip()
+    assert run("get-healthz").strip() == "{'status': 'ok'}"
+    assert run("post-credits-buy").startswith(f"pay at {service.public}/payments/demo/checkout/")
+
+
+def jobs_charged(service: PublicService, key: str, job_id: str) -> int:
+    charged: int = call("GET", service.url(f"/jobs/{job_id}"), key=key).json["credits_charged"]
+    return charged

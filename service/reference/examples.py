@@ -97,7 +97,11 @@ def examples(base: str) -> dict[tuple[str, str], Example]:
         ),
         ("get", "/jobs"): Example(
             _curl(base, "get", "/jobs?limit=10"),
-            _python(base, "print(client.jobs(limit=10))"),
+            _python(
+                base,
+                "for job in client.jobs(limit=10).items:",
+                "    print(job.id, job.kind, job.status, job.total)",
+            ),
         ),
         ("get", "/jobs/{job_id}"): Example(
             _curl(base, "get", f"/jobs/{JOB_ID}"),
@@ -119,11 +123,19 @@ def examples(base: str) -> dict[tuple[str, str], Example]:
         ),
         ("get", "/usage"): Example(
             _curl(base, "get", "/usage?limit=10"),
-            _python(base, "print(client.usage(limit=10))"),
+            _python(
+                base,
+                "for row in client.usage(limit=10).items:",
+                "    print(row.created_at, row.url, row.credits)",
+            ),
         ),
         ("get", "/ledger"): Example(
             _curl(base, "get", "/ledger?limit=10"),
-            _python(base, "print(client.ledger(limit=10))"),
+            _python(
+                base,
+                "for entry in client.ledger(limit=10).items:",
+                "    print(entry.created_at, entry.kind, entry.amount, entry.balance_after)",
+            ),
         ),
         ("post", "/credits/buy"): Example(
             _curl(base, "post", "/credits/buy", {"pack": "10"}),
