@@ -116,6 +116,13 @@ def test_scrape_answers_a_typed_result_with_markdown(
         assert result.credits_charged == 1
         assert result.credits_remaining == GRANT - 1
         assert client.account().balance == GRANT - 1
+    # what a newer service may add (a field, an engine, a code) is kept, never an error
+    newer = {**result.model_dump(), "engine": "quantum", "error_code": "new_code", "rank": 7}
+    later = ScrapeResult.model_validate(newer)
+    assert later.engine == "quantum" and later.model_extra == {"rank": 7}
+    assert JobStatus.model_validate({"id": "j", "status": "paused", "eta": 3}).model_extra == {
+        "eta": 3
+    }
 
 
 def test_a_failed_scrape_is_returned_and_raise_for_failure_raises_it(
@@ -283,7 +290,8 @@ def test_a_job_submission_is_retried_with_one_idempotency_key_and_made_once(
         assert sent[2].answer_headers is not None
         assert sent[2].answer_headers.get("Idempotent-Replayed") == "true"
         assert [item.id for item in client.jobs().items] == [job.id]
-        assert job.wait(poll_interval=0.2, timeout=60).counts.done == 2  # type: ignore[union-attr]
+        final = job.wait(poll_interval=0.2, timeout=60)
+        assert final.counts is not None and final.counts.done == 2
         mine = client.batch(urls, idempotency_key="client-test-key")
         assert mine.idempotency_key == "client-test-key"
         assert front.requests("POST", "/batch")[-1].headers["idempotency-key"] == "client-test-key"
@@ -374,7 +382,7 @@ def test_crawl_and_map(service: ServiceProcess, accounts: Accounts, site: Target
     site.page("/client-site/b", page("B"))
     site.page("/client-site/deep", page("Deep"))
     start = site.url("/client-site/")
-    rules = {"include_paths": ["^/client-site/"], "sitemap": "skip"}
+    rules: dict[str, Any] = {"include_paths": ["^/client-site/"], "sitemap": "skip"}
     with new_client(service, accounts) as client:
         found = client.map(start, **rules)
         assert found.error is None and found.error_code is None

@@ -174,7 +174,6 @@ class Poller:
         self.interval = self.first
         self.progress = progress
         self.last: tuple[Any, ...] | None = None
-        self.shown = False
 
     def seen(self, status: JobStatus) -> None:
         state = (status.status, status.total, status.counts)
@@ -189,14 +188,9 @@ class Poller:
         if callable(self.progress):
             self.progress(status)
         elif self.progress:
-            end = "\n" if status.finished or not sys.stderr.isatty() else ""
-            print(
-                "\r\033[K" + status.progress if sys.stderr.isatty() else status.progress,
-                end=end,
-                file=sys.stderr,
-                flush=True,
-            )
-            self.shown = True
-
-    def delay(self, remaining: float | None) -> float:
-        return self.interval if remaining is None else max(0.0, min(self.interval, remaining))
+            # on a terminal the line is rewritten in place; in a log, a line per change
+            if sys.stderr.isatty():
+                end = "\n" if status.finished else ""
+                print("\r\033[K" + status.progress, end=end, file=sys.stderr, flush=True)
+            else:
+                print(status.progress, file=sys.stderr, flush=True)
