@@ -39,6 +39,7 @@ from service.payments import NOT_CONFIGURED, PaymentProvider
 from service.payments.demo import demo_provider
 from service.payments.webhooks import StripeWebhooks
 from service.pricing import price_list
+from service.reference.page import Reference
 from service.schemas import BuyRequest, parse_json_object, validate
 from service.scraping import Scraper
 
@@ -120,6 +121,7 @@ class ScrapespyApp:
         )
         self._prices = orjson.dumps(price_list(config))
         self._openapi = orjson.dumps(document(config.public_url))
+        self.reference = Reference(config)
         self._metrics_token = config.metrics_token.encode()
 
     def resource(self) -> Any:
@@ -328,6 +330,24 @@ class ScrapespyApp:
     def openapi(self, request: Request) -> bytes:
         request.setHeader(b"Content-Type", b"application/json")
         return self._openapi
+
+    @app.route("/docs", methods=["GET"])
+    def docs(self, request: Request) -> bytes:
+        return self.reference.page(request)
+
+    @app.route("/docs/", methods=["GET"])
+    def docs_slash(self, request: Request) -> bytes:
+        request.setResponseCode(301)
+        request.setHeader(b"Location", b"/docs")
+        return b""
+
+    @app.route("/docs/static/<name>", methods=["GET"])
+    def docs_asset(self, request: Request, name: str) -> bytes:
+        version = query_of(request).get(b"v", [b""])[0].decode("ascii", "replace")
+        body = self.reference.asset(request, name, version)
+        if body is None:
+            raise NotFound()
+        return body
 
     @app.route("/metrics", methods=["GET"])
     def metrics(self, request: Request) -> bytes:

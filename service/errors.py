@@ -66,6 +66,28 @@ FAILURE_CODES: tuple[str, ...] = (
 )
 assert set(FAILURE_CODES) <= set(ERROR_CODES)
 
+# The HTTP status an API error with the code answers; a code that is not here comes only in a
+# result (a failed scrape's, or a POST /map's map_failed), with status 200.
+ERROR_STATUSES: dict[str, int] = {
+    "invalid_request": 400,
+    "unauthorized": 401,
+    "insufficient_credits": 402,
+    "max_credits_exceeded": 402,
+    "key_cap_reached": 402,
+    "residential_locked": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "idempotency_in_progress": 409,
+    "idempotency_conflict": 422,
+    "rate_limited": 429,
+    "too_many_jobs": 429,
+    "internal": 500,
+    "payment_provider_error": 502,
+    "unavailable": 503,
+}
+assert set(ERROR_STATUSES) <= set(ERROR_CODES)
+assert set(ERROR_CODES) <= set(ERROR_STATUSES) | set(FAILURE_CODES) | {"map_failed"}
+
 
 class ApiError(Exception):
     status = 500

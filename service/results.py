@@ -111,25 +111,45 @@ class Attempt(TypedDict):
 
 @dataclass(slots=True)
 class ScrapeResult:
-    url: str
-    final_url: str
+    url: Annotated[str, Field(description="the requested URL")]
+    final_url: Annotated[str, Field(description="the URL after redirects")]
     status_code: Annotated[
         int, Field(description="HTTP status of the target; 0 when no response was received")
     ]
-    success: bool
-    engine: Annotated[str, Field(json_schema_extra={"enum": list(ENGINES)})]
-    elapsed_ms: Annotated[int, Field(ge=0)]
-    error: str | None
-    blocked: bool
-    proxy_used: bool
+    success: Annotated[bool, Field(description="whether the fetch succeeded")]
+    engine: Annotated[
+        str,
+        Field(
+            description="the engine that produced the answer (never auto)",
+            json_schema_extra={"enum": list(ENGINES)},
+        ),
+    ]
+    elapsed_ms: Annotated[int, Field(ge=0, description="the scrape's time in milliseconds")]
+    error: Annotated[str | None, Field(description="why it failed; null on success")]
+    blocked: Annotated[bool, Field(description="the target answered with an anti-bot page")]
+    proxy_used: Annotated[
+        bool,
+        Field(
+            description="a proxy carried the answer's request (false after a fallback to direct)"
+        ),
+    ]
     # the page's fields (service.extraction), empty when nothing was received
-    title: str | None
-    meta: dict[str, str]
-    headings: dict[str, list[str]]
-    links: list[Link]
-    images: list[str]
-    text: str | None
-    extracted: dict[str, list[str]]
+    title: Annotated[str | None, Field(description="the page's title")]
+    meta: Annotated[
+        dict[str, str], Field(description="meta tags: name, property or http-equiv to content")
+    ]
+    headings: Annotated[
+        dict[str, list[str]], Field(description="h1 to h6, each a list of the headings' text")
+    ]
+    links: Annotated[list[Link], Field(description="the page's links; href is absolute")]
+    images: Annotated[list[str], Field(description="absolute image URLs")]
+    text: Annotated[
+        str | None, Field(description="the visible text; no scripts, styles or hidden elements")
+    ]
+    extracted: Annotated[
+        dict[str, list[str]],
+        Field(description="each of the request's selectors by its name, to what it matched"),
+    ]
     # what the answer cost and how it went (after the specification's fields)
     error_code: Annotated[
         str | None,

@@ -10,10 +10,15 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+import pytest
+
+from harness.service import ServiceProcess
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
@@ -124,3 +129,11 @@ class Front:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture(name="front")
+def front_fixture(service: ServiceProcess) -> Iterator[Front]:
+    """A front of the session's service, for one test (import it to use it)."""
+    made = Front(service.base)
+    yield made
+    made.stop()

@@ -9,7 +9,7 @@ retried after its Retry-After, and a broken job submission retried with one Idem
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -18,7 +18,7 @@ from scrapespy import AsyncJobRef, AsyncScrapespy, InsufficientCredits, JobStatu
 
 from harness.service import Accounts, ServiceProcess
 from harness.site import TargetSite
-from tests.front import Fault, Front
+from tests.front import Fault, Front, front_fixture  # noqa: F401  (a fixture)
 from tests.test_e2e_batch import add_pages
 
 GRANT = 1000
@@ -31,13 +31,6 @@ def run(coroutine: Callable[[], Awaitable[T]]) -> T:
 
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, main()).result(timeout=120)
-
-
-@pytest.fixture
-def front(service: ServiceProcess) -> Iterator[Front]:
-    made = Front(service.base)
-    yield made
-    made.stop()
 
 
 def test_scrape_answers_markdown(

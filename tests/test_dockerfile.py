@@ -47,6 +47,10 @@ def test_the_package_the_image_installs_carries_everything_it_needs(tmp_path):
         "spiders/feed.py",
         "middlewares/egress_guard.py",
         "pipelines/billing.py",
+        "service/reference/templates/reference.html",  # GET /docs, and its assets
+        "service/reference/static/reference.css",
+        "service/reference/static/reference.js",
+        "service/dashboard/static/favicon.svg",
     ):
         assert needed in names, needed
     copied = " ".join(re.findall(r"^COPY\s+(.*)$", DOCKERFILE, re.MULTILINE))

@@ -1,0 +1,160 @@
+"""Copy-paste examples for each operation of the OpenAPI document: curl with ``X-API-Key``, and
+Python with the ``scrapespy`` client (clients/python), both aimed at the service's public URL.
+
+The placeholders are the same everywhere, so a reader (and the browser test) replaces them once:
+:data:`KEY` by an API key, :data:`JOB_ID` by a job's id, and :data:`TARGET` by a site to scrape.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+KEY = "spy_YOUR_API_KEY"
+JOB_ID = "JOB_ID"
+TARGET = "https://example.com"
+# called by Stripe with its signature, never by a user: no example of it
+NOT_CALLED_BY_USERS = {("post", "/webhooks/stripe")}
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    curl: str
+    python: str
+
+
+def _curl(base: str, method: str, path: str, body: Any = None, *, key: bool = True) -> str:
+    lines = [f"curl -sS{'' if method == 'get' else ' -X ' + method.upper()} '{base}{path}'"]
+    if key:
+        lines.append(f"-H 'X-API-Key: {KEY}'")
+    if body is not None:
+        lines.append("-H 'Content-Type: application/json'")
+        lines.append(f"-d '{json.dumps(body)}'")
+    return " \\\n  ".join(lines)
+
+
+def _python(base: str, *lines: str) -> str:
+    return "\n".join(
+        [
+            "from scrapespy import Scrapespy",
+            "",
+            f'client = Scrapespy(api_key="{KEY}", base_url="{base}")',
+            *lines,
+        ]
+    )
+
+
+def _plain_python(base: str, *lines: str) -> str:
+    """For the public endpoints the client has no method for: httpx, which it installs."""
+    return "\n".join(["import httpx", "", f'base_url = "{base}"', *lines])
+
+
+def examples(base: str) -> dict[tuple[str, str], Example]:
+    """Each operation's examples by (method, path), as in the OpenAPI document's ``paths``."""
+    page = f"{TARGET}/"
+    about = f"{TARGET}/about"
+    return {
+        ("post", "/scrape"): Example(
+            _curl(
+                base,
+                "post",
+                "/scrape",
+                {"url": page, "formats": ["markdown"], "only_main_content": True},
+            ),
+            _python(
+                base,
+                f'result = client.scrape("{page}", formats=["markdown"], only_main_content=True)',
+                "print(result.credits_charged, result.markdown)",
+            ),
+        ),
+        ("post", "/batch"): Example(
+            _curl(base, "post", "/batch", {"urls": [page, about], "formats": ["markdown"]}),
+            _python(
+                base,
+                f'job = client.batch(["{page}", "{about}"], formats=["markdown"])',
+                "status = client.wait(job.id, progress=True)",
+                "for result in client.job_results(job.id):",
+                "    print(result.url, result.title)",
+            ),
+        ),
+        ("post", "/crawl"): Example(
+            _curl(base, "post", "/crawl", {"url": page, "max_pages": 10, "max_depth": 2}),
+            _python(
+                base,
+                f'job = client.crawl("{page}", max_pages=10, max_depth=2)',
+                "status = client.wait(job.id, progress=True)",
+                "print(status.status, status.counts, status.credits_charged)",
+            ),
+        ),
+        ("post", "/map"): Example(
+            _curl(base, "post", "/map", {"url": page}),
+            _python(
+                base,
+                f'found = client.map("{page}")',
+                "print(found.count, found.urls)",
+            ),
+        ),
+        ("get", "/jobs"): Example(
+            _curl(base, "get", "/jobs?limit=10"),
+            _python(
+                base,
+                "for job in client.jobs(limit=10).items:",
+                "    print(job.id, job.kind, job.status, job.total)",
+            ),
+        ),
+        ("get", "/jobs/{job_id}"): Example(
+            _curl(base, "get", f"/jobs/{JOB_ID}"),
+            _python(
+                base,
+                f'status = client.job("{JOB_ID}")',
+                "print(status.status, status.counts, status.credits_charged)",
+            ),
+        ),
+        ("delete", "/jobs/{job_id}"): Example(
+            _curl(base, "delete", f"/jobs/{JOB_ID}"),
+            _python(base, f'status = client.cancel("{JOB_ID}")', "print(status.status)"),
+        ),
+        ("get", "/account"): Example(
+            _curl(base, "get", "/account"),
+            _python(
+                base, "account = client.account()", "print(account.balance, account.available)"
+            ),
+        ),
+        ("get", "/usage"): Example(
+            _curl(base, "get", "/usage?limit=10"),
+            _python(
+                base,
+                "for row in client.usage(limit=10).items:",
+                "    print(row.created_at, row.url, row.credits)",
+            ),
+        ),
+        ("get", "/ledger"): Example(
+            _curl(base, "get", "/ledger?limit=10"),
+            _python(
+                base,
+                "for entry in client.ledger(limit=10).items:",
+                "    print(entry.created_at, entry.kind, entry.amount, entry.balance_after)",
+            ),
+        ),
+        ("post", "/credits/buy"): Example(
+            _curl(base, "post", "/credits/buy", {"pack": "10"}),
+            _plain_python(
+                base,
+                "answer = httpx.post(",
+                '    f"{base_url}/credits/buy",',
+                f'    headers={{"X-API-Key": "{KEY}"}},',
+                '    json={"pack": "10"},',
+                ")",
+                'print("pay at", answer.json()["url"])',
+            ),
+        ),
+        ("get", "/pricing"): Example(
+            _curl(base, "get", "/pricing", key=False),
+            _plain_python(base, 'print(httpx.get(f"{base_url}/pricing").json())'),
+        ),
+        ("get", "/healthz"): Example(
+            _curl(base, "get", "/healthz", key=False),
+            _plain_python(base, 'print(httpx.get(f"{base_url}/healthz").json())'),
+        ),
+    }
