@@ -37,7 +37,7 @@ _TIER_COSTS = {
 
 PRICE_LIST: dict[str, Any] = {
     "type": "object",
-    "required": ["currency", "credits_per_euro", "packs", "min_amount_eur", "costs"],
+    "required": ["currency", "credits_per_euro", "packs", "min_amount_eur", "costs", "map_credits"],
     "properties": {
         "currency": {"const": "EUR"},
         "credits_per_euro": {"type": "integer", "minimum": 1},
@@ -49,6 +49,11 @@ PRICE_LIST: dict[str, Any] = {
             "required": list(ENGINES),
             "properties": {engine: _TIER_COSTS for engine in ENGINES},
             "additionalProperties": False,
+        },
+        "map_credits": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "credits per POST /map that found at least one URL",
         },
     },
 }

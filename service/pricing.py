@@ -75,4 +75,5 @@ def price_list(config: Config) -> dict[str, Any]:
         "packs": list(PACKS),
         "min_amount_eur": MIN_AMOUNT_EUR,
         "costs": config.costs,
+        "map_credits": config.map_credits,
     }

@@ -256,6 +256,7 @@ def test_public_endpoints(service):
             "static": {"none": 1, "datacenter": 2, "residential": 10},
             "js": {"none": 5, "datacenter": 6, "residential": 25},
         },
+        "map_credits": 1,
     }
     spec = call("GET", service.url("/openapi.json")).json
     assert {"/scrape", "/credits/buy", "/pricing", "/healthz"} <= set(spec["paths"])

@@ -16,6 +16,7 @@ import os
 import subprocess
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
@@ -80,7 +81,7 @@ def test_six_tools_each_says_what_it_costs(service: ServiceProcess, key: str) ->
         assert f"js: none {costs['js']['none']}, " in description, description
         assert f"residential {costs['js']['residential']}" in description, description
         assert "not an anti-bot page" in description
-    assert "Cost: 1 credit a call" in (tools["map"].description or "")
+    assert "Cost: 1 credit a call, charged only" in (tools["map"].description or "")
     for name in ("job_status", "account"):
         assert "Free" in (tools[name].description or "")
     # every parameter is typed and described
@@ -95,6 +96,30 @@ def test_six_tools_each_says_what_it_costs(service: ServiceProcess, key: str) ->
     assert scrape["engine"]["enum"] == ["static", "js", "auto"]
     assert scrape["formats"]["default"] == ["markdown"]
     assert scrape["only_main_content"]["default"] is True
+
+
+def test_the_descriptions_are_this_services_prices(
+    database_url: str, key: str, tmp_path: Path
+) -> None:
+    priced = ServiceProcess(
+        database_url,
+        tmp_path,
+        env={"SCRAPESPY_COST_STATIC_NONE": "2", "SCRAPESPY_MAP_CREDITS": "2"},
+    ).start()
+    try:
+
+        async def steps(client: ClientSession) -> Any:
+            return (await client.list_tools()).tools
+
+        tools = {listed.name: listed for listed in in_session(priced.base, key, steps)}
+    finally:
+        priced.stop()
+    assert "(this service's prices): static: none 2, datacenter 2, residential 10; " in (
+        tools["scrape"].description or ""
+    )
+    assert "Cost: 2 credits a call, charged only when it found at least one URL." in (
+        tools["map"].description or ""
+    )
 
 
 def test_scrape_answers_the_main_content_as_markdown(

@@ -43,7 +43,7 @@ class Prices(BaseModel):
     costs: dict[str, dict[str, int]] = DEFAULT_COSTS
     map_credits: int = DEFAULT_MAP_CREDITS
     read_from_service: bool = False
-    # GET /pricing does not list the map's price (yet): the default is said to be one
+    # a service older than map_credits in GET /pricing: the default is said to be one
     map_read_from_service: bool = False
 
     def table(self) -> str:
@@ -78,7 +78,7 @@ def read_prices(base_url: str, timeout: float = 5.0) -> Prices:
             str(engine): {str(tier): int(credits) for tier, credits in tiers.items()}
             for engine, tiers in listed["costs"].items()
         }
-        listed_map = listed.get("map_credits", listed.get("map"))
+        listed_map = listed.get("map_credits")
         map_credits = DEFAULT_MAP_CREDITS if listed_map is None else int(listed_map)
     except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
         return Prices()
