@@ -249,6 +249,8 @@ job_pages = Table(
     ),
     UniqueConstraint("job_seq", "position", name="uq_job_pages_job_seq_position"),
     Index("ix_job_pages_status_id", "status", "id"),
+    # whether a job has pages left, and its counts (migration 0012)
+    Index("ix_job_pages_job_seq_status", "job_seq", "status"),
     Index("uq_job_pages_job_seq_url_key", "job_seq", "url_key", unique=True),
 )
 
