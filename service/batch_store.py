@@ -21,6 +21,8 @@ from sqlalchemy import Connection, and_, delete, exists, func, insert, or_, sele
 
 from service import ledger, webhook_store
 from service.account_api import timestamp
+from service.db import hot
+from service.db.hot import HotConnection
 from service.db.tables import holds, idempotency_keys, job_pages, jobs, usage
 
 ACTIVE = ("queued", "running")
@@ -28,6 +30,10 @@ FINISHED_PAGE = ("done", "failed", "blocked")
 DONE_PAGE = (*FINISHED_PAGE, "skipped")
 # a page's webhook delivery carries its result up to this size (a POST body receivers accept)
 WEBHOOK_RESULT_MAX_BYTES = 256 * 1024
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 class TooManyJobs(Exception):
@@ -47,6 +53,8 @@ class Claim:
     options: dict[str, Any]
     key_hash: str
     paid_hold: int | None  # a hold of an earlier attempt that was captured: billed already
+    tells_pages: bool = False  # the job's webhook wants each page's result (finish_page)
+    hot: bool = False  # the job's pages take the hot path (JobTerms.hot)
 
 
 def room_for_a_job(conn: Connection, account_id: int, limit: int) -> None:
@@ -152,8 +160,9 @@ def next_pages(
     limit: int,
     dead: Callable[[str | None], bool],
     per_crawl: int | None = None,
-) -> list[tuple[int, int]]:
-    """SQLite: the next pages to run, oldest first, with the attempt each is at. A page left
+) -> list[tuple[int, int, int]]:
+    """SQLite: the next pages to run, oldest first, with the attempt each is at and its job. A
+    page left
     ``running`` by a process that is gone (``dead``: it stopped or died) is among them: it is
     taken over. Those of live processes (``scrapespy serve --workers``) are not. A crawl has at
     most ``per_crawl`` pages running or ``busy``, whichever process runs them (its politeness
@@ -180,7 +189,7 @@ def next_pages(
         for row in conn.execute(running):
             if row.id in busy or not dead(row.instance):
                 crawling[row.job_seq] = crawling.get(row.job_seq, 0) + 1
-    found: list[tuple[int, int]] = []
+    found: list[tuple[int, int, int]] = []
     for row in conn.execute(query):
         if row.id in busy or (row.status == "running" and not dead(row.instance)):
             continue
@@ -188,10 +197,79 @@ def next_pages(
             if crawling.get(row.job_seq, 0) >= per_crawl:
                 continue
             crawling[row.job_seq] = crawling.get(row.job_seq, 0) + 1
-        found.append((row.id, row.attempt))
+        found.append((row.id, row.attempt, row.job_seq))
         if len(found) >= limit:
             break
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class JobTerms:
+    """What every page of a job is scraped with, for whom: set when the job is made, and never
+    changed, so that an instance may keep them (service.batches)."""
+
+    options: dict[str, Any]
+    key_hash: str
+    tells_pages: bool  # the job's webhook wants each page's result (finish_page)
+    # a job with neither webhook nor crawl: its pages are claimed and finished by the hot
+    # path's statements (service.db.hot), without a transaction of SQLAlchemy's; a job's pages
+    # all take one path, or the other (finish_pages and finish_hot see the job done alike, but
+    # not one against the other)
+    hot: bool
+
+
+def job_terms(conn: Connection, job_seq: int) -> JobTerms | None:
+    """A job's terms (None when it is gone); the first time an instance reads them, the job
+    starts (``running``) if it had not."""
+    row = conn.execute(
+        select(jobs.c.options, jobs.c.key_hash, jobs.c.webhook).where(jobs.c.seq == job_seq)
+    ).one_or_none()
+    if row is None:
+        return None
+    _start_job(conn, job_seq)
+    options = orjson.loads(row.options)
+    return JobTerms(options, row.key_hash, _tells_pages(row.webhook), _hot(options, row.webhook))
+
+
+def _hot(options: dict[str, Any], webhook: str | None) -> bool:
+    return not webhook and "crawl" not in options
+
+
+def _tells_pages(webhook: str | None) -> bool:
+    return bool(webhook) and "page" in orjson.loads(webhook or "{}").get("events", ())
+
+
+def _start_job(conn: Connection, job_seq: int) -> None:
+    started = conn.execute(
+        update(jobs)
+        .where(jobs.c.seq == job_seq, jobs.c.status == "queued")
+        .values(status="running")
+    ).rowcount
+    if started:
+        _tell(conn, job_seq, "running")
+
+
+def claim_pending(
+    conn: Connection, page_id: int, instance: str, seen_attempt: int | None = None
+) -> tuple[int, str, int] | None:
+    """The claim of a page no attempt has started, of a job still active, in one statement:
+    (its job, its URL, the attempt), or None when the page is not such a page, for
+    :func:`claim_page` to say what it is."""
+    active = exists().where(jobs.c.seq == job_pages.c.job_seq, jobs.c.status.in_(ACTIVE))
+    query = update(job_pages).where(
+        job_pages.c.id == page_id, job_pages.c.status == "pending", active
+    )
+    if seen_attempt is not None:
+        query = query.where(job_pages.c.attempt == seen_attempt)
+    row = conn.execute(
+        query.values(
+            status="running",
+            attempt=job_pages.c.attempt + 1,
+            instance=instance,
+            updated_at=ledger.now(),
+        ).returning(job_pages.c.job_seq, job_pages.c.url, job_pages.c.attempt)
+    ).one_or_none()
+    return None if row is None else (int(row.job_seq), str(row.url), int(row.attempt))
 
 
 def claim_page(
@@ -216,6 +294,7 @@ def claim_page(
             jobs.c.status.label("job_status"),
             jobs.c.options,
             jobs.c.key_hash,
+            jobs.c.webhook,
         )
         .join(jobs, jobs.c.seq == job_pages.c.job_seq)
         .where(job_pages.c.id == page_id)
@@ -253,15 +332,19 @@ def claim_page(
             status="running", attempt=attempt, instance=instance, hold_id=paid_hold, updated_at=now
         )
     )
-    started = conn.execute(
-        update(jobs)
-        .where(jobs.c.seq == row.seq, jobs.c.status == "queued")
-        .values(status="running")
-    ).rowcount
-    if started:
-        _tell(conn, row.seq, "running")
+    if row.job_status == "queued":  # its first page: the job starts
+        _start_job(conn, row.seq)
+    options = orjson.loads(row.options)
     return Claim(
-        page_id, row.seq, attempt, row.url, orjson.loads(row.options), row.key_hash, paid_hold
+        page_id,
+        row.seq,
+        attempt,
+        row.url,
+        options,
+        row.key_hash,
+        paid_hold,
+        _tells_pages(row.webhook),
+        _hot(options, row.webhook),
     )
 
 
@@ -289,6 +372,20 @@ def set_hold(conn: Connection, page_id: int, attempt: int, hold_id: int) -> bool
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """An attempt's result, to store (:func:`finish_pages`)."""
+
+    page_id: int
+    attempt: int
+    status: str
+    result: str | None
+    # adds the pages a crawl's page led to (service.crawl_store), in the same transaction
+    found: Callable[[Connection, int], Any] | None = None
+    job_seq: int | None = None  # the page's job, when its claim read it
+    tell_page: bool = True  # False when the claim saw that the job's webhook wants no pages
+
+
 def finish_page(
     conn: Connection,
     page_id: int,
@@ -297,36 +394,126 @@ def finish_page(
     result: str | None,
     found: Callable[[Connection, int], Any] | None = None,
 ) -> bool:
-    """Stores an attempt's result (only the attempt that holds the page may), and completes the
-    job when it was its last page. ``found(conn, job_seq)`` adds the pages a crawl's page led
-    to (service.crawl_store), in this transaction, before the job is seen to be done.
+    """Stores one attempt's result: :func:`finish_pages` of one."""
+    return finish_pages(conn, [Finish(page_id, attempt, status, result, found)])[0]
 
-    On PostgreSQL the job's row is locked first: two instances finishing a job's last two pages
-    at once would each see the other's page still running, and neither would complete it."""
-    job_seq = conn.execute(
-        select(job_pages.c.job_seq).where(job_pages.c.id == page_id)
-    ).scalar_one_or_none()
-    if job_seq is None:
-        return False
+
+def finish_pages(conn: Connection, finishes: list[Finish]) -> list[bool]:
+    """Stores attempts' results (only the attempt that holds a page may: each says whether it
+    did), and completes each job whose last page this was. A crawl's page adds the pages it
+    led to before its job is seen to be done.
+
+    On PostgreSQL the rows of the pages' jobs are locked first, in the order of their ids (two
+    instances' transactions never wait for each other in a circle): two instances finishing a
+    job's last two pages at once would each see the other's page still running, and neither
+    would complete it; and a crawl's pages are added under the lock, so that two instances never
+    pass its ``max_pages`` together."""
+    seqs: list[int | None] = []
+    for finish in finishes:
+        job_seq = finish.job_seq
+        if job_seq is None:
+            job_seq = conn.execute(
+                select(job_pages.c.job_seq).where(job_pages.c.id == finish.page_id)
+            ).scalar_one_or_none()
+        seqs.append(job_seq)
+    touched = sorted({seq for seq in seqs if seq is not None})
     if conn.dialect.name == "postgresql":
-        conn.execute(select(jobs.c.seq).where(jobs.c.seq == job_seq).with_for_update())
-    stored = conn.execute(
-        update(job_pages)
-        .where(
-            job_pages.c.id == page_id,
-            job_pages.c.attempt == attempt,
-            job_pages.c.status == "running",
+        for job_seq in touched:
+            _lock_job(conn, job_seq)
+    done: list[bool] = []
+    for finish, job_seq in zip(finishes, seqs, strict=True):
+        stored = job_seq is not None and bool(
+            conn.execute(
+                update(job_pages)
+                .where(
+                    job_pages.c.id == finish.page_id,
+                    job_pages.c.attempt == finish.attempt,
+                    job_pages.c.status == "running",
+                )
+                .values(status=finish.status, result=finish.result, updated_at=ledger.now())
+            ).rowcount
         )
-        .values(status=status, result=result, updated_at=ledger.now())
-    ).rowcount
-    if not stored:
-        return False
-    if found is not None:
-        found(conn, job_seq)
+        done.append(stored)
+        if not stored or job_seq is None:
+            continue
+        if finish.found is not None:
+            finish.found(conn, job_seq)
+        if finish.tell_page:
+            _tell_page(conn, job_seq, finish.page_id)
+    for job_seq in touched:
+        _complete_if_done(conn, job_seq)
+    return done
 
-    _tell_page(conn, job_seq, page_id)
-    _complete_if_done(conn, job_seq)
+
+# the hot path (service.db.hot): on SQLite, each function is one transaction of
+# Database.run_hot; on PostgreSQL each statement is one call on the reactor (Database.call)
+
+
+def claim_params(
+    page_id: int, instance: str, seen_attempt: int | None, date: Callable[[Any], Any] = _same
+) -> dict[str, Any]:
+    return {
+        "page_id": page_id,
+        "instance": instance,
+        "seen": seen_attempt,
+        "now": date(ledger.now()),
+    }
+
+
+def hold_params(page_id: int, attempt: int, hold_id: int) -> dict[str, Any]:
+    return {"page_id": page_id, "attempt": attempt, "hold_id": hold_id}
+
+
+def finish_params(finish: Finish, date: Callable[[Any], Any] = _same) -> dict[str, Any]:
+    return {
+        "page_id": finish.page_id,
+        "attempt": finish.attempt,
+        "status": finish.status,
+        "result": finish.result,
+        "now": date(ledger.now()),
+    }
+
+
+def complete_params(job_seq: int, date: Callable[[Any], Any] = _same) -> dict[str, Any]:
+    return {"job_seq": job_seq, "now": date(ledger.now())}
+
+
+def finish_call_params(finish: Finish, job_seq: int) -> dict[str, Any]:
+    return {**finish_params(finish), "job_seq": job_seq}
+
+
+def _row(conn: HotConnection, statement: str, params: dict[str, Any]) -> Any:
+    cur = hot.cursor(conn)
+    hot.writing(conn)
+    cur.execute(hot.hot_path(conn).sql[statement], params)
+    return cur.fetchone()
+
+
+def claim_hot(
+    conn: HotConnection, page_id: int, instance: str, seen_attempt: int | None
+) -> tuple[int, str, int] | None:
+    """:func:`claim_pending` by the hot path's statement: (job, URL, attempt) or None."""
+    date = hot.hot_path(conn).date
+    row = _row(conn, "page_claim", claim_params(page_id, instance, seen_attempt, date))
+    return None if row is None else (int(row[0]), str(row[1]), int(row[2]))
+
+
+def set_hold_hot(conn: HotConnection, page_id: int, attempt: int, hold_id: int) -> bool:
+    return _row(conn, "page_hold", hold_params(page_id, attempt, hold_id)) is not None
+
+
+def finish_hot(conn: HotConnection, finish: Finish, job_seq: int) -> bool:
+    """SQLite: stores a hot job's page's result and completes its job when no page is left, in
+    one transaction (PostgreSQL: ``scrapespy_finish_page``, service.batches)."""
+    date = hot.hot_path(conn).date
+    if _row(conn, "page_finish", finish_params(finish, date)) is None:
+        return False
+    _row(conn, "job_complete", complete_params(job_seq, date))
     return True
+
+
+def _lock_job(conn: Connection, job_seq: int) -> None:
+    conn.execute(select(jobs.c.seq).where(jobs.c.seq == job_seq).with_for_update())
 
 
 def _complete_if_done(conn: Connection, job_seq: int) -> None:

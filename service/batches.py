@@ -17,15 +17,18 @@ import socket
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
 from twisted.internet.task import deferLater
 
 from service import batch_store, crawl_store, keys, ledger
 from service.config import Config
 from service.db import Database
+from service.db.grouped import Grouped
+from service.db.hot import HotConnection
 from service.engine import SHUTTING_DOWN, EngineBridge
 from service.errors import (
     ApiError,
@@ -39,7 +42,6 @@ from service.errors import (
 from service.escalation import AUTO, Ladder, ladder
 from service.idempotency import KEPT_FOR as KEYS_KEPT_FOR
 from service.jobs import ScrapeJob
-from service.pricing import Quote
 from service.ratelimit import RateLimiter, retry_after_seconds
 from service.reactor import running
 from service.results import ScrapeResult
@@ -52,6 +54,7 @@ log = logging.getLogger(__name__)
 MAX_URLS = 1000
 RESULTS_LIMIT = 100  # results in one GET /jobs/{id}, and the most it may ask for
 JOBS_LIMIT = 100
+JOBS_KEPT = 256  # jobs whose terms and checked options an instance keeps (Batches._claim)
 # what a result larger than config.job_result_max_bytes keeps: its status, not its page
 _BULKY: dict[str, Any] = {
     "title": None,
@@ -65,16 +68,17 @@ _BULKY: dict[str, Any] = {
 _OUTPUTS = ("markdown", "html", "raw_html", "screenshot", "actions", "action_results")
 
 
+# a claimed page's attempt: its job, or the refusal of its hold (Batches._start)
+Started = tuple[batch_store.Claim, "ScrapeJob | ApiError"]
+
+_COLD = object()  # Batches._start_hot: not a page the hot path starts
+
 KEY_GONE = "the API key that made this job was revoked; its remaining pages were not scraped"
 
 
 class TooManyJobs(ApiError):
     status = 429
     code = "too_many_jobs"
-
-
-class LostPage(Exception):
-    """The page was taken over while its hold was being made: the hold is rolled back."""
 
 
 class PageInterrupted(Exception):
@@ -150,6 +154,13 @@ class Batches:
         self.reads_limiter = reads_limiter
         self.instance = instance_name()
         self.queue: Any = None  # service.job_queue: set when the service is built
+        self._starts: Grouped[tuple[int, int | None], Started | None]
+        self._starts = Grouped(database, self._start_all)
+        self._finishes: Grouped[batch_store.Finish, bool]
+        self._finishes = Grouped(database, batch_store.finish_pages)
+        # each job's terms (_claim) and checked options (_request), on the database's threads
+        self._terms: dict[int, batch_store.JobTerms] = {}
+        self._requests: dict[int, tuple[ScrapeRequest, Any]] = {}
 
     # the API ------------------------------------------------------------------------------
 
@@ -251,46 +262,221 @@ class Batches:
 
     # the pages ----------------------------------------------------------------------------
 
-    async def run_page(self, page_id: int, seen_attempt: int | None = None) -> None:
+    async def run_page(
+        self, page_id: int, seen_attempt: int | None = None, job_seq: int | None = None
+    ) -> None:
         """One attempt at one page, from its claim to its stored result; with ``seen_attempt``,
-        only if the page is still at that attempt (no other process claimed it meanwhile)."""
-        claim = await self.database.run(
-            batch_store.claim_page, page_id, self.instance, seen_attempt
-        )
-        if claim is None:
+        only if the page is still at that attempt (no other process claimed it meanwhile).
+
+        Two ways, chosen by the page's job: the pages of a job with neither webhook nor crawl
+        (when the queue says which job the page is of) take the hot path's statements, as
+        ``POST /scrape``'s hold and settlement do; the others, and any page no attempt can
+        start afresh (taken over, or of a stopped job), share SQLAlchemy transactions with the
+        pages that come at the same moment (service.db.grouped)."""
+        terms = await self._terms_of(job_seq) if job_seq is not None else None
+        started: Started | None | object = _COLD
+        if terms is not None and terms.hot and job_seq is not None:
+            started = await self._start_hot(page_id, seen_attempt, job_seq, terms)
+        if started is _COLD:
+            started = await self._starts((page_id, seen_attempt))
+        if started is None:
             return
-        options = dict(claim.options)
-        crawling = options.pop("crawl", None) is not None  # a crawl's rules (service.crawls)
+        claim, job = cast(Started, started)
+        if isinstance(job, ApiError):  # the hold was refused: the job stops
+            status = "insufficient_credits" if isinstance(job, PaymentRequired) else "failed"
+            why = KEY_GONE if isinstance(job, Unauthorized) else job.message
+            await self.database.run(batch_store.stop_job, claim.job_seq, status, why)
+            await self.database.run(batch_store.release_page, page_id, claim.attempt)
+            return
+        crawling = "crawl" in claim.options  # a crawl's rules (service.crawls)
         if crawling and self.config.crawl_delay_seconds:
             await deferLater(running(), self.config.crawl_delay_seconds)
-        request, compiled = checked_scrape({**options, "url": claim.url})
-        if claim.paid_hold is not None:
-            # billed by an attempt that died before storing its result: scraped again, unbilled
-            job = ScrapeJob.asked(request, compiled, ladder=self._unbilled_ladder(request))
-        else:
-            try:
-                caller, price, hold_id = await self.database.run(self._hold, claim, request)
-            except LostPage:
-                return
-            except (PaymentRequired, Unauthorized, Forbidden) as exc:
-                status = "insufficient_credits" if isinstance(exc, PaymentRequired) else "failed"
-                why = KEY_GONE if isinstance(exc, Unauthorized) else exc.message
-                await self.database.run(batch_store.stop_job, claim.job_seq, status, why)
-                await self.database.run(batch_store.release_page, page_id, claim.attempt)
-                return
-            job = ScrapeJob.held(request, compiled, caller, price, hold_id)
         result = await self.bridge.submit(job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
         found = self._links_of(page_id, result) if crawling and result.success else None
-        await self.database.run(
-            batch_store.finish_page,
+        finish = batch_store.Finish(
             page_id,
             claim.attempt,
             page_status(result),
             self.stored(result),
             found,
+            claim.job_seq,
+            claim.tells_pages,
         )
+        if claim.hot:
+            await self._finish_hot(finish, claim.job_seq)
+        else:
+            await self._finishes(finish)
+
+    async def _terms_of(self, job_seq: int) -> batch_store.JobTerms | None:
+        terms = self._terms.get(job_seq)
+        if terms is None:
+            terms = await self.database.run(batch_store.job_terms, job_seq)
+            if terms is not None:
+                self._keep_terms(job_seq, terms)
+        return terms
+
+    def _keep_terms(self, job_seq: int, terms: batch_store.JobTerms) -> None:
+        if len(self._terms) >= JOBS_KEPT:
+            self._terms.clear()
+        self._terms[job_seq] = terms
+
+    async def _start_hot(
+        self, page_id: int, seen_attempt: int | None, job_seq: int, terms: batch_store.JobTerms
+    ) -> Started | None | object:
+        """The claim and the hold of a hot job's page; ``_COLD`` when the page is not one no
+        attempt started (the other way says what it is). SQLite: one transaction; PostgreSQL:
+        three statements on the reactor, each committed (a hold made for a claim that was
+        then lost, or by an instance that died before recording it, is never captured: it
+        expires, unbilled)."""
+        if not self.database.reactor_calls:
+            return await self.database.run_hot(
+                self._start_hot_in, page_id, seen_attempt, job_seq, terms
+            )
+        request, compiled = self._checked(job_seq, terms.options)
+        engine, tier, most = request.engine, request.proxy_type, request.max_credits
+        params = {
+            **batch_store.claim_params(page_id, self.instance, seen_attempt),
+            **self.scraper.hold_params(terms.key_hash, engine, tier, most),
+        }
+        row = await self.database.call("pg_start_page", params)
+        if row is None:
+            return _COLD
+        claim = self._hot_claim(page_id, job_seq, str(row[1]), int(row[2]), terms)
+        request = request.model_copy(update={"url": claim.url.strip()})
+        try:
+            made = self.scraper.authorized(
+                row[3:] if row[3] is not None else None, terms.key_hash, engine, tier, most
+            )
+            if made is None:  # auto, and the residential trials went meanwhile: without one
+                made = await self.scraper.hold(terms.key_hash, engine, tier, most)
+                await self.database.run(batch_store.set_hold, page_id, claim.attempt, made[2])
+        except (PaymentRequired, Unauthorized, Forbidden) as exc:
+            return claim, exc
+        caller, price, hold_id = made
+        return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
+
+    def _start_hot_in(
+        self,
+        conn: HotConnection,
+        page_id: int,
+        seen_attempt: int | None,
+        job_seq: int,
+        terms: batch_store.JobTerms,
+    ) -> Started | None | object:
+        claimed = batch_store.claim_hot(conn, page_id, self.instance, seen_attempt)
+        if claimed is None:
+            return _COLD
+        _, url, attempt = claimed
+        claim = self._hot_claim(page_id, job_seq, url, attempt, terms)
+        request, compiled = self._request(claim)
+        try:
+            caller, price, hold_id = self.scraper.hold_in(
+                conn, claim.key_hash, request.engine, request.proxy_type, request.max_credits
+            )
+        except (PaymentRequired, Unauthorized, Forbidden) as exc:
+            return claim, exc
+        batch_store.set_hold_hot(conn, page_id, attempt, hold_id)
+        return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
+
+    @staticmethod
+    def _hot_claim(
+        page_id: int, job_seq: int, url: str, attempt: int, terms: batch_store.JobTerms
+    ) -> batch_store.Claim:
+        return batch_store.Claim(
+            page_id, job_seq, attempt, url, terms.options, terms.key_hash, None, False, True
+        )
+
+    async def _finish_hot(self, finish: batch_store.Finish, job_seq: int) -> None:
+        if not self.database.reactor_calls:
+            await self.database.run_hot(batch_store.finish_hot, finish, job_seq)
+            return
+        await self.database.call("pg_finish_page", batch_store.finish_call_params(finish, job_seq))
+
+    def _start_all(
+        self, conn: Connection, pages: list[tuple[int, int | None]]
+    ) -> list[Started | None | Exception]:
+        """:meth:`_start` for each page, in one transaction. An error of one page that is not
+        the database's (the transaction goes on) fails that page's attempt only."""
+        started: list[Started | None | Exception] = []
+        for page_id, seen_attempt in pages:
+            try:
+                started.append(self._start(conn, page_id, seen_attempt))
+            except SQLAlchemyError:
+                raise
+            except Exception as exc:
+                started.append(exc)
+        return started
+
+    def _start(self, conn: Connection, page_id: int, seen_attempt: int | None) -> Started | None:
+        """The claim of an attempt and its hold, in one transaction: the claim and the job of
+        the page, or None when there is nothing to scrape. When the account cannot make the
+        hold, the claim comes with the refusal in place of the job: the caller stops the job
+        (``insufficient_credits``; ``failed`` when the key was revoked or may not use the
+        tier) in a transaction of its own, which waits for no other page's claim."""
+        claim = self._claim(conn, page_id, seen_attempt)
+        if claim is None:
+            return None
+        request, compiled = self._request(claim)
+        if claim.paid_hold is not None:
+            # billed by an attempt that died before storing its result: scraped again, unbilled
+            return claim, ScrapeJob.asked(request, compiled, ladder=self._unbilled_ladder(request))
+        try:
+            caller, price, hold_id = self.scraper.hold_in(
+                conn, claim.key_hash, request.engine, request.proxy_type, request.max_credits
+            )
+        except (PaymentRequired, Unauthorized, Forbidden) as exc:
+            return claim, exc
+        batch_store.set_hold(conn, claim.page_id, claim.attempt, hold_id)
+        return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
+
+    def _claim(
+        self, conn: Connection, page_id: int, seen_attempt: int | None
+    ) -> batch_store.Claim | None:
+        """A page no attempt has started is claimed in one statement, with its job's terms as
+        this instance keeps them; any other (taken over, finished, of a stopped job) as
+        batch_store.claim_page says."""
+        pending = batch_store.claim_pending(conn, page_id, self.instance, seen_attempt)
+        if pending is None:
+            return batch_store.claim_page(conn, page_id, self.instance, seen_attempt)
+        job_seq, url, attempt = pending
+        terms = self._terms.get(job_seq)
+        if terms is None:
+            terms = batch_store.job_terms(conn, job_seq)
+            assert terms is not None  # the page's job: it was just claimed
+            self._keep_terms(job_seq, terms)
+        return batch_store.Claim(
+            page_id,
+            job_seq,
+            attempt,
+            url,
+            terms.options,
+            terms.key_hash,
+            None,
+            terms.tells_pages,
+            terms.hot,
+        )
+
+    def _request(self, claim: batch_store.Claim) -> tuple[ScrapeRequest, Any]:
+        """The page's scrape request: its job's, with the page's URL, which was checked when
+        the job was made (service.crawl_rules for a crawl's links)."""
+        request, compiled = self._checked(claim.job_seq, claim.options, claim.url)
+        return request.model_copy(update={"url": claim.url.strip()}), compiled
+
+    def _checked(
+        self, job_seq: int, options: dict[str, Any], url: str = "http://localhost/"
+    ) -> tuple[ScrapeRequest, Any]:
+        """A job's options as a checked request (of ``url``), selectors compiled: once per
+        job, since they never change; what depends on a page is only its URL."""
+        made = self._requests.get(job_seq)
+        if made is None:
+            kept = {name: value for name, value in options.items() if name != "crawl"}
+            made = checked_scrape({**kept, "url": url})
+            if len(self._requests) >= JOBS_KEPT:
+                self._requests.clear()
+            self._requests[job_seq] = made
+        return made
 
     def _links_of(self, page_id: int, result: ScrapeResult) -> Callable[[Connection, int], int]:
         """What a crawl's page adds to its job with its result: its links, as new pages."""
@@ -311,16 +497,6 @@ class Batches:
             max_credits=request.max_credits,
         )
         return steps
-
-    def _hold(
-        self, conn: Connection, claim: batch_store.Claim, request: ScrapeRequest
-    ) -> tuple[keys.Caller, Quote, int]:
-        caller, price, hold_id = self.scraper.hold_in(
-            conn, claim.key_hash, request.engine, request.proxy_type, request.max_credits
-        )
-        if not batch_store.set_hold(conn, claim.page_id, claim.attempt, hold_id):
-            raise LostPage()
-        return caller, price, hold_id
 
     def stored(self, result: ScrapeResult) -> str:
         """The result as stored: the JSON ``POST /scrape`` answers, within the size cap."""

@@ -40,6 +40,7 @@ IDLE_POLL_SECONDS = 2.0  # LocalQueue: how often an idle loop looks for pages it
 # PostgreSQL: a job stored by an instance that died before queueing its pages is queued by
 # another after this long
 NOT_ENQUEUED_AFTER = timedelta(seconds=60)
+PAGES_PER_TASK_MOST = 16  # PostgresQueue: the most pages of a batch one task runs
 
 
 class LocalQueue:
@@ -65,7 +66,7 @@ class LocalQueue:
     async def _run(self) -> None:
         while not self._stopping:
             room = self.limit - len(self.busy)
-            pages: list[tuple[int, int]] = []
+            pages: list[tuple[int, int, int]] = []
             if room > 0:
                 try:
                     pages = await self.batches.database.run(
@@ -77,8 +78,8 @@ class LocalQueue:
                     )
                 except Exception as exc:  # the database is down: look again later
                     log.warning("could not read the next pages of jobs: %s", exc)
-            for page_id, attempt in pages:
-                self.busy[page_id] = Deferred.fromCoroutine(self._page(page_id, attempt))
+            for page_id, attempt, job_seq in pages:
+                self.busy[page_id] = Deferred.fromCoroutine(self._page(page_id, attempt, job_seq))
             if not pages or len(self.busy) >= self.limit:
                 self._wake = Deferred()
                 timer = running().callLater(IDLE_POLL_SECONDS, self._poke)
@@ -89,9 +90,9 @@ class LocalQueue:
     def _dead(self, instance: str | None) -> bool:
         return is_dead(instance, self.batches.instance)
 
-    async def _page(self, page_id: int, attempt: int) -> None:
+    async def _page(self, page_id: int, attempt: int, job_seq: int) -> None:
         try:
-            await self.batches.run_page(page_id, attempt)
+            await self.batches.run_page(page_id, attempt, job_seq)
         except PageInterrupted:
             pass
         except Exception:
@@ -116,6 +117,26 @@ def _await(awaitable: Awaitable[Any]) -> Deferred[Any]:
     return Deferred.fromFuture(asyncio.ensure_future(awaitable))
 
 
+def pages_per_task(pages: int, in_flight: int) -> int:
+    """How many of a batch's pages one task runs: one while the batch has fewer than four pages
+    for each of an instance's pages in flight (so that its pages spread over every worker's
+    slots and every instance), up to ``PAGES_PER_TASK_MOST`` for a large batch. A task costs
+    procrastinate two queries (take it, delete it when done) on the reactor's thread: per page,
+    they cost a 1,000-page batch more CPU than the page's own database work."""
+    return max(1, min(PAGES_PER_TASK_MOST, pages // (2 * max(1, in_flight))))
+
+
+def _unchecked_pool(**kwargs: Any) -> Any:
+    """procrastinate's pool without its check of each connection it lends: a round trip of its
+    own before every query, two a page. A connection the server dropped fails its query once and
+    is thrown away by the pool (psycopg_pool discards a broken connection when it is given back);
+    the worker's next fetch, or the task's retry, gets a new one."""
+    from psycopg_pool import AsyncConnectionPool
+
+    kwargs.pop("check", None)
+    return AsyncConnectionPool(**kwargs)
+
+
 class PostgresQueue:
     def __init__(self, batches: Batches):
         from procrastinate import App, PsycopgConnector, RetryStrategy
@@ -127,7 +148,10 @@ class PostgresQueue:
         url = make_url(config.database_url).set(drivername="postgresql")
         self.app = App(
             connector=PsycopgConnector(
-                conninfo=url.render_as_string(hide_password=False), min_size=1, max_size=4
+                conninfo=url.render_as_string(hide_password=False),
+                min_size=1,
+                max_size=4,
+                pool_factory=_unchecked_pool,
             )
         )
         self.task = self.app.task(
@@ -165,18 +189,30 @@ class PostgresQueue:
         if not future.cancelled() and future.exception() is not None:
             log.error("the job queue's worker stopped: %s", future.exception())
 
-    async def _page(self, page_id: int) -> None:
-        """The task: runs on the worker, on the reactor's asyncio loop."""
-        await Deferred.fromCoroutine(self.batches.run_page(page_id)).asFuture(
-            asyncio.get_running_loop()
-        )
+    async def _page(
+        self,
+        page_id: int | None = None,
+        page_ids: list[int] | None = None,
+        job_seq: int | None = None,
+    ) -> None:
+        """The task: one page (a crawl's, service.crawl_store) or a few of a batch with their
+        job, one after the other; runs on the worker, on the reactor's asyncio loop. Pages a
+        run of the task already finished are not scraped again when it is retried
+        (batch_store.claim_page)."""
+        loop = asyncio.get_running_loop()
+        for page in [page_id] if page_id is not None else page_ids or []:
+            run = self.batches.run_page(page, job_seq=job_seq)
+            await Deferred.fromCoroutine(run).asFuture(loop)
 
     async def enqueue(self, job_seq: int) -> None:
         pages = await self.batches.database.run(batch_store.page_ids, job_seq)
-        for start in range(0, len(pages), 500):
-            chunk = pages[start : start + 500]
-            tasks: list[dict[str, Any]] = [{"page_id": page} for page in chunk]
-            await _await(self.task.batch_defer_async(*tasks))
+        size = pages_per_task(len(pages), self.batches.config.job_pages_in_flight)
+        tasks: list[dict[str, Any]] = [
+            {"page_ids": pages[start : start + size], "job_seq": job_seq}
+            for start in range(0, len(pages), size)
+        ]
+        for start in range(0, len(tasks), 500):
+            await _await(self.task.batch_defer_async(*tasks[start : start + 500]))
         await self.batches.database.run(batch_store.mark_enqueued, job_seq)
 
     async def _recover(self) -> None:

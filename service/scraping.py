@@ -122,7 +122,7 @@ class Scraper:
         self.active += 1
         try:
             terms = (request.engine, request.proxy_type, request.max_credits)
-            caller, price, hold_id = await self._hold(key_hash, *terms)
+            caller, price, hold_id = await self.hold(key_hash, *terms)
             job = ScrapeJob.held(request, compiled, caller, price, hold_id, request_id=request_id)
             result = await self.bridge.submit(job)
         finally:
@@ -145,7 +145,7 @@ class Scraper:
         kept = self.cache.find(found[0], options, max_age)
         return None if kept is None else Answer(kept, found[1])
 
-    def _hold(
+    def hold(
         self, key_hash: str, engine: str, tier: str, max_credits: int | None
     ) -> Deferred[tuple[keys.Caller, Quote, int]]:
         """The key's caller, the price and the hold, in one round trip to the database."""
@@ -166,6 +166,26 @@ class Scraper:
             return self._authorized(done, key_hash, engine, tier, max_credits)
 
         return self.database.call("pg_authorize_hold", params).addCallback(authorized)
+
+    def hold_params(
+        self, key_hash: str, engine: str, tier: str, max_credits: int | None
+    ) -> dict[str, Any]:
+        """PostgreSQL: the parameters of an authorize-and-hold of this price (a job's page makes
+        its own, in the call that claims it: service.batches)."""
+        terms = self._hold_terms(engine, tier, max_credits)
+        return ledger.authorize_and_hold_params(key_hash, **terms)
+
+    def authorized(
+        self, row: Any, key_hash: str, engine: str, tier: str, max_credits: int | None
+    ) -> tuple[keys.Caller, Quote, int] | None:
+        """What an authorize-and-hold made with :meth:`hold_params` answered (its row, or None
+        when no key matched): the caller, the price and the hold, or raises as ``scrape``
+        does; None when an auto request must be held again without a residential trial (by
+        :meth:`hold`)."""
+        done = ledger.authorized_hold(row)
+        if self._trial_taken(done, tier, True):
+            return None
+        return self._authorized(done, key_hash, engine, tier, max_credits)
 
     def hold_in(
         self, conn: HotConnection, key_hash: str, engine: str, tier: str, max_credits: int | None

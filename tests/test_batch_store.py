@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import orjson
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from harness.usage_rows import a_success
 from service import accounts, batch_store, keys, ledger
@@ -189,3 +190,47 @@ def test_a_running_page_is_taken_over_on_sqlite_only_when_its_process_is_gone() 
     assert is_dead(f"another-host:{os.getppid()}:abcd1234", this)  # before a container restart
     assert is_dead(this, this)  # its own, which its loop is not running: an attempt that raised
     assert is_dead(None, this)
+
+
+def test_a_jobs_last_two_pages_finishing_at_once_complete_it(db: Database) -> None:
+    """The result of one is stored while the other's transaction is still open: whichever
+    commits last sees both, and the job is completed. On PostgreSQL the second page finishes
+    by the hot path's function (scrapespy_finish_page, as a batch's pages do) against the first
+    by SQLAlchemy (as a crawl's pages do), each waiting for the job's row; on SQLite the second
+    waits for the first's write lock."""
+    _, _, seq = new_job(db, urls=2)
+    first, second = db.run_sync(batch_store.page_ids, seq)
+    claims = [db.run_sync(batch_store.claim_page, page, "here") for page in (first, second)]
+    postgres = db.engine.dialect.name == "postgresql"
+    done: list[Any] = []
+
+    def finish_second() -> None:
+        with db.engine.connect() as conn, conn.begin():
+            if postgres:
+                row = conn.execute(
+                    text(
+                        "SELECT out_stored, out_completed FROM scrapespy_finish_page("
+                        ":page, :attempt, 'done', '{}', now(), :job)"
+                    ),
+                    {"page": second, "attempt": claims[1].attempt, "job": seq},
+                ).one()
+                done.append(tuple(row))
+            else:
+                finish = batch_store.Finish(second, claims[1].attempt, "done", "{}")
+                done.append(batch_store.finish_pages(conn, [finish]))
+
+    with db.engine.connect() as conn:
+        with conn.begin():
+            finish = batch_store.Finish(first, claims[0].attempt, "done", "{}", job_seq=seq)
+            assert batch_store.finish_pages(conn, [finish]) == [True]
+            other = threading.Thread(target=finish_second)
+            other.start()
+            other.join(1.0)
+            assert other.is_alive()  # waiting for the first page's transaction
+        other.join(20)
+    assert not other.is_alive()
+    assert done == [(True, True)] if postgres else done == [[True]]
+    status = db.run_sync(
+        lambda conn: conn.execute(select(jobs.c.status).where(jobs.c.seq == seq)).scalar_one()
+    )
+    assert status == "completed"

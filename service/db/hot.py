@@ -100,7 +100,44 @@ _SQL: dict[str, str] = {
         " FROM scrapespy_settle_balance(:hold_id, :cost,"
         f" :consume_trial, :settled, :usage, {_params(UsageRow._fields)})"
     ),
+    # a job's page on PostgreSQL (service.batches, migration 0013): its claim with its hold, and
+    # its result with the job's completion, one call each
+    "pg_start_page": (
+        "SELECT * FROM scrapespy_start_page(:page_id, :instance, CAST(:seen AS integer), :now,"
+        " :digest, :residential, :amount, :trial_amount, :created_at, :expires_at)"
+    ),
+    "pg_finish_page": (
+        "SELECT out_stored, out_completed FROM scrapespy_finish_page(:page_id, :attempt,"
+        " :status, :result, :now, :job_seq)"
+    ),
     "new_usage": f"INSERT INTO usage ({', '.join(_USAGE)}) VALUES ({_params(_USAGE)})",
+    # a job's page on SQLite (service.batches), for a job with neither webhook nor crawl:
+    # claimed when no attempt started it and its job is active; its hold recorded; its result
+    # stored; and the job completed once no page is left
+    "page_claim": (
+        "UPDATE job_pages SET status = 'running', attempt = attempt + 1,"
+        " instance = :instance, updated_at = :now"
+        " WHERE id = :page_id AND status = 'pending'"
+        " AND (CAST(:seen AS INTEGER) IS NULL OR attempt = :seen)"
+        " AND EXISTS (SELECT 1 FROM jobs WHERE jobs.seq = job_pages.job_seq"
+        " AND jobs.status IN ('queued', 'running'))"
+        " RETURNING job_seq, url, attempt"
+    ),
+    "page_hold": (
+        "UPDATE job_pages SET hold_id = :hold_id"
+        " WHERE id = :page_id AND attempt = :attempt AND status = 'running' RETURNING id"
+    ),
+    "page_finish": (
+        "UPDATE job_pages SET status = :status, result = :result, updated_at = :now"
+        " WHERE id = :page_id AND attempt = :attempt AND status = 'running' RETURNING id"
+    ),
+    "job_complete": (
+        "UPDATE jobs SET status = 'completed', finished_at = :now"
+        " WHERE seq = :job_seq AND status IN ('queued', 'running')"
+        " AND NOT EXISTS (SELECT 1 FROM job_pages WHERE job_pages.job_seq = :job_seq"
+        " AND job_pages.status IN ('pending', 'running'))"
+        " RETURNING seq"
+    ),
 }
 
 _PARAM = re.compile(r":([a-z_]+)")
