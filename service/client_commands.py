@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -41,7 +40,17 @@ def _api_error(exc: Exception) -> str:
 
 
 def scrape(args: argparse.Namespace) -> int:
-    if not os.environ.get("SCRAPESPY_API_KEY"):
+    """``scrapespy scrape URL``: the client reads SCRAPESPY_API_KEY and SCRAPESPY_URL (they are
+    the caller's settings, not the service's: service.config does not know them)."""
+    try:
+        import httpx
+        from scrapespy import ConnectionFailed, Scrapespy, ScrapespyError
+        from scrapespy._base import settings
+    except ImportError:
+        return _fail(MISSING_CLIENT, 2)
+    try:
+        _, base_url = settings(None, None)
+    except ScrapespyError:
         return _fail(
             "SCRAPESPY_API_KEY is not set: export an API key of your account (spy_...; the "
             "dashboard's API keys page, or `scrapespy keys create EMAIL` on the server)",
@@ -51,11 +60,6 @@ def scrape(args: argparse.Namespace) -> int:
         selectors = _selectors(args.select)
     except ValueError as exc:
         return _fail(str(exc), 2)
-    try:
-        import httpx
-        from scrapespy import ConnectionFailed, Scrapespy, ScrapespyError
-    except ImportError:
-        return _fail(MISSING_CLIENT, 2)
 
     options: dict[str, Any] = {"formats": ["markdown"]}
     for name, value in (
@@ -68,9 +72,8 @@ def scrape(args: argparse.Namespace) -> int:
             options[name] = value
     if args.main:
         options["only_main_content"] = True
-    base_url = os.environ.get("SCRAPESPY_URL") or "http://127.0.0.1:8080"
     try:
-        with Scrapespy(base_url=base_url) as client:
+        with Scrapespy() as client:
             result = client.scrape(args.url, **options)
     except ConnectionFailed as exc:
         return _fail(f"could not reach the service at {base_url} (SCRAPESPY_URL): {exc.message}")
