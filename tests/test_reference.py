@@ -4,6 +4,8 @@ every operation, field, error code and price is on it, and nothing points outsid
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 import re
 
 import pytest
@@ -94,6 +96,10 @@ def _api_errors(cls: type[errors.ApiError]) -> list[type[errors.ApiError]]:
 
 
 def test_the_status_of_each_code_is_the_status_its_error_answers() -> None:
+    import service
+
+    for module in pkgutil.walk_packages(service.__path__, "service."):  # every ApiError
+        importlib.import_module(module.name)
     for cls in _api_errors(errors.ApiError):
         assert errors.ERROR_STATUSES[cls.code] == cls.status, cls
     assert errors.ERROR_STATUSES[errors.max_credits_exceeded(5, 1).code] == 402

@@ -25,6 +25,7 @@ REDIS_PREFIX = "scrapespy:checkouts:"
 
 class TooManyCheckouts(ApiError):
     status = 429
+    code = "rate_limited"
     message = "too many checkout sessions, retry later"
 
     def __init__(self, retry_after: int):
