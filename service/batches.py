@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 import orjson
 from sqlalchemy import Connection
@@ -50,11 +51,15 @@ from service.scraping import Scraper
 from service.webhooks import take_webhook
 
 log = logging.getLogger(__name__)
+V = TypeVar("V")
 
 MAX_URLS = 1000
 RESULTS_LIMIT = 100  # results in one GET /jobs/{id}, and the most it may ask for
 JOBS_LIMIT = 100
 JOBS_KEPT = 256  # jobs whose terms and checked options an instance keeps (Batches._claim)
+# ... and for how long: a job's seq may be given to a new job once the old one is purged, at
+# least a day after it finished (SQLite reuses the highest rowid), far longer than this
+JOB_KEPT_SECONDS = 600.0
 # what a result larger than config.job_result_max_bytes keeps: its status, not its page
 _BULKY: dict[str, Any] = {
     "title": None,
@@ -84,6 +89,25 @@ class TooManyJobs(ApiError):
 class PageInterrupted(Exception):
     """The service shut down under a page: it was released unbilled, and is run again (by this
     instance once it is back, or by another)."""
+
+
+class JobCache(Generic[V]):
+    """What an instance keeps of each job that never changes (its terms, its checked options):
+    at most JOBS_KEPT jobs, each for JOB_KEPT_SECONDS."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[float, V]] = {}
+
+    def get(self, job_seq: int) -> V | None:
+        found = self._kept.get(job_seq)
+        if found is None or time.monotonic() - found[0] > JOB_KEPT_SECONDS:
+            return None
+        return found[1]
+
+    def put(self, job_seq: int, value: V) -> None:
+        if len(self._kept) >= JOBS_KEPT:
+            self._kept.clear()
+        self._kept[job_seq] = (time.monotonic(), value)
 
 
 def instance_name() -> str:
@@ -159,8 +183,8 @@ class Batches:
         self._finishes: Grouped[batch_store.Finish, bool]
         self._finishes = Grouped(database, batch_store.finish_pages)
         # each job's terms (_claim) and checked options (_request), on the database's threads
-        self._terms: dict[int, batch_store.JobTerms] = {}
-        self._requests: dict[int, tuple[ScrapeRequest, Any]] = {}
+        self._terms: JobCache[batch_store.JobTerms] = JobCache()
+        self._requests: JobCache[tuple[ScrapeRequest, Any]] = JobCache()
 
     # the API ------------------------------------------------------------------------------
 
@@ -318,9 +342,7 @@ class Batches:
         return terms
 
     def _keep_terms(self, job_seq: int, terms: batch_store.JobTerms) -> None:
-        if len(self._terms) >= JOBS_KEPT:
-            self._terms.clear()
-        self._terms[job_seq] = terms
+        self._terms.put(job_seq, terms)
 
     async def _start_hot(
         self, page_id: int, seen_attempt: int | None, job_seq: int, terms: batch_store.JobTerms
@@ -473,9 +495,7 @@ class Batches:
         if made is None:
             kept = {name: value for name, value in options.items() if name != "crawl"}
             made = checked_scrape({**kept, "url": url})
-            if len(self._requests) >= JOBS_KEPT:
-                self._requests.clear()
-            self._requests[job_seq] = made
+            self._requests.put(job_seq, made)
         return made
 
     def _links_of(self, page_id: int, result: ScrapeResult) -> Callable[[Connection, int], int]:
