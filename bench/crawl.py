@@ -273,7 +273,7 @@ def report(crawl: dict[str, Any]) -> list[str]:
     """The crawl's rows in bench/jobs.py's table."""
     from bench.jobs import row, verdict
 
-    title = f"{crawl.get('pages', 10_000):,}-page crawl, x Scrapy CrawlSpider"
+    title = f"{crawl.get('pages', 10_000):,}-page crawl, x CrawlSpider"
     if not crawl["measured"]:
         return [row(title, "-", f">= {crawl['bar']}x", f"NOT MEASURED: {crawl['why']}")]
     rows = []
@@ -293,9 +293,13 @@ def report(crawl: dict[str, Any]) -> list[str]:
         rows.append(
             f"  {backend}: {service.get('pages_per_s')} pages/s by POST /crawl "
             f"({service['status']}, {service['pages']} done), {spider.get('pages_per_s')} by the "
-            f"CrawlSpider; service RSS {service['rss_mb_at_25']} MB at 25%, "
-            f"{service['rss_mb_at_100']} MB at 100% ({growth}%: {flat}, "
-            f"bar <= {crawl['flat_percent']:g}%)"
+            "CrawlSpider"
+        )
+        rows.append(
+            f"  {backend}: service RSS {service['rss_mb_at_25']} MB at 25% of the crawl, "
+            f"{service['rss_mb_at_100']} MB at 100%: {growth}%, {flat} (flat: <= "
+            f"{crawl['flat_percent']:g}%); CPU {service['cpu_s_per_1000']} s per 1,000 pages, "
+            f"the CrawlSpider's {spider.get('cpu_s_per_1000')} s"
         )
     return rows
 

@@ -29,6 +29,7 @@ from scrapy.http import Response  # noqa: E402
 from scrapy.linkextractors import LinkExtractor  # noqa: E402
 from scrapy.spiders import CrawlSpider, Rule  # noqa: E402
 from twisted.internet import defer, reactor  # noqa: E402
+from twisted.python.failure import Failure  # noqa: E402
 
 from service.extraction import extract  # noqa: E402
 
@@ -107,10 +108,17 @@ def main() -> None:
     async def go() -> None:
         out.update(await run(start, pages, concurrency))
 
+    def failed(failure: Failure) -> None:
+        out.update(error=failure.getErrorMessage())
+
+    def stop(_: object) -> None:
+        loop.stop()
+
+    loop: Any = reactor
     d = defer.ensureDeferred(go())
-    d.addErrback(lambda f: out.update(error=f.getErrorMessage()))
-    d.addBoth(lambda _: reactor.stop())  # type: ignore[attr-defined]
-    reactor.run()  # type: ignore[attr-defined]
+    d.addErrback(failed)
+    d.addBoth(stop)
+    loop.run()
     print(json.dumps(out))
 
 
