@@ -43,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -178,10 +179,17 @@ def service_crawl(database_url: str, work: Path, start: str, pages: int, c: int)
     if rss_25 and rss_100:
         growth = round((rss_100 - rss_25) / rss_25 * 100, 1)
     during = [mb for t, mb in sampler.samples if started <= t <= ended + 1]
+    # pages per second in each quarter of the pages (from the polls): a crawl whose cost per
+    # page grows with its size slows down as it goes
+    marks = [started]
+    marks += [next((t for t, n in progress if n >= pages * q / 4), ended) for q in (1, 2, 3)]
+    marks.append(ended)
+    quarters = [round(pages / 4 / (b - a), 1) if b > a else None for a, b in pairwise(marks)]
     run.update(
         {
             "pages_per_s": round(run["pages"] / run["seconds"], 1) if run["seconds"] else None,
             "cpu_s_per_1000": round(cpu / max(run["pages"], 1) * 1000, 2),
+            "quarters_pages_per_s": quarters,
             "rss_mb_at_25": None if rss_25 is None else round(rss_25, 1),
             "rss_mb_at_100": None if rss_100 is None else round(rss_100, 1),
             "rss_mb_peak": round(max(during), 1) if during else None,
@@ -293,7 +301,8 @@ def report(crawl: dict[str, Any]) -> list[str]:
         rows.append(
             f"  {backend}: {service.get('pages_per_s')} pages/s by POST /crawl "
             f"({service['status']}, {service['pages']} done), {spider.get('pages_per_s')} by the "
-            "CrawlSpider"
+            "CrawlSpider; the service's by quarter of the pages: "
+            f"{service['quarters_pages_per_s']}"
         )
         rows.append(
             f"  {backend}: service RSS {service['rss_mb_at_25']} MB at 25% of the crawl, "
