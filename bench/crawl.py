@@ -310,6 +310,10 @@ def report(crawl: dict[str, Any]) -> list[str]:
             f"{crawl['flat_percent']:g}%); CPU {service['cpu_s_per_1000']} s per 1,000 pages, "
             f"the CrawlSpider's {spider.get('cpu_s_per_1000')} s"
         )
+    rows.append(
+        f"  (the crawl's run: {crawl['when']}, {crawl['site']} site, load average "
+        f"{crawl['load_average_before']} before, {crawl.get('load_average_after')} after)"
+    )
     return rows
 
 
