@@ -12,8 +12,10 @@
   instance on the same database (it takes the job's pages through the queue) and without, in
   alternating rounds; the figure is the median of the per-round ratios of the time to finish
   (bar <= 0.65x). The second instance is started afresh for each of its turns, and warmed up.
-- **A 10,000-page crawl against a raw Scrapy CrawlSpider**: not measured here (see
-  :func:`crawl_figure`).
+- **A 10,000-page crawl against a raw Scrapy CrawlSpider**: bench/crawl.py, on a site, instances
+  and databases of its own (``BENCH_CRAWL=0`` leaves it out; ``python -m bench.crawl`` runs it
+  alone); the ratio of pages per second at the same concurrency (bar >= 0.8x), and the service's
+  RSS over the crawl.
 
 The instances run with ``SCRAPESPY_JOB_PAGES_IN_FLIGHT`` = ``BENCH_JOB_PAGES_IN_FLIGHT``
 (default 32): a job's pages in flight are its concurrency, and the scrapes it is measured against
@@ -64,7 +66,6 @@ RUN_TIMEOUT = 300.0
 WARM_UP_URLS = 64
 BATCH_BAR = 0.9
 TWO_INSTANCES_BAR = 0.65
-CRAWL_BAR = 0.8
 FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
 
 
@@ -278,10 +279,11 @@ def two_instances(target: str, work: Path) -> dict[str, Any] | None:
 
 
 def crawl_figure() -> dict[str, Any]:
-    """The hook for the crawl figure (issue 23: a 10,000-page crawl of a local site, pages per
-    second >= 0.8x a raw Scrapy CrawlSpider at the same concurrency, RSS flat over the crawl).
-    ``POST /crawl`` is not on this branch: no figure is made up for it."""
-    return {"measured": False, "why": "POST /crawl is not on this branch", "bar": CRAWL_BAR}
+    """Issue 23's crawl figure (bench/crawl.py): a 10,000-page crawl of a local site, pages per
+    second against a raw Scrapy CrawlSpider at the same concurrency, and RSS over the crawl."""
+    from bench import crawl
+
+    return crawl.run()
 
 
 def run() -> dict[str, Any]:
@@ -388,15 +390,9 @@ def report(results: dict[str, Any]) -> list[str]:
         rows.append(
             f"  {two['one_seconds']:.1f} s with one instance, {two['two_seconds']:.1f} s with two"
         )
-    crawl = results["crawl"]
-    rows.append(
-        row(
-            "10,000-page crawl, x Scrapy CrawlSpider",
-            "-",
-            f">= {crawl['bar']}x",
-            f"NOT MEASURED: {crawl['why']}" if not crawl["measured"] else "",
-        )
-    )
+    from bench import crawl
+
+    rows += crawl.report(results["crawl"])
     rows.append(
         f"(on {machine['cores']} cores; load average {machine['load_average_before']} before, "
         f"{machine['load_average_after']} after; job pages in flight "
