@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
 
 from service import ledger, webhook_store
 from service.account_api import timestamp
@@ -161,45 +161,57 @@ def next_pages(
     dead: Callable[[str | None], bool],
     per_crawl: int | None = None,
 ) -> list[tuple[int, int, int]]:
-    """SQLite: the next pages to run, oldest first, with the attempt each is at and its job. A
-    page left
-    ``running`` by a process that is gone (``dead``: it stopped or died) is among them: it is
-    taken over. Those of live processes (``scrapespy serve --workers``) are not. A crawl has at
-    most ``per_crawl`` pages running or ``busy``, whichever process runs them (its politeness
-    to its site, service.crawls)."""
-    query = (
-        select(
-            job_pages.c.id,
-            job_pages.c.attempt,
-            job_pages.c.status,
-            job_pages.c.instance,
-            job_pages.c.job_seq,
-            jobs.c.kind,
-        )
-        .join(jobs, jobs.c.seq == job_pages.c.job_seq)
-        .where(job_pages.c.status.in_(("pending", "running")), jobs.c.status.in_(ACTIVE))
-        .order_by(job_pages.c.id)
-    )
-    crawling: dict[int, int] = {}  # crawl -> its pages running (or busy here), then chosen
-    if per_crawl is not None:
-        running = query.where(
-            jobs.c.kind == "crawl",
-            or_(job_pages.c.status == "running", job_pages.c.id.in_(busy)),
-        )
-        for row in conn.execute(running):
-            if row.id in busy or not dead(row.instance):
-                crawling[row.job_seq] = crawling.get(row.job_seq, 0) + 1
+    """SQLite: the next pages to run, with the attempt each is at and its job: the active jobs'
+    in the order they were made, each job's oldest first. A page left ``running`` by a process
+    that is gone (``dead``: it stopped or died) is among them: it is taken over. Those of live
+    processes (``scrapespy serve --workers``) are not. A crawl has at most ``per_crawl`` pages
+    running or ``busy``, whichever process runs them (its politeness to its site,
+    service.crawls). Each job's pending pages are read by the ``(job_seq, status)`` index, as
+    many as are wanted: a crawl with thousands of pages left costs no more than a small one."""
     found: list[tuple[int, int, int]] = []
-    for row in conn.execute(query):
-        if row.id in busy or (row.status == "running" and not dead(row.instance)):
-            continue
-        if per_crawl is not None and row.kind == "crawl":
-            if crawling.get(row.job_seq, 0) >= per_crawl:
-                continue
-            crawling[row.job_seq] = crawling.get(row.job_seq, 0) + 1
-        found.append((row.id, row.attempt, row.job_seq))
-        if len(found) >= limit:
+    active = conn.execute(
+        select(jobs.c.seq, jobs.c.kind).where(jobs.c.status.in_(ACTIVE)).order_by(jobs.c.seq)
+    ).all()
+    for job_seq, kind in active:
+        want = limit - len(found)
+        if want <= 0:
             break
+        running = conn.execute(
+            select(job_pages.c.id, job_pages.c.attempt, job_pages.c.instance).where(
+                job_pages.c.job_seq == job_seq, job_pages.c.status == "running"
+            )
+        ).all()
+        if per_crawl is not None and kind == "crawl":
+            in_flight = sum(1 for row in running if row.id in busy or not dead(row.instance))
+            if busy:  # this process's pages of the crawl picked and not claimed yet
+                in_flight += conn.execute(
+                    select(func.count()).where(
+                        job_pages.c.job_seq == job_seq,
+                        job_pages.c.status == "pending",
+                        job_pages.c.id.in_(busy),
+                    )
+                ).scalar_one()
+            want = min(want, per_crawl - in_flight)
+            if want <= 0:
+                continue
+        taken = [
+            (row.id, row.attempt, job_seq)
+            for row in running
+            if row.id not in busy and dead(row.instance)
+        ][:want]
+        if len(taken) < want:
+            pending = conn.execute(
+                select(job_pages.c.id, job_pages.c.attempt)
+                .where(job_pages.c.job_seq == job_seq, job_pages.c.status == "pending")
+                .order_by(job_pages.c.id)
+                .limit(want - len(taken) + len(busy))
+            )
+            for row in pending:
+                if row.id not in busy:
+                    taken.append((row.id, row.attempt, job_seq))
+                    if len(taken) >= want:
+                        break
+        found.extend(taken)
     return found
 
 
@@ -211,10 +223,9 @@ class JobTerms:
     options: dict[str, Any]
     key_hash: str
     tells_pages: bool  # the job's webhook wants each page's result (finish_page)
-    # a job with neither webhook nor crawl: its pages are claimed and finished by the hot
-    # path's statements (service.db.hot), without a transaction of SQLAlchemy's; a job's pages
-    # all take one path, or the other (finish_pages and finish_hot see the job done alike, but
-    # not one against the other)
+    # a job with neither webhook nor crawl: its pages' results are stored by the hot path's
+    # statements (service.db.hot), without a transaction of SQLAlchemy's (each finish locks
+    # the job's row before it counts the pages left, whichever way it takes)
     hot: bool
 
 

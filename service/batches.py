@@ -292,14 +292,14 @@ class Batches:
         """One attempt at one page, from its claim to its stored result; with ``seen_attempt``,
         only if the page is still at that attempt (no other process claimed it meanwhile).
 
-        Two ways, chosen by the page's job: the pages of a job with neither webhook nor crawl
-        (when the queue says which job the page is of) take the hot path's statements, as
-        ``POST /scrape``'s hold and settlement do; the others, and any page no attempt can
-        start afresh (taken over, or of a stopped job), share SQLAlchemy transactions with the
-        pages that come at the same moment (service.db.grouped)."""
+        A page no attempt started, whose job the queue names, starts by the hot path's
+        statements, as ``POST /scrape``'s hold does; so does the result of a job with neither
+        webhook nor crawl (whose result writes nothing else). The others, and any page no
+        attempt can start afresh (taken over, or of a stopped job), share SQLAlchemy
+        transactions with the pages that come at the same moment (service.db.grouped)."""
         terms = await self._terms_of(job_seq) if job_seq is not None else None
         started: Started | None | object = _COLD
-        if terms is not None and terms.hot and job_seq is not None:
+        if terms is not None and job_seq is not None:
             started = await self._start_hot(page_id, seen_attempt, job_seq, terms)
         if started is _COLD:
             started = await self._starts((page_id, seen_attempt))
@@ -318,7 +318,7 @@ class Batches:
         result = await self.bridge.submit(job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
-        found = self._links_of(page_id, result) if crawling and result.success else None
+        found = self._links_of(claim, result) if crawling and result.success else None
         finish = batch_store.Finish(
             page_id,
             claim.attempt,
@@ -407,7 +407,15 @@ class Batches:
         page_id: int, job_seq: int, url: str, attempt: int, terms: batch_store.JobTerms
     ) -> batch_store.Claim:
         return batch_store.Claim(
-            page_id, job_seq, attempt, url, terms.options, terms.key_hash, None, False, True
+            page_id,
+            job_seq,
+            attempt,
+            url,
+            terms.options,
+            terms.key_hash,
+            None,
+            terms.tells_pages,
+            terms.hot,
         )
 
     async def _finish_hot(self, finish: batch_store.Finish, job_seq: int) -> None:
@@ -498,11 +506,16 @@ class Batches:
             self._requests.put(job_seq, made)
         return made
 
-    def _links_of(self, page_id: int, result: ScrapeResult) -> Callable[[Connection, int], int]:
+    def _links_of(
+        self, claim: batch_store.Claim, result: ScrapeResult
+    ) -> Callable[[Connection, int], int]:
         """What a crawl's page adds to its job with its result: its links, as new pages."""
         links = [link["href"] for link in result.links]
         slots = self.config.crawl_pages_per_site
-        return lambda conn, job_seq: crawl_store.add_links(conn, job_seq, page_id, links, slots)
+        crawl, page_id = claim.options["crawl"], claim.page_id
+        return lambda conn, job_seq: crawl_store.add_links(
+            conn, job_seq, page_id, links, slots, crawl
+        )
 
     def _unbilled_ladder(self, request: ScrapeRequest) -> Ladder | None:
         """An auto request's steps when nothing is billed: those open to any account."""

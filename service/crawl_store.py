@@ -16,10 +16,11 @@ on whichever instance, so a crawl never has more pages in flight at its site tha
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import Connection, insert, select, text, update
 
 from service import ledger
 from service.batch_store import ACTIVE, room_for_a_job
@@ -31,7 +32,8 @@ TASK = "scrapespy.job_page"  # service.job_queue.TASK: the task that runs one pa
 _DEFER = text(
     "SELECT procrastinate_defer_jobs_v1(ARRAY("
     " SELECT ROW('default', :task, 0, 'crawl:' || :job || ':' || (p.position % :slots),"
-    "  NULL, jsonb_build_object('page_id', p.id), NULL)::procrastinate_job_to_defer_v1"
+    "  NULL, jsonb_build_object('page_id', p.id, 'job_seq', CAST(:job AS integer)), NULL)"
+    "::procrastinate_job_to_defer_v1"
     " FROM unnest(CAST(:ids AS bigint[]), CAST(:positions AS bigint[])) AS p(id, position)"
     "))"
 )
@@ -86,9 +88,8 @@ def add_pages(
     ``max_pages``; returns how many. The caller holds the job's row (see the module)."""
     if not urls:
         return 0
-    total, last = conn.execute(
-        select(func.count(), func.max(job_pages.c.position)).where(job_pages.c.job_seq == job_seq)
-    ).one()
+    # the job's count of pages, which only this function adds to (positions 0 to total - 1)
+    total = conn.execute(select(jobs.c.total).where(jobs.c.seq == job_seq)).scalar_one()
     room = max_pages - int(total)
     if room <= 0:
         return 0
@@ -107,11 +108,10 @@ def add_pages(
     if not new:
         return 0
     now = ledger.now()
-    position = -1 if last is None else int(last)
     rows = [
         {
             "job_seq": job_seq,
-            "position": position + 1 + n,
+            "position": int(total) + n,
             "url": url,
             "url_key": key,
             "depth": depth,
@@ -138,24 +138,40 @@ def add_pages(
     return len(rows)
 
 
-def add_links(conn: Connection, job_seq: int, page_id: int, links: list[str], slots: int) -> int:
+def add_links(
+    conn: Connection,
+    job_seq: int,
+    page_id: int,
+    links: list[str],
+    slots: int,
+    crawl: dict[str, Any] | None = None,
+) -> int:
     """The links of a crawl's page whose result is being stored, as new pages one hop deeper,
     within the crawl's rules, depth and size; nothing for a batch's page, nor once the crawl
-    stopped (cancelled, out of credits: its pending pages were skipped, and stay so)."""
-    options, depth = conn.execute(
-        select(jobs.c.options, job_pages.c.depth)
+    stopped (cancelled, out of credits: its pending pages were skipped, and stay so), nor once
+    it has its ``max_pages``. ``crawl``: the job's crawl options, when the caller has them."""
+    found = conn.execute(
+        select(jobs.c.total, job_pages.c.depth, jobs.c.options if crawl is None else jobs.c.seq)
         .join(jobs, jobs.c.seq == job_pages.c.job_seq)
         .where(job_pages.c.id == page_id, jobs.c.kind == "crawl", jobs.c.status.in_(ACTIVE))
-    ).one_or_none() or (None, None)
-    if options is None or depth is None:
+    ).one_or_none()
+    if found is None or found[1] is None:
         return 0
-    crawl = orjson.loads(options)["crawl"]
-    if depth >= crawl["max_depth"] or crawl["sitemap"] == "only":
+    total, depth = int(found[0]), int(found[1])
+    if crawl is None:
+        crawl = orjson.loads(found[2])["crawl"]
+    if total >= crawl["max_pages"] or depth >= crawl["max_depth"] or crawl["sitemap"] == "only":
         return 0
-    rules = Rules.from_stored(crawl["rules"])
-    found: dict[str, None] = {}
+    rules = _rules(orjson.dumps(crawl["rules"], option=orjson.OPT_SORT_KEYS))
+    kept: dict[str, None] = {}
     for link in links:
-        kept = rules.accepts(link)
-        if kept is not None:
-            found[kept] = None
-    return add_pages(conn, job_seq, list(found), depth + 1, crawl["max_pages"], slots)
+        url = rules.accepts(link)
+        if url is not None:
+            kept[url] = None
+    return add_pages(conn, job_seq, list(kept), depth + 1, crawl["max_pages"], slots)
+
+
+@lru_cache(maxsize=64)
+def _rules(stored: bytes) -> Rules:
+    """A crawl's rules, made once for all its pages."""
+    return Rules.from_stored(orjson.loads(stored))
