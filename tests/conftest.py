@@ -76,6 +76,19 @@ def _postgres_database() -> Iterator[str]:
         admin.dispose()
 
 
+def a_database_of_its_own(database_url: str, directory: Path) -> Iterator[tuple[str, Accounts]]:
+    """A database of the run's kind (``database_url``'s) for some tests alone: no instance
+    started by other tests (with other settings) takes their jobs' pages, so what they count
+    is theirs."""
+    made = _postgres_database() if BACKEND == "postgresql" else None
+    url = next(made) if made is not None else f"sqlite:///{directory / 'own.db'}"
+    accounts = Accounts(url)
+    yield url, accounts
+    accounts.close()
+    if made is not None:
+        next(made, None)
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if BACKEND == "postgresql":

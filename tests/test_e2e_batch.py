@@ -25,7 +25,7 @@ from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
 from service import keys
 from service.db.tables import job_pages, jobs, usage
-from tests.conftest import BACKEND, _postgres_database
+from tests.conftest import BACKEND, a_database_of_its_own
 
 COST = 1  # a static scrape without a proxy (the default price list)
 FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
@@ -82,18 +82,6 @@ def add_pages(
 def start(database_url: str, workdir: Path, **env: str) -> ServiceProcess:
     workdir.mkdir(parents=True, exist_ok=True)
     return ServiceProcess(database_url, workdir, env={**JOBS_ENV, **env}).start()
-
-
-def a_database_of_its_own(database_url: str, directory: Path) -> Iterator[tuple[str, Accounts]]:
-    """A database of the run's kind (``database_url``'s) for these tests alone: no instance
-    started by other tests takes their jobs' pages, so what they count is theirs."""
-    made = _postgres_database() if BACKEND == "postgresql" else None
-    url = next(made) if made is not None else f"sqlite:///{directory / 'jobs.db'}"
-    accounts = Accounts(url)
-    yield url, accounts
-    accounts.close()
-    if made is not None:
-        next(made, None)
 
 
 @pytest.fixture(scope="module")
@@ -392,6 +380,18 @@ def billed_scrapes(accounts: Accounts, account_id: int) -> tuple[int, int]:
     return accounts.database.run_sync(read)
 
 
+def done_by(accounts: Accounts, job_id: str, instance: ServiceProcess, timeout: float = 30) -> None:
+    """Waits until ``instance`` has finished a page of the job (a page's row names the instance
+    of its attempt: host, pid, token)."""
+    pid = f":{instance.process.pid}:"
+    deadline = time.monotonic() + timeout
+    while not any(
+        row.status == "done" and pid in (row.instance or "") for row in page_rows(accounts, job_id)
+    ):
+        assert time.monotonic() < deadline, "the second instance took none of the job's pages"
+        time.sleep(0.05)
+
+
 def kill_mid_job(
     victim: ServiceProcess, watcher: ServiceProcess, key: str, job_id: str, done: int
 ) -> None:
@@ -446,6 +446,7 @@ def test_two_instances_share_a_batch_and_take_over_a_killed_ones_pages(
     two = start(database_url, tmp_path / "two")
     try:
         job_id = batch(one, key, {"urls": urls}).json["id"]
+        done_by(accounts, job_id, two)  # it takes a share of the pages
         kill_mid_job(two, one, key, job_id, done=12)
         found = wait_finished(one, key, job_id, timeout=60)
     finally:

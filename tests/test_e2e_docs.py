@@ -23,6 +23,7 @@ from harness.site import TargetSite
 from service.errors import ERROR_CODES
 from service.reference.examples import JOB_ID, KEY, NOT_CALLED_BY_USERS, TARGET
 from service.reference.page import METHODS, anchor_of
+from tests.conftest import a_database_of_its_own
 from tests.dashboard_client import BrowserThread, PublicService, member
 
 PRICES = {
@@ -46,9 +47,25 @@ JUMPS = ["post-scrape", "get-jobs-job_id", "get-account", "prices", "error-codes
 
 
 @pytest.fixture(scope="module")
-def service(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicService]:
+def docs_db(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Accounts]]:
+    """The examples run jobs: on a database of their own, no instance of other tests (at the
+    default prices) takes their pages."""
+    yield from a_database_of_its_own(database_url, tmp_path_factory.mktemp("docs-db"))
+
+
+@pytest.fixture(scope="module")
+def accounts(docs_db: tuple[str, Accounts]) -> Accounts:
+    return docs_db[1]
+
+
+@pytest.fixture(scope="module")
+def service(
+    docs_db: tuple[str, Accounts], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PublicService]:
     started = PublicService.start(
-        database_url, tmp_path_factory.mktemp("docs"), SCRAPESPY_PAYMENTS="demo", **PRICES
+        docs_db[0], tmp_path_factory.mktemp("docs"), SCRAPESPY_PAYMENTS="demo", **PRICES
     )
     yield started
     started.stop()
