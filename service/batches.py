@@ -365,7 +365,7 @@ class Batches:
         row = await self.database.call("pg_start_page", params)
         if row is None:
             return _COLD
-        claim = self._hot_claim(page_id, job_seq, str(row[1]), int(row[2]), terms)
+        claim = self._claim_of(page_id, job_seq, str(row[1]), int(row[2]), terms)
         request = request.model_copy(update={"url": claim.url.strip()})
         try:
             made = self.scraper.authorized(
@@ -391,7 +391,7 @@ class Batches:
         if claimed is None:
             return _COLD
         _, url, attempt = claimed
-        claim = self._hot_claim(page_id, job_seq, url, attempt, terms)
+        claim = self._claim_of(page_id, job_seq, url, attempt, terms)
         request, compiled = self._request(claim)
         try:
             caller, price, hold_id = self.scraper.hold_in(
@@ -403,7 +403,7 @@ class Batches:
         return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
 
     @staticmethod
-    def _hot_claim(
+    def _claim_of(
         page_id: int, job_seq: int, url: str, attempt: int, terms: batch_store.JobTerms
     ) -> batch_store.Claim:
         return batch_store.Claim(
@@ -476,17 +476,7 @@ class Batches:
             terms = batch_store.job_terms(conn, job_seq)
             assert terms is not None  # the page's job: it was just claimed
             self._keep_terms(job_seq, terms)
-        return batch_store.Claim(
-            page_id,
-            job_seq,
-            attempt,
-            url,
-            terms.options,
-            terms.key_hash,
-            None,
-            terms.tells_pages,
-            terms.hot,
-        )
+        return self._claim_of(page_id, job_seq, url, attempt, terms)
 
     def _request(self, claim: batch_store.Claim) -> tuple[ScrapeRequest, Any]:
         """The page's scrape request: its job's, with the page's URL, which was checked when
