@@ -260,29 +260,6 @@ def _start_job(conn: Connection, job_seq: int) -> None:
         _tell(conn, job_seq, "running")
 
 
-def claim_pending(
-    conn: Connection, page_id: int, instance: str, seen_attempt: int | None = None
-) -> tuple[int, str, int] | None:
-    """The claim of a page no attempt has started, of a job still active, in one statement:
-    (its job, its URL, the attempt), or None when the page is not such a page, for
-    :func:`claim_page` to say what it is."""
-    active = exists().where(jobs.c.seq == job_pages.c.job_seq, jobs.c.status.in_(ACTIVE))
-    query = update(job_pages).where(
-        job_pages.c.id == page_id, job_pages.c.status == "pending", active
-    )
-    if seen_attempt is not None:
-        query = query.where(job_pages.c.attempt == seen_attempt)
-    row = conn.execute(
-        query.values(
-            status="running",
-            attempt=job_pages.c.attempt + 1,
-            instance=instance,
-            updated_at=ledger.now(),
-        ).returning(job_pages.c.job_seq, job_pages.c.url, job_pages.c.attempt)
-    ).one_or_none()
-    return None if row is None else (int(row.job_seq), str(row.url), int(row.attempt))
-
-
 def claim_page(
     conn: Connection, page_id: int, instance: str, seen_attempt: int | None = None
 ) -> Claim | None:
@@ -503,7 +480,9 @@ def _row(conn: HotConnection, statement: str, params: dict[str, Any]) -> Any:
 def claim_hot(
     conn: HotConnection, page_id: int, instance: str, seen_attempt: int | None
 ) -> tuple[int, str, int] | None:
-    """:func:`claim_pending` by the hot path's statement: (job, URL, attempt) or None."""
+    """The claim of a page no attempt has started, of a job still active, by the hot path's
+    statement: (its job, its URL, the attempt), or None when the page is not such a page, for
+    :func:`claim_page` to say what it is."""
     date = hot.hot_path(conn).date
     row = _row(conn, "page_claim", claim_params(page_id, instance, seen_attempt, date))
     return None if row is None else (int(row[0]), str(row[1]), int(row[2]))

@@ -392,15 +392,7 @@ class Batches:
             return _COLD
         _, url, attempt = claimed
         claim = self._claim_of(page_id, job_seq, url, attempt, terms)
-        request, compiled = self._request(claim)
-        try:
-            caller, price, hold_id = self.scraper.hold_in(
-                conn, claim.key_hash, request.engine, request.proxy_type, request.max_credits
-            )
-        except (PaymentRequired, Unauthorized, Forbidden) as exc:
-            return claim, exc
-        batch_store.set_hold_hot(conn, page_id, attempt, hold_id)
-        return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
+        return self._held(conn, claim, batch_store.set_hold_hot)
 
     @staticmethod
     def _claim_of(
@@ -445,38 +437,32 @@ class Batches:
         hold, the claim comes with the refusal in place of the job: the caller stops the job
         (``insufficient_credits``; ``failed`` when the key was revoked or may not use the
         tier) in a transaction of its own, which waits for no other page's claim."""
-        claim = self._claim(conn, page_id, seen_attempt)
+        claim = batch_store.claim_page(conn, page_id, self.instance, seen_attempt)
         if claim is None:
             return None
-        request, compiled = self._request(claim)
         if claim.paid_hold is not None:
             # billed by an attempt that died before storing its result: scraped again, unbilled
+            request, compiled = self._request(claim)
             return claim, ScrapeJob.asked(request, compiled, ladder=self._unbilled_ladder(request))
+        return self._held(conn, claim, batch_store.set_hold)
+
+    def _held(
+        self,
+        conn: Any,
+        claim: batch_store.Claim,
+        record: Callable[[Any, int, int, int], bool],
+    ) -> Started:
+        """The hold of a claimed page, in the claim's transaction, recorded on the page by
+        ``record`` (the hot path's statement or SQLAlchemy's); or the claim with the refusal."""
+        request, compiled = self._request(claim)
         try:
             caller, price, hold_id = self.scraper.hold_in(
                 conn, claim.key_hash, request.engine, request.proxy_type, request.max_credits
             )
         except (PaymentRequired, Unauthorized, Forbidden) as exc:
             return claim, exc
-        batch_store.set_hold(conn, claim.page_id, claim.attempt, hold_id)
+        record(conn, claim.page_id, claim.attempt, hold_id)
         return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
-
-    def _claim(
-        self, conn: Connection, page_id: int, seen_attempt: int | None
-    ) -> batch_store.Claim | None:
-        """A page no attempt has started is claimed in one statement, with its job's terms as
-        this instance keeps them; any other (taken over, finished, of a stopped job) as
-        batch_store.claim_page says."""
-        pending = batch_store.claim_pending(conn, page_id, self.instance, seen_attempt)
-        if pending is None:
-            return batch_store.claim_page(conn, page_id, self.instance, seen_attempt)
-        job_seq, url, attempt = pending
-        terms = self._terms.get(job_seq)
-        if terms is None:
-            terms = batch_store.job_terms(conn, job_seq)
-            assert terms is not None  # the page's job: it was just claimed
-            self._keep_terms(job_seq, terms)
-        return self._claim_of(page_id, job_seq, url, attempt, terms)
 
     def _request(self, claim: batch_store.Claim) -> tuple[ScrapeRequest, Any]:
         """The page's scrape request: its job's, with the page's URL, which was checked when
