@@ -35,7 +35,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -47,9 +46,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from bench.contenders import free_port, postgres_database, scrapespy, wait_port
+from bench.contenders import postgres_database, scrapespy
 from bench.crawl_site import depth, write_site
-from bench.site import server_name
+from bench.site import serve, server_name, stop
 from harness.procinfo import cpu_seconds, rss_mb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,14 +232,8 @@ def run() -> dict[str, Any]:
         return {"measured": False, "why": "BENCH_CRAWL=0", "bar": CRAWL_BAR}
     work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-crawl-"))
     index = write_site(work / "site", PAGES)
-    site_port = free_port()
-    site = subprocess.Popen(
-        [sys.executable, "-m", "bench.site", str(work / "site"), str(site_port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-    )
-    wait_port(site_port)
-    start = f"http://127.0.0.1:{site_port}{index}"
+    site, base = serve(work / "site")
+    start = f"{base}{index}"
     results: dict[str, Any] = {
         "measured": True,
         "pages": PAGES,
@@ -270,8 +263,7 @@ def run() -> dict[str, Any]:
                 cleanup()
             except Exception:
                 pass
-        site.send_signal(signal.SIGTERM)
-        site.wait(10)
+        stop(site)
         shutil.rmtree(work, ignore_errors=True)
     results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return results

@@ -36,10 +36,7 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -49,8 +46,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.contenders import free_port, postgres_database, scrapespy, wait_port
-from bench.site import server_name
+from bench.contenders import postgres_database, scrapespy
+from bench.site import serve, server_name, stop
 from harness.pages import write_pages
 from harness.procinfo import cpu_seconds
 
@@ -289,14 +286,7 @@ def crawl_figure() -> dict[str, Any]:
 def run() -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-jobs-"))
     write_pages(work / "site")
-    site_port = free_port()
-    site = subprocess.Popen(
-        [sys.executable, "-m", "bench.site", str(work / "site"), str(site_port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-    )
-    wait_port(site_port)
-    target = f"http://127.0.0.1:{site_port}"
+    site, target = serve(work / "site")
     results: dict[str, Any] = {
         "machine": {
             "cores": os.cpu_count(),
@@ -332,8 +322,7 @@ def run() -> dict[str, Any]:
                 cleanup()
             except Exception:
                 pass
-        site.send_signal(signal.SIGTERM)
-        site.wait(10)
+        stop(site)
         shutil.rmtree(work, ignore_errors=True)
     results["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return results

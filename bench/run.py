@@ -21,10 +21,8 @@ import json
 import math
 import os
 import shutil
-import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,12 +33,10 @@ from bench.contenders import (
     RT_VENV,
     ScrapyRT,
     ceiling,
-    free_port,
     postgres_database,
     scrapespy,
-    wait_port,
 )
-from bench.site import server_name
+from bench.site import serve, server_name, stop
 from harness.pages import write_pages
 from harness.procinfo import count_named, cpu_seconds, rss_mb
 
@@ -150,14 +146,7 @@ def main() -> int:
     print("\n".join(content_bench.report(content)), flush=True)
     work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-"))
     write_pages(work / "site")
-    site_port = free_port()
-    site = subprocess.Popen(
-        [sys.executable, "-m", "bench.site", str(work / "site"), str(site_port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-    )
-    wait_port(site_port)
-    target = f"http://127.0.0.1:{site_port}"
+    site, target = serve(work / "site")
     urls_file = work / "urls.txt"
     urls_file.write_text("\n".join(f"{target}/article-{i}.html" for i in range(20)))
     results: dict[str, Any] = {
@@ -336,8 +325,7 @@ def main() -> int:
                 cleanup()
             except Exception:
                 pass
-        site.send_signal(signal.SIGTERM)
-        site.wait(10)
+        stop(site)
         shutil.rmtree(work, ignore_errors=True)
 
     report(results)

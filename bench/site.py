@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -81,6 +83,26 @@ def run_twisted(folder: str, port: int) -> None:
     reactor.listenTCP(port, site, interface="127.0.0.1", backlog=1024)  # type: ignore[attr-defined]
     print("ready", flush=True)
     reactor.run()  # type: ignore[attr-defined]
+
+
+def serve(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """This module in a process of its own, serving ``folder`` on a free port: the process and
+    the site's base URL, once it answers."""
+    from bench.contenders import free_port, wait_port
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.site", str(folder), str(port)],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.DEVNULL,
+    )
+    wait_port(port)
+    return process, f"http://127.0.0.1:{port}"
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(10)
 
 
 def main() -> None:
