@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar, cast
 import orjson
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
+from twisted.internet.defer import DeferredSemaphore
 from twisted.internet.task import deferLater
 
 from service import batch_store, crawl_store, keys, ledger
@@ -177,6 +178,7 @@ class Batches:
         # client polling its job never takes a scrape's turn
         self.reads_limiter = reads_limiter
         self.instance = instance_name()
+        self._scraping = DeferredSemaphore(config.job_pages_in_flight)
         self.queue: Any = None  # service.job_queue: set when the service is built
         self._starts: Grouped[tuple[int, int | None], Started | None]
         self._starts = Grouped(database, self._start_all)
@@ -315,7 +317,9 @@ class Batches:
         crawling = "crawl" in claim.options  # a crawl's rules (service.crawls)
         if crawling and self.config.crawl_delay_seconds:
             await deferLater(running(), self.config.crawl_delay_seconds)
-        result = await self.bridge.submit(job)
+        # the scrape is what a job's pages in flight count: their claims, holds and results,
+        # round trips to the database, overlap the other pages' scrapes
+        result = await self._scraping.run(self.bridge.submit, job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
         found = self._links_of(claim, result) if crawling and result.success else None
