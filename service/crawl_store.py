@@ -38,6 +38,17 @@ _DEFER = text(
     "))"
 )
 
+# Which of a page's links are pages of the job already, on PostgreSQL: one probe of the unique
+# (job_seq, url_key) index a link. Asked as ``url_key IN (...)``, the planner read the whole job
+# through the index's job_seq alone whenever its statistics said the job was small (a crawl
+# growing faster than autovacuum's analyze): 1,700 rows for each page of a 3,000-page crawl. A
+# lateral subquery with LIMIT 1 is a probe per link whatever the statistics say.
+_KNOWN = text(
+    "SELECT k.key FROM unnest(CAST(:keys AS varchar[])) AS k(key)"
+    " CROSS JOIN LATERAL (SELECT 1 FROM job_pages AS p"
+    "  WHERE p.job_seq = :job AND p.url_key = k.key LIMIT 1) AS found"
+)
+
 
 def create_crawl(
     conn: Connection,
@@ -94,16 +105,7 @@ def add_pages(
     if room <= 0:
         return 0
     keyed = {url_key(url): url for url in urls}
-    known: set[str] = set()
-    for start in range(0, len(keyed), 500):
-        chunk = list(keyed)[start : start + 500]
-        known.update(
-            conn.execute(
-                select(job_pages.c.url_key).where(
-                    job_pages.c.job_seq == job_seq, job_pages.c.url_key.in_(chunk)
-                )
-            ).scalars()
-        )
+    known = _known(conn, job_seq, list(keyed))
     new = [(key, url) for key, url in keyed.items() if key not in known][:room]
     if not new:
         return 0
@@ -136,6 +138,23 @@ def add_pages(
             },
         )
     return len(rows)
+
+
+def _known(conn: Connection, job_seq: int, keys: list[str]) -> set[str]:
+    """Which of ``keys`` are the url_keys of pages of the job already."""
+    if conn.dialect.name == "postgresql":
+        return set(conn.execute(_KNOWN, {"job": job_seq, "keys": keys}).scalars())
+    known: set[str] = set()
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        known.update(
+            conn.execute(
+                select(job_pages.c.url_key).where(
+                    job_pages.c.job_seq == job_seq, job_pages.c.url_key.in_(chunk)
+                )
+            ).scalars()
+        )
+    return known
 
 
 def add_links(
