@@ -140,9 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p_scrape.add_argument("--timeout", type=float, default=None, help="seconds, at most 120")
 
-    sub.add_parser(
-        "mcp", help="serve the MCP server over stdio (SCRAPESPY_API_KEY, SCRAPESPY_URL)"
-    )
+    sub.add_parser("mcp", help="serve the MCP server over stdio (SCRAPESPY_API_KEY, SCRAPESPY_URL)")
 
     p_credits = sub.add_parser("credits", help="credits")
     c = p_credits.add_subparsers(dest="action", required=True)
