@@ -227,6 +227,9 @@ class JobTerms:
     # statements (service.db.hot), without a transaction of SQLAlchemy's (each finish locks
     # the job's row before it counts the pages left, whichever way it takes)
     hot: bool
+    # a crawl without webhook: on PostgreSQL its pages' results and links are stored by one
+    # call (migration 0015)
+    hot_crawl: bool = False
 
 
 def job_terms(conn: Connection, job_seq: int) -> JobTerms | None:
@@ -239,7 +242,13 @@ def job_terms(conn: Connection, job_seq: int) -> JobTerms | None:
         return None
     _start_job(conn, job_seq)
     options = orjson.loads(row.options)
-    return JobTerms(options, row.key_hash, _tells_pages(row.webhook), _hot(options, row.webhook))
+    return JobTerms(
+        options,
+        row.key_hash,
+        _tells_pages(row.webhook),
+        _hot(options, row.webhook),
+        not row.webhook and "crawl" in options,
+    )
 
 
 def _hot(options: dict[str, Any], webhook: str | None) -> bool:

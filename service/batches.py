@@ -322,6 +322,10 @@ class Batches:
         result = await self._scraping.run(self.bridge.submit, job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
+        hot_crawl = crawling and terms is not None and terms.hot_crawl
+        if hot_crawl and self.database.reactor_calls:
+            await self._finish_crawl_hot(claim, result)
+            return
         found = self._links_of(claim, result) if crawling and result.success else None
         finish = batch_store.Finish(
             page_id,
@@ -419,6 +423,28 @@ class Batches:
             await self.database.run_hot(batch_store.finish_hot, finish, job_seq)
             return
         await self.database.call("pg_finish_page", batch_store.finish_call_params(finish, job_seq))
+
+    async def _finish_crawl_hot(self, claim: batch_store.Claim, result: ScrapeResult) -> None:
+        """A crawl's page without a webhook, on PostgreSQL: its result and its links in one
+        call (migration 0015), as ``_finishes`` stores them with ``_links_of``."""
+        finish = batch_store.Finish(
+            claim.page_id,
+            claim.attempt,
+            page_status(result),
+            self.stored(result),
+            None,
+            claim.job_seq,
+            False,
+        )
+        links = [link["href"] for link in result.links] if result.success else []
+        params = crawl_store.finish_crawl_params(
+            finish,
+            claim.job_seq,
+            claim.options["crawl"],
+            links,
+            self.config.crawl_pages_per_site,
+        )
+        await self.database.call("pg_finish_crawl_page", params)
 
     def _start_all(
         self, conn: Connection, pages: list[tuple[int, int | None]]

@@ -23,7 +23,7 @@ import orjson
 from sqlalchemy import Connection, insert, select, text, update
 
 from service import ledger
-from service.batch_store import ACTIVE, room_for_a_job
+from service.batch_store import ACTIVE, Finish, finish_call_params, room_for_a_job
 from service.crawl_rules import Rules, url_key
 from service.db.tables import job_pages, jobs
 
@@ -31,12 +31,16 @@ TASK = "scrapespy.job_page"  # service.job_queue.TASK: the task that runs one pa
 
 _DEFER = text(
     "SELECT procrastinate_defer_jobs_v1(ARRAY("
-    " SELECT ROW('default', :task, 0, 'crawl:' || :job || ':' || (p.position % :slots),"
-    "  NULL, jsonb_build_object('page_id', p.id, 'job_seq', CAST(:job AS integer)), NULL)"
+    " SELECT ROW('default', :task, 0, 'crawl:' || :job || ':' || t.slot, NULL, t.args, NULL)"
     "::procrastinate_job_to_defer_v1"
-    " FROM unnest(CAST(:ids AS bigint[]), CAST(:positions AS bigint[])) AS p(id, position)"
+    " FROM unnest(CAST(:args AS jsonb[]), CAST(:slot_ids AS bigint[])) AS t(args, slot)"
     "))"
 )
+# The pages a crawl's task runs, one after the other, under its lock: the pages one page's
+# links added, a few at a time. A task each made procrastinate's worker take a task (a query
+# that looks past the tasks of busy locks) for every page; one worker's fetches, one after the
+# other, capped a crawl at about 240 pages a second here however many its slots.
+PAGES_PER_TASK = 4
 
 # Which of a page's links are pages of the job already, on PostgreSQL: one probe of the unique
 # (job_seq, url_key) index a link. Asked as ``url_key IN (...)``, the planner read the whole job
@@ -127,14 +131,22 @@ def add_pages(
     pairs = [(int(row.id), int(row.position)) for row in made]
     conn.execute(update(jobs).where(jobs.c.seq == job_seq).values(total=int(total) + len(rows)))
     if conn.dialect.name == "postgresql":
+        tasks = [
+            pairs[start : start + PAGES_PER_TASK] for start in range(0, len(pairs), PAGES_PER_TASK)
+        ]
         conn.execute(
             _DEFER,
             {
                 "task": TASK,
                 "job": str(job_seq),
-                "slots": slots,
-                "ids": [page for page, _ in pairs],
-                "positions": [position for _, position in pairs],
+                "args": [
+                    orjson.dumps(
+                        {"page_ids": [page for page, _ in task], "job_seq": job_seq}
+                    ).decode()
+                    for task in tasks
+                ],
+                # each task's lock: one of the crawl's ``slots``, in turn
+                "slot_ids": [task[0][1] // PAGES_PER_TASK % slots for task in tasks],
             },
         )
     return len(rows)
@@ -181,13 +193,36 @@ def add_links(
         crawl = orjson.loads(found[2])["crawl"]
     if total >= crawl["max_pages"] or depth >= crawl["max_depth"] or crawl["sitemap"] == "only":
         return 0
+    return add_pages(conn, job_seq, accepted(crawl, links), depth + 1, crawl["max_pages"], slots)
+
+
+def accepted(crawl: dict[str, Any], links: list[str]) -> list[str]:
+    """The links a crawl's rules accept, normalised, each once, in their order."""
     rules = _rules(orjson.dumps(crawl["rules"], option=orjson.OPT_SORT_KEYS))
     kept: dict[str, None] = {}
     for link in links:
         url = rules.accepts(link)
         if url is not None:
             kept[url] = None
-    return add_pages(conn, job_seq, list(kept), depth + 1, crawl["max_pages"], slots)
+    return list(kept)
+
+
+def finish_crawl_params(
+    finish: Finish, job_seq: int, crawl: dict[str, Any], links: list[str], slots: int
+) -> dict[str, Any]:
+    """The parameters of ``pg_finish_crawl_page`` (migration 0015), which does on the database
+    server what ``batch_store.finish_pages`` does with ``add_links`` for a crawl's page."""
+    keyed = {} if crawl["sitemap"] == "only" else {url_key(u): u for u in accepted(crawl, links)}
+    return {
+        **finish_call_params(finish, job_seq),
+        "urls": list(keyed.values()),
+        "keys": list(keyed),
+        "max_pages": crawl["max_pages"],
+        "max_depth": crawl["max_depth"],
+        "slots": slots,
+        "task": TASK,
+        "per_task": PAGES_PER_TASK,
+    }
 
 
 @lru_cache(maxsize=64)

@@ -110,6 +110,13 @@ _SQL: dict[str, str] = {
         "SELECT out_stored, out_completed FROM scrapespy_finish_page(:page_id, :attempt,"
         " :status, :result, :now, :job_seq)"
     ),
+    # a crawl's page without a webhook (migration 0015): its result, its links as new pages
+    # and tasks, and the crawl's completion, in one call
+    "pg_finish_crawl_page": (
+        "SELECT out_stored, out_completed, out_added FROM scrapespy_finish_crawl_page("
+        ":page_id, :attempt, :status, :result, :now, :job_seq, CAST(:urls AS text[]),"
+        " CAST(:keys AS text[]), :max_pages, :max_depth, :slots, :task, :per_task)"
+    ),
     "new_usage": f"INSERT INTO usage ({', '.join(_USAGE)}) VALUES ({_params(_USAGE)})",
     # a job's page on SQLite (service.batches), for a job with neither webhook nor crawl:
     # claimed when no attempt started it and its job is active; its hold recorded; its result
