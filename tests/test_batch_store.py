@@ -16,9 +16,10 @@ import pytest
 from sqlalchemy import select, text, update
 
 from harness.usage_rows import a_success
-from service import accounts, batch_store, keys, ledger
+from service import accounts, batch_store, crawl_store, keys, ledger
 from service.batches import Batches, instance_name, is_dead
 from service.config import Config
+from service.crawl_rules import CrawlRules, Rules
 from service.db import Database
 from service.db.tables import holds, jobs
 from service.results import ScrapeResult
@@ -234,3 +235,94 @@ def test_a_jobs_last_two_pages_finishing_at_once_complete_it(db: Database) -> No
         lambda conn: conn.execute(select(jobs.c.status).where(jobs.c.seq == seq)).scalar_one()
     )
     assert status == "completed"
+
+
+def new_crawl(db: Database, max_pages: int, slots: int) -> tuple[int, dict[str, Any]]:
+    """A crawl of http://127.0.0.1/ (its seq and its crawl options), seeded with its start."""
+    account_id = db.run_sync(accounts.create, f"crawl{next(_n)}-{id(db)}@example.com", trials=2)
+    key = db.run_sync(keys.regenerate, account_id)
+    caller = db.run_sync(keys.authenticate, key)
+    crawl = {
+        "rules": Rules.of("http://127.0.0.1/", CrawlRules()).stored(),
+        "max_pages": max_pages,
+        "max_depth": 5,
+        "sitemap": "skip",
+    }
+    seq = db.run_sync(
+        crawl_store.create_crawl,
+        public_id=f"crawl{next(_n)}",
+        account_id=account_id,
+        key_id=caller.key_id,
+        key_hash=caller.key_hash,
+        options={"crawl": crawl},
+        seeds=["http://127.0.0.1/"],
+        limit=5,
+        slots=slots,
+    )
+    return seq, crawl
+
+
+@pytest.mark.postgres  # a PostgreSQL function
+def test_a_crawls_pages_finishing_in_one_call_add_links_within_max_pages(db: Database) -> None:
+    """scrapespy_finish_crawl_page (migration 0015): two pages finishing at once, each with
+    links enough to fill the crawl, add no more than its max_pages between them (the second
+    waits for the first's lock on the crawl's row); the new pages are queued four to a task,
+    the tasks' locks taking the crawl's slots in turn; and the last page completes it."""
+    seq, crawl = new_crawl(db, max_pages=12, slots=2)
+    seed = db.run_sync(batch_store.page_ids, seq)[0]
+    claim = db.run_sync(batch_store.claim_page, seed, "here")
+    links = [f"http://127.0.0.1/a/{n}" for n in range(7)] + ["http://example.org/x"]
+    finish = batch_store.Finish(seed, claim.attempt, "done", "{}")
+    params = crawl_store.finish_crawl_params(finish, seq, crawl, links, 2)
+    call = text(
+        "SELECT out_stored, out_completed, out_added FROM scrapespy_finish_crawl_page("
+        ":page_id, :attempt, :status, :result, :now, :job_seq, CAST(:urls AS text[]),"
+        " CAST(:keys AS text[]), :max_pages, :max_depth, :slots, :task, :per_task)"
+    )
+    assert tuple(db.run_sync(lambda conn: conn.execute(call, params).one())) == (True, False, 7)
+    pages = db.run_sync(batch_store.page_ids, seq)
+    first, second = (db.run_sync(batch_store.claim_page, page, "here") for page in pages[1:3])
+    added: list[Any] = []
+
+    def finish_second() -> None:
+        more = [f"http://127.0.0.1/b/{n}" for n in range(10)]
+        done = batch_store.Finish(second.page_id, second.attempt, "done", "{}")
+        with db.engine.connect() as conn, conn.begin():
+            args = crawl_store.finish_crawl_params(done, seq, crawl, more, 2)
+            added.append(tuple(conn.execute(call, args).one()))
+
+    with db.engine.connect() as conn:
+        with conn.begin():
+            more = [f"http://127.0.0.1/c/{n}" for n in range(3)] + links  # 7 known already
+            done = batch_store.Finish(first.page_id, first.attempt, "done", "{}")
+            args = crawl_store.finish_crawl_params(done, seq, crawl, more, 2)
+            assert tuple(conn.execute(call, args).one()) == (True, False, 3)
+            other = threading.Thread(target=finish_second)
+            other.start()
+            other.join(1.0)
+            assert other.is_alive()  # waiting for the crawl's row
+        other.join(20)
+    assert added == [(True, False, 1)]  # 1 + 7 + 3 + 1 = 12 pages
+    tasks = db.run_sync(
+        lambda conn: conn.execute(
+            text(
+                "SELECT lock, args FROM procrastinate_jobs"
+                " WHERE args->>'job_seq' = :job ORDER BY id"
+            ),
+            {"job": str(seq)},
+        ).all()
+    )
+    sizes = [(lock, len(args.get("page_ids", [args.get("page_id")]))) for lock, args in tasks]
+    # the seed; its seven links (positions 1-4 in slot 0, 5-7 in slot 1); then 3
+    # (positions 8-10: slot 0) and 1 (position 11: slot 0)
+    assert sizes == [
+        (f"crawl:{seq}:0", 1),
+        (f"crawl:{seq}:0", 4),
+        (f"crawl:{seq}:1", 3),
+        (f"crawl:{seq}:0", 3),
+        (f"crawl:{seq}:0", 1),
+    ]
+    total = db.run_sync(
+        lambda conn: conn.execute(select(jobs.c.total).where(jobs.c.seq == seq)).scalar_one()
+    )
+    assert total == 12
