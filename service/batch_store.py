@@ -501,14 +501,17 @@ def set_hold_hot(conn: HotConnection, page_id: int, attempt: int, hold_id: int) 
     return _row(conn, "page_hold", hold_params(page_id, attempt, hold_id)) is not None
 
 
-def finish_hot(conn: HotConnection, finish: Finish, job_seq: int) -> bool:
-    """SQLite: stores a hot job's page's result and completes its job when no page is left, in
-    one transaction (PostgreSQL: ``scrapespy_finish_page``, service.batches)."""
+def finish_hot_all(conn: HotConnection, finishes: list[tuple[Finish, int]]) -> list[bool]:
+    """SQLite: stores the results of hot jobs' pages that finished together and completes each
+    job when no page is left, in one transaction (PostgreSQL: ``scrapespy_finish_page``,
+    service.batches); whether each result was stored (only the attempt holding its page may)."""
     date = hot.hot_path(conn).date
-    if _row(conn, "page_finish", finish_params(finish, date)) is None:
-        return False
-    _row(conn, "job_complete", complete_params(job_seq, date))
-    return True
+    stored = [
+        _row(conn, "page_finish", finish_params(finish, date)) is not None for finish, _ in finishes
+    ]
+    for job_seq in sorted({job_seq for _, job_seq in finishes}):
+        _row(conn, "job_complete", complete_params(job_seq, date))
+    return stored
 
 
 def _lock_job(conn: Connection, job_seq: int) -> None:

@@ -184,6 +184,13 @@ class Batches:
         self._starts = Grouped(database, self._start_all)
         self._finishes: Grouped[batch_store.Finish, bool]
         self._finishes = Grouped(database, batch_store.finish_pages)
+        # SQLite's hot path: the pages that start, or finish, while a transaction of the same
+        # kind is under way share the next one (a write each was three a page with the
+        # settlement, all waiting for SQLite's one writer)
+        self._hot_starts: Grouped[tuple[int, int | None, int, batch_store.JobTerms], Any]
+        self._hot_starts = Grouped(database, self._start_hot_all, hot=True)
+        self._hot_finishes: Grouped[tuple[batch_store.Finish, int], bool]
+        self._hot_finishes = Grouped(database, batch_store.finish_hot_all, hot=True)
         # each job's terms (_claim) and checked options (_request), on the database's threads
         self._terms: JobCache[batch_store.JobTerms] = JobCache()
         self._requests: JobCache[tuple[ScrapeRequest, Any]] = JobCache()
@@ -361,9 +368,7 @@ class Batches:
         then lost, or by an instance that died before recording it, is never captured: it
         expires, unbilled)."""
         if not self.database.reactor_calls:
-            return await self.database.run_hot(
-                self._start_hot_in, page_id, seen_attempt, job_seq, terms
-            )
+            return await self._hot_starts((page_id, seen_attempt, job_seq, terms))
         request, compiled = self._checked(job_seq, terms.options)
         engine, tier, most = request.engine, request.proxy_type, request.max_credits
         params = {
@@ -386,6 +391,15 @@ class Batches:
             return claim, exc
         caller, price, hold_id = made
         return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
+
+    def _start_hot_all(
+        self,
+        conn: HotConnection,
+        pages: list[tuple[int, int | None, int, batch_store.JobTerms]],
+    ) -> list[Started | None | object]:
+        """:meth:`_start_hot_in` for each page, in one transaction (an error fails them all:
+        each page's attempt is then tried again, by the queue)."""
+        return [self._start_hot_in(conn, *page) for page in pages]
 
     def _start_hot_in(
         self,
@@ -420,7 +434,7 @@ class Batches:
 
     async def _finish_hot(self, finish: batch_store.Finish, job_seq: int) -> None:
         if not self.database.reactor_calls:
-            await self.database.run_hot(batch_store.finish_hot, finish, job_seq)
+            await self._hot_finishes((finish, job_seq))
             return
         await self.database.call("pg_finish_page", batch_store.finish_call_params(finish, job_seq))
 

@@ -73,8 +73,15 @@ def test_format_json_is_the_whole_result(
     service: ServiceProcess, key: str, site: TargetSite
 ) -> None:
     done = scrapespy(
-        site.url("/article"), "--format", "json", "--engine", "static", "--proxy", "none",
-        key=key, url=service.base,
+        site.url("/article"),
+        "--format",
+        "json",
+        "--engine",
+        "static",
+        "--proxy",
+        "none",
+        key=key,
+        url=service.base,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -90,9 +97,12 @@ def test_select_prints_what_each_selector_matched(
 ) -> None:
     done = scrapespy(
         site.url("/article"),
-        "--select", "item=#items li::text",
-        "--select", "lead=p.lead",
-        key=key, url=service.base,
+        "--select",
+        "item=#items li::text",
+        "--select",
+        "lead=p.lead",
+        key=key,
+        url=service.base,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
@@ -101,8 +111,13 @@ def test_select_prints_what_each_selector_matched(
         "lead: Lead paragraph with bold text.",
     ]
     as_json = scrapespy(
-        site.url("/article"), "--select", "id=#items li::attr(data-id)", "--format", "json",
-        key=key, url=service.base,
+        site.url("/article"),
+        "--select",
+        "id=#items li::attr(data-id)",
+        "--format",
+        "json",
+        key=key,
+        url=service.base,
     )
     assert json.loads(as_json.stdout)["extracted"] == {"id": ["1", "2"]}
 
@@ -114,9 +129,7 @@ def test_a_failed_scrape_exits_1_with_its_error(
     done = scrapespy(site.url("/status/404"), key=key, url=service.base)
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr == (
-        "scrapespy: the target answered HTTP 404 (error_code: http_error)\n"
-    )
+    assert done.stderr == ("scrapespy: the target answered HTTP 404 (error_code: http_error)\n")
     as_json = scrapespy(site.url("/status/404"), "--format", "json", key=key, url=service.base)
     assert as_json.returncode == 1
     assert json.loads(as_json.stdout)["error_code"] == "http_error"

@@ -82,3 +82,20 @@ def test_a_transaction_carries_at_most_most_calls(most: int) -> None:
         database.commit()
     assert seen == [10, 20, 30, 40, 50]
     assert all(len(args) <= most for args, _ in database.sent)
+
+
+def test_hot_groups_go_through_the_hot_path() -> None:
+    class Hot(Transactions):
+        def run(self, fn: Any, args: list[Any]) -> Deferred[Any]:
+            raise AssertionError("a hot group went through database.run")
+
+        def run_hot(self, fn: Any, args: list[Any]) -> Deferred[Any]:
+            return Transactions.run(self, fn, args)
+
+    database = Hot()
+    grouped: Grouped[int, int] = Grouped(database, lambda conn, args: args, hot=True)
+    seen = outcomes([grouped(1), grouped(2)])
+    database.commit()
+    database.commit()
+    assert seen == [10, 20]
+    assert [args for args, _ in database.sent] == [[1], [2]]

@@ -53,9 +53,7 @@ def text_of(result: CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
-def tool(
-    service: ServiceProcess, key: str, name: str, arguments: dict[str, Any]
-) -> CallToolResult:
+def tool(service: ServiceProcess, key: str, name: str, arguments: dict[str, Any]) -> CallToolResult:
     async def steps(client: ClientSession) -> CallToolResult:
         return await client.call_tool(name, arguments)
 
@@ -254,9 +252,7 @@ def test_errors_are_tool_errors_with_the_api_message(
 
     failed = tool(service, key, "scrape", {"url": site.url("/status/404")})
     assert failed.is_error
-    assert "scrape failed: the target answered HTTP 404 (error_code: http_error)" in text_of(
-        failed
-    )
+    assert "scrape failed: the target answered HTTP 404 (error_code: http_error)" in text_of(failed)
 
     missing = tool(service, key, "job_status", {"job_id": "no-such-job"})
     assert missing.is_error

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
@@ -24,15 +23,20 @@ R = TypeVar("R")
 class Grouped(Generic[A, R]):
     """``fn(connection, [arg, ...]) -> [result, ...]`` (one result for each argument, in their
     order; a result that is an exception fails its own call only), run by ``database.run``
-    for the calls that arrived while the transaction before was in flight, ``most`` at a
-    time."""
+    (``hot``: ``database.run_hot``, whose ``fn`` gets the driver's connection) for the calls
+    that arrived while the transaction before was in flight, ``most`` at a time."""
 
     def __init__(
-        self, database: Any, fn: Callable[[Connection, list[A]], list[Any]], most: int = 64
+        self,
+        database: Any,
+        fn: Callable[[Any, list[A]], list[Any]],
+        most: int = 64,
+        hot: bool = False,
     ):
         self.database = database
         self.fn = fn
         self.most = most
+        self.hot = hot
         self._waiting: list[tuple[A, Deferred[R]]] = []
         self._busy = False
 
@@ -46,7 +50,8 @@ class Grouped(Generic[A, R]):
     def _send(self) -> None:
         group, self._waiting = self._waiting[: self.most], self._waiting[self.most :]
         self._busy = True
-        sent = self.database.run(self.fn, [arg for arg, _ in group])
+        run = self.database.run_hot if self.hot else self.database.run
+        sent = run(self.fn, [arg for arg, _ in group])
         sent.addCallbacks(self._answer, self._fail, (group,), None, (group,))
         sent.addBoth(self._next)
 
