@@ -35,12 +35,19 @@ def db(database_url: str) -> Iterator[Database]:
     database.stop()
 
 
+def new_caller(db: Database, credits: int) -> tuple[int, keys.Caller]:
+    """A new account with ``credits`` and the caller of its key."""
+    account_id = db.run_sync(accounts.create, f"store{next(_n)}-{id(db)}@example.com", trials=2)
+    if credits:
+        db.run_sync(ledger.credit, account_id, credits, kind="grant", reference="test")
+    caller = db.run_sync(keys.authenticate, db.run_sync(keys.regenerate, account_id))
+    assert caller is not None
+    return account_id, caller
+
+
 def new_job(db: Database, urls: int = 3, credits: int = 10) -> tuple[int, int, int]:
     """(account, its key's id, the job's seq)."""
-    account_id = db.run_sync(accounts.create, f"store{next(_n)}-{id(db)}@example.com", trials=2)
-    db.run_sync(ledger.credit, account_id, credits, kind="grant", reference="test")
-    key = db.run_sync(keys.regenerate, account_id)
-    caller = db.run_sync(keys.authenticate, key)
+    account_id, caller = new_caller(db, credits)
     seq = db.run_sync(
         batch_store.create_job,
         public_id=f"job{next(_n)}",
@@ -239,9 +246,7 @@ def test_a_jobs_last_two_pages_finishing_at_once_complete_it(db: Database) -> No
 
 def new_crawl(db: Database, max_pages: int, slots: int) -> tuple[int, dict[str, Any]]:
     """A crawl of http://127.0.0.1/ (its seq and its crawl options), seeded with its start."""
-    account_id = db.run_sync(accounts.create, f"crawl{next(_n)}-{id(db)}@example.com", trials=2)
-    key = db.run_sync(keys.regenerate, account_id)
-    caller = db.run_sync(keys.authenticate, key)
+    account_id, caller = new_caller(db, 0)
     crawl = {
         "rules": Rules.of("http://127.0.0.1/", CrawlRules()).stored(),
         "max_pages": max_pages,
