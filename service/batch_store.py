@@ -223,13 +223,20 @@ class JobTerms:
     options: dict[str, Any]
     key_hash: str
     tells_pages: bool  # the job's webhook wants each page's result (finish_page)
-    # a job with neither webhook nor crawl: its pages' results are stored by the hot path's
-    # statements (service.db.hot), without a transaction of SQLAlchemy's (each finish locks
-    # the job's row before it counts the pages left, whichever way it takes)
-    hot: bool
-    # a crawl without webhook: on PostgreSQL its pages' results and links are stored by one
-    # call (migration 0015)
-    hot_crawl: bool = False
+    quiet: bool  # the job has no webhook: its results write no event rows
+
+    @property
+    def hot(self) -> bool:
+        """A job with neither webhook nor crawl: its pages' results are stored by the hot
+        path's statements (service.db.hot), without a transaction of SQLAlchemy's (each finish
+        locks the job's row before it counts the pages left, whichever way it takes)."""
+        return self.quiet and "crawl" not in self.options
+
+    @property
+    def hot_crawl(self) -> bool:
+        """A crawl without webhook: on PostgreSQL its pages' results and links are stored by
+        one call (migration 0015)."""
+        return self.quiet and "crawl" in self.options
 
 
 def job_terms(conn: Connection, job_seq: int) -> JobTerms | None:
@@ -241,13 +248,8 @@ def job_terms(conn: Connection, job_seq: int) -> JobTerms | None:
     if row is None:
         return None
     _start_job(conn, job_seq)
-    options = orjson.loads(row.options)
     return JobTerms(
-        options,
-        row.key_hash,
-        _tells_pages(row.webhook),
-        _hot(options, row.webhook),
-        not row.webhook and "crawl" in options,
+        orjson.loads(row.options), row.key_hash, _tells_pages(row.webhook), not row.webhook
     )
 
 

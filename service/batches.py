@@ -329,8 +329,7 @@ class Batches:
         result = await self._scraping.run(self.bridge.submit, job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
-        hot_crawl = crawling and terms is not None and terms.hot_crawl
-        if hot_crawl and self.database.reactor_calls:
+        if terms is not None and terms.hot_crawl and self.database.reactor_calls:
             await self._finish_crawl_hot(claim, result)
             return
         found = self._links_of(claim, result) if crawling and result.success else None
@@ -353,11 +352,8 @@ class Batches:
         if terms is None:
             terms = await self.database.run(batch_store.job_terms, job_seq)
             if terms is not None:
-                self._keep_terms(job_seq, terms)
+                self._terms.put(job_seq, terms)
         return terms
-
-    def _keep_terms(self, job_seq: int, terms: batch_store.JobTerms) -> None:
-        self._terms.put(job_seq, terms)
 
     async def _start_hot(
         self, page_id: int, seen_attempt: int | None, job_seq: int, terms: batch_store.JobTerms

@@ -127,7 +127,7 @@ def _await(awaitable: Awaitable[Any]) -> Deferred[Any]:
 
 
 def pages_per_task(pages: int, in_flight: int) -> int:
-    """How many of a batch's pages one task runs: one while the batch has fewer than four pages
+    """How many of a batch's pages one task runs: one while the batch has fewer than two pages
     for each of an instance's pages in flight (so that its pages spread over every worker's
     slots and every instance), up to ``PAGES_PER_TASK_MOST`` for a large batch. A task costs
     procrastinate two queries (take it, delete it when done) on the reactor's thread: per page,
