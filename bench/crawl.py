@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,7 +47,7 @@ from typing import Any
 
 from bench.contenders import postgres_database, scrapespy
 from bench.crawl_site import depth, write_site
-from bench.site import serve, server_name, stop
+from bench.site import serve, server_name, tear_down
 from harness.procinfo import cpu_seconds, rss_mb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,13 +257,7 @@ def run() -> dict[str, Any]:
                 backend, url, work / backend, start, spider_first=turn % 2 == 0
             )
     finally:
-        for cleanup in reversed(cleanups):
-            try:
-                cleanup()
-            except Exception:
-                pass
-        stop(site)
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(cleanups, site, work)
     results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return results
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import tempfile
 import time
@@ -47,7 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.contenders import postgres_database, scrapespy
-from bench.site import serve, server_name, stop
+from bench.site import serve, server_name, tear_down
 from harness.pages import write_pages
 from harness.procinfo import cpu_seconds
 
@@ -317,13 +316,7 @@ def run() -> dict[str, Any]:
         results["two_instances"] = two_instances(target, work)
         results["crawl"] = crawl_figure()
     finally:
-        for cleanup in reversed(cleanups):
-            try:
-                cleanup()
-            except Exception:
-                pass
-        stop(site)
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(cleanups, site, work)
     results["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return results
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import statistics
 import subprocess
 import tempfile
@@ -36,7 +35,7 @@ from bench.contenders import (
     postgres_database,
     scrapespy,
 )
-from bench.site import serve, server_name, stop
+from bench.site import serve, server_name, tear_down
 from harness.pages import write_pages
 from harness.procinfo import count_named, cpu_seconds, rss_mb
 
@@ -320,13 +319,7 @@ def main() -> int:
             print(f"  workers={n} c=32 {figures}", flush=True)
             proc.stop()
     finally:
-        for cleanup in reversed(cleanups):
-            try:
-                cleanup()
-            except Exception:
-                pass
-        stop(site)
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(cleanups, site, work)
 
     report(results)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2, default=str))

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 NGINX_CONF = """\
 daemon off;
@@ -103,6 +104,18 @@ def serve(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 def stop(process: subprocess.Popen[bytes]) -> None:
     process.send_signal(signal.SIGTERM)
     process.wait(10)
+
+
+def tear_down(cleanups: list[Any], process: subprocess.Popen[bytes], work: Path) -> None:
+    """A benchmark's end: its ``cleanups`` in reverse (one that fails does not stop the others),
+    then the site's ``process``, then its ``work`` folder."""
+    for cleanup in reversed(cleanups):
+        try:
+            cleanup()
+        except Exception:
+            pass
+    stop(process)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
