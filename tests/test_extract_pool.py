@@ -93,8 +93,13 @@ async def test_pages_queue_when_the_worker_is_busy_and_all_are_answered(pool):
 async def test_a_page_that_overruns_fails_and_the_worker_is_replaced(pool, monkeypatch):
     monkeypatch.setattr(extract_pool, "MIN_SECONDS", 0.05)
     first = worker_pid(pool)
+    hostile = pool.extract(HOSTILE, PAGE_URL, None, 0.05)
+    # sent to the same worker behind it: its time starts when the worker starts on it
+    behind = pool.extract(article(5), PAGE_URL, None, 10)
+    assert len(pool.workers[0].tasks) == 2
     with pytest.raises(ExtractionFailed, match=PROCESSING_TIMED_OUT):
-        await pool.extract(HOSTILE, PAGE_URL, None, 0.05)
+        await hostile
+    assert (await behind)["title"] == extract(article(5), PAGE_URL)["title"]
     monkeypatch.setattr(extract_pool, "MIN_SECONDS", 5.0)
     fields = await pool.extract(article(1), PAGE_URL, None, 10)
     assert fields["title"]
@@ -105,10 +110,13 @@ async def test_a_page_that_overruns_fails_and_the_worker_is_replaced(pool, monke
 async def test_a_worker_that_dies_fails_its_page_and_is_replaced(pool):
     first = worker_pid(pool)
     pending = pool.extract(HOSTILE, PAGE_URL, None, 30)
+    behind = pool.extract(article(6), PAGE_URL, None, 30)
     await deferLater(reactor, 0.2, lambda: None)
     os.kill(first, signal.SIGKILL)
     with pytest.raises(ExtractionFailed, match=PROCESSING_FAILED):
         await pending
+    # the page it had not started goes to its replacement
+    assert (await behind)["title"] == extract(article(6), PAGE_URL)["title"]
     fields = await pool.extract(article(2), PAGE_URL, None, 10)
     assert fields["title"]
     assert worker_pid(pool) != first

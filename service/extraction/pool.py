@@ -4,7 +4,9 @@ Extraction was half of the reactor thread's time per static scrape (py-spy, ``ma
 and lexbor holds the GIL for as long as it parses: a hostile page of deeply nested elements
 kept the reactor, and every other caller, waiting for seconds. The parent sends each page to
 one of ``SCRAPESPY_EXTRACT_WORKERS`` child processes (``python -m service.extraction.pool``) over
-its stdin and reads the fields back from its stdout; the reactor only moves bytes.
+its stdin and reads the fields back from its stdout; the reactor only moves bytes. Each worker
+holds up to ``PIPELINE`` pages, parsing the first, so that it never waits for the reactor to
+read a reply before it has another page to parse.
 
 Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
 ``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
@@ -61,6 +63,9 @@ INLINE_MAX_CHARS = 64 * 1024
 INLINE_MAX_TAGS = 2048
 # A pipe's capacity on Linux: a reply is read in one turn of the reactor loop, not in 8 kB ones.
 READ_SIZE = 64 * 1024
+# Pages sent to a worker before its reply to the first: it reads the next page as soon as it has
+# written a reply, instead of idling until the reactor has read that reply and sent another.
+PIPELINE = 2
 
 
 _CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TMPDIR")
@@ -136,13 +141,15 @@ class _Worker:
     pool: ExtractionPool
     born: float = field(default_factory=time.monotonic)
     protocol: Any = None
-    task: _Task | None = None
+    # the page it is parsing first, then the one it reads next (at most ``PIPELINE``)
+    tasks: deque[_Task] = field(default_factory=deque)
     buffer: bytearray = field(default_factory=bytearray)
     alive: bool = True
 
 
 class ExtractionPool:
-    """Worker processes fed one page at a time each; pages queue in order when all are busy."""
+    """Worker processes fed ``PIPELINE`` pages at a time each; pages queue in order when all
+    are busy."""
 
     def __init__(
         self,
@@ -216,22 +223,44 @@ class ExtractionPool:
         )
 
     def _dispatch(self) -> None:
-        for worker in self.workers:
-            if not self.queue:
-                return
-            if worker.alive and worker.task is None and worker.protocol.transport is not None:
-                task = self.queue.popleft()
-                worker.task = task
-                task.timer = running().callLater(task.timeout, self._overran, worker)
-                worker.protocol.transport.write(task.frame)
+        # an idle worker first, then a second page to each busy one
+        for depth in range(1, PIPELINE + 1):
+            for worker in self.workers:
+                if not self.queue:
+                    return
+                if (
+                    worker.alive
+                    and len(worker.tasks) < depth
+                    and worker.protocol.transport is not None
+                ):
+                    task = self.queue.popleft()
+                    worker.tasks.append(task)
+                    if len(worker.tasks) == 1:
+                        self._clock(worker)
+                    worker.protocol.transport.write(task.frame)
+
+    def _clock(self, worker: _Worker) -> None:
+        """Starts the time of the page the worker parses now (the first of its pages)."""
+        task = worker.tasks[0]
+        task.timer = running().callLater(task.timeout, self._overran, worker)
+
+    def _requeue(self, worker: _Worker) -> _Task | None:
+        """Takes the worker's pages back: the one it was parsing is returned, the pages it had
+        not started go back to the front of the queue, in order."""
+        if not worker.tasks:
+            return None
+        first = worker.tasks.popleft()
+        self.queue.extendleft(reversed(worker.tasks))
+        worker.tasks.clear()
+        return first
 
     def _overran(self, worker: _Worker) -> None:
-        task = worker.task
-        worker.task = None
+        task = self._requeue(worker)
         log.warning("an extraction worker overran its page's time; replacing it")
         self._retire(worker)
         if task is not None:
             task.deferred.errback(ExtractionFailed(PROCESSING_TIMED_OUT))
+        self._dispatch()
 
     def _retire(self, worker: _Worker) -> None:
         if not worker.alive:
@@ -254,10 +283,12 @@ class ExtractionPool:
                 return
             body = bytes(worker.buffer[_LENGTH.size : _LENGTH.size + size])
             del worker.buffer[: _LENGTH.size + size]
-            task, worker.task = worker.task, None
-            if task is None:
+            if not worker.tasks:
                 continue
+            task = worker.tasks.popleft()
             task.timer.cancel()
+            if worker.tasks:
+                self._clock(worker)
             fields = orjson.loads(body)
             if "error" in fields and len(fields) == 1:
                 log.warning("extraction failed in a worker: %s", fields["error"])
@@ -267,7 +298,7 @@ class ExtractionPool:
         self._dispatch()
 
     def ended(self, worker: _Worker) -> None:
-        task, worker.task = worker.task, None
+        task = self._requeue(worker)
         was_alive = worker.alive
         worker.alive = False
         if worker in self.workers:
@@ -287,7 +318,9 @@ class ExtractionPool:
                 self._spawn()
         if not self.stopping:
             self._dispatch()
-        elif not self.workers and self._gone is not None and not self._gone.called:
+            return
+        self._fail_queued()  # pages it had not started, on its way out
+        if not self.workers and self._gone is not None and not self._gone.called:
             if self._kill_timer is not None and self._kill_timer.active():
                 self._kill_timer.cancel()
             self._gone.callback(None)
@@ -302,8 +335,7 @@ class ExtractionPool:
         Pages still queued fail; a worker still running after ``grace`` seconds is killed.
         """
         self.stopping = True
-        while self.queue:
-            self.queue.popleft().deferred.errback(ExtractionFailed(PROCESSING_FAILED))
+        self._fail_queued()
         gone: Deferred[None] = Deferred()
         if not self.workers:
             gone.callback(None)
@@ -315,6 +347,10 @@ class ExtractionPool:
                 transport.closeStdin()
         self._kill_timer = running().callLater(grace, self._kill_all)
         return gone
+
+    def _fail_queued(self) -> None:
+        while self.queue:
+            self.queue.popleft().deferred.errback(ExtractionFailed(PROCESSING_FAILED))
 
     def _kill_all(self) -> None:
         for worker in list(self.workers):
