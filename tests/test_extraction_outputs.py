@@ -56,6 +56,19 @@ def test_markdown_is_github_flavoured_with_absolute_urls():
     assert "script text" not in markdown and "hidden block" not in markdown
 
 
+@pytest.mark.parametrize("formats", [{"markdown"}, {"markdown", "html"}])
+def test_links_and_images_keep_their_titles_but_not_empty_ones(formats):
+    page = (
+        '<main><p>Read <a href="/a" title="">the guide</a>, <a href="/b" title="Part B">part B</a>'
+        ' and see <img src="/c.png" alt="a chart" title=""> for the figures of the year.</p></main>'
+    )
+    options = OutputOptions(frozenset(formats), only_main_content=True)
+    markdown = extract_page(page, URL, None, options)["markdown"]
+    assert "[the guide](http://example.com/a)" in markdown
+    assert '[part B](http://example.com/b "Part B")' in markdown
+    assert "![a chart](http://example.com/c.png)" in markdown
+
+
 def test_only_main_content_drops_navigation_and_footer_from_text_markdown_and_html():
     page = outputs(formats=frozenset({"markdown", "html"}), only_main_content=True)
     for field in ("text", "markdown", "html"):

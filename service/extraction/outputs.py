@@ -66,13 +66,6 @@ _MARKDOWN_WITH_URL: Final = ", ".join(f"[{name}]" for name in sorted(_MARKDOWN_U
 # An event attribute somewhere in the page: "<p onclick=", "<a\nonmouseover =", "<img/onerror="
 # (names are case-insensitive). Linear: each try stops at the next "<" or ">".
 _EVENT_ATTRIBUTE: Final = re.compile(r"<[^<>]*?[\s/]on[a-z]+\s*=", re.IGNORECASE)
-_MARKDOWN_OPTIONS: Final = html_to_markdown.ConversionOptions(
-    extract_metadata=False,
-    heading_style="atx",
-    code_block_style="backticks",
-    autolinks=False,
-    preprocessing=html_to_markdown.PreprocessingOptions(enabled=False),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +167,8 @@ def render(
         if "html" in options.formats:
             out["html"] = cleaned
         if "markdown" in options.formats:
-            out["markdown"] = html_to_markdown.convert(cleaned, _MARKDOWN_OPTIONS).content or ""
+            converted = html_to_markdown.convert(cleaned, main_content.MARKDOWN_OPTIONS)
+            out["markdown"] = converted.content or ""
     return out
 
 
@@ -251,6 +245,9 @@ def _clean_attributes(
                     edit[name] = absolute
             elif full and name == "srcset" and value:
                 edit[name] = _srcset(value, resolve)
+            elif name == "title" and not value:
+                # markdown would write the link or image with an empty title: (url "")
+                del edit[name]
     if not events:
         return
     for node in root.traverse():
