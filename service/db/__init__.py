@@ -9,11 +9,13 @@ the reactor (service.db.reactor_pg), which never blocks it.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -76,6 +78,17 @@ def make_engine(url: str, pool_size: int = 8) -> Engine:
         pool_pre_ping=True,
         pool_recycle=1800,
     )
+
+
+def migration(file_name: str) -> ModuleType:
+    """An earlier migration's module (its SQL, for a later one's downgrade): its name starts
+    with a digit, so it is loaded by path."""
+    path = MIGRATIONS / "versions" / file_name
+    spec = importlib.util.spec_from_file_location(f"migration_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def upgrade(engine: Engine) -> None:

@@ -20,11 +20,11 @@ them). It now locks the row (``FOR UPDATE``: a concurrent claim waits, then sees
 as it saw the UPDATE's), takes the hold, and writes status, attempt and hold in one UPDATE.
 """
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 
 from alembic import op
+
+from service.db import migration
 
 revision: str = "0014"
 down_revision: str | Sequence[str] | None = "0013"
@@ -99,10 +99,5 @@ def downgrade() -> None:
         return
     op.execute("ALTER TABLE job_pages ALTER COLUMN result SET STORAGE EXTENDED")
     op.execute("ALTER TABLE job_pages ALTER COLUMN result SET COMPRESSION DEFAULT")
-    # 0013's function again (a migration's module name starts with a digit: loaded by path)
-    path = Path(__file__).with_name("0013_postgresql_job_page_functions.py")
-    spec = importlib.util.spec_from_file_location("migration_0013", path)
-    assert spec is not None and spec.loader is not None
-    earlier = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(earlier)
+    earlier = migration("0013_postgresql_job_page_functions.py")  # its function again
     op.execute(earlier.START_PAGE.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"))
