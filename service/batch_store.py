@@ -230,7 +230,7 @@ class JobTerms:
         """A job with neither webhook nor crawl: its pages' results are stored by the hot
         path's statements (service.db.hot), without a transaction of SQLAlchemy's (each finish
         locks the job's row before it counts the pages left, whichever way it takes)."""
-        return self.quiet and "crawl" not in self.options
+        return _hot(self.options, self.quiet)
 
     @property
     def hot_crawl(self) -> bool:
@@ -253,8 +253,9 @@ def job_terms(conn: Connection, job_seq: int) -> JobTerms | None:
     )
 
 
-def _hot(options: dict[str, Any], webhook: str | None) -> bool:
-    return not webhook and "crawl" not in options
+def _hot(options: dict[str, Any], quiet: bool) -> bool:
+    """A job with neither webhook (``quiet``) nor crawl (JobTerms.hot)."""
+    return quiet and "crawl" not in options
 
 
 def _tells_pages(webhook: str | None) -> bool:
@@ -343,7 +344,7 @@ def claim_page(
         row.key_hash,
         paid_hold,
         _tells_pages(row.webhook),
-        _hot(options, row.webhook),
+        _hot(options, not row.webhook),
     )
 
 

@@ -21,6 +21,7 @@ from service.batches import Batches, instance_name, is_dead
 from service.config import Config
 from service.crawl_rules import CrawlRules, Rules
 from service.db import Database
+from service.db.hot import _SQL as hot_sql
 from service.db.tables import holds, jobs
 from service.results import ScrapeResult
 
@@ -279,11 +280,7 @@ def test_a_crawls_pages_finishing_in_one_call_add_links_within_max_pages(db: Dat
     links = [f"http://127.0.0.1/a/{n}" for n in range(7)] + ["http://example.org/x"]
     finish = batch_store.Finish(seed, claim.attempt, "done", "{}")
     params = crawl_store.finish_crawl_params(finish, seq, crawl, links, 2)
-    call = text(
-        "SELECT out_stored, out_completed, out_added FROM scrapespy_finish_crawl_page("
-        ":page_id, :attempt, :status, :result, :now, :job_seq, CAST(:urls AS text[]),"
-        " CAST(:keys AS text[]), :max_pages, :max_depth, :slots, :task, :per_task)"
-    )
+    call = text(hot_sql["pg_finish_crawl_page"])  # the statement the service sends
     assert tuple(db.run_sync(lambda conn: conn.execute(call, params).one())) == (True, False, 7)
     pages = db.run_sync(batch_store.page_ids, seq)
     first, second = (db.run_sync(batch_store.claim_page, page, "here") for page in pages[1:3])
