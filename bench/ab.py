@@ -43,6 +43,29 @@ def cpu(pid: int) -> tuple[float, float]:
     return total, _seconds(f"/proc/{pid}/task/{pid}/stat")
 
 
+def _idle_and_total() -> tuple[int, int]:
+    with open("/proc/stat") as stat:
+        ticks = [int(x) for x in stat.readline().split()[1:]]
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+def turn(proc: Any, env: dict[str, str], seconds: float) -> dict[str, float]:
+    """One c=32 turn of ``bench/wrk/scrapespy.lua`` against ``proc``: scrapes a second, failed
+    answers, the CPU per scrape of its process tree and of its reactor thread, and how busy the
+    machine's cores were."""
+    before, (idle0, total0) = cpu(proc.process.pid), _idle_and_total()
+    out = wrk("scrapespy.lua", proc.base, 32, env, seconds)
+    after, (idle1, total1) = cpu(proc.process.pid), _idle_and_total()
+    n = max(out["requests"], 1)
+    return {
+        "rps": n / (out["duration_us"] / 1e6),
+        "failed": out["failed"],
+        "cpu_ms": (after[0] - before[0]) / n * 1000,
+        "reactor_ms": (after[1] - before[1]) / n * 1000,
+        "busy": 1 - (idle1 - idle0) / max(total1 - total0, 1),
+    }
+
+
 def main(rounds: int, seconds: float, trees: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     write_pages(work / "site")
@@ -70,16 +93,7 @@ def main(rounds: int, seconds: float, trees: list[str]) -> None:
         for round_ in range(rounds):
             for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
                 proc, env = services[name]
-                before = cpu(proc.process.pid)
-                out = wrk("scrapespy.lua", proc.base, 32, env, seconds)
-                after = cpu(proc.process.pid)
-                n = out["requests"]
-                row = {
-                    "rps": n / (out["duration_us"] / 1e6),
-                    "failed": out["failed"],
-                    "cpu_ms": (after[0] - before[0]) / n * 1000,
-                    "reactor_ms": (after[1] - before[1]) / n * 1000,
-                }
+                row = turn(proc, env, seconds)
                 turns[name].append(row)
                 print(round_, name, {k: round(v, 3) for k, v in row.items()}, flush=True)
         base = names[0]
