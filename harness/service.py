@@ -142,6 +142,18 @@ class ServiceProcess:
     def scrape(self, key: str | None, body: Any, **kwargs: Any) -> Reply:
         return call("POST", self.url("/scrape"), body, key=key, **kwargs)
 
+    def access_entries(self) -> list[dict[str, Any]]:
+        """The access log's entries so far, one a response (written once it is sent)."""
+        entries = []
+        for line in list(self.output):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("event") == "access":
+                entries.append(entry)
+        return entries
+
     def log_text(self) -> str:
         if self.log_path is not None:
             return self.log_path.read_text("utf-8", "replace")

@@ -4,7 +4,6 @@ data only, the key shown once) and its pages' behaviour, against the real servic
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 import signal
@@ -433,16 +432,7 @@ def test_a_new_key_reaches_its_page_whichever_worker_serves_it(
     ).start()
 
     def served(method: str, path: str) -> list[dict[str, Any]]:
-        found = []
-        for line in list(process.output):
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and entry.get("event") == "access":
-                if (entry["method"], entry["path"]) == (method, path):
-                    found.append(entry)
-        return found
+        return [e for e in process.access_entries() if (e["method"], e["path"]) == (method, path)]
 
     def next_entry(method: str, path: str, seen: int) -> dict[str, Any]:
         deadline = time.monotonic() + 30

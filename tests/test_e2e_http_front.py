@@ -51,15 +51,8 @@ def log_lines_of(service: ServiceProcess, request_ids: set[str]) -> list[str]:
     """The service's log up to the access lines of these requests (each written last)."""
     deadline = time.monotonic() + 10
     while True:
-        lines = list(service.output)
-        seen = set()
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == "access":
-                seen.add(record.get("request_id"))
+        seen = {entry.get("request_id") for entry in service.access_entries()}
+        lines = list(service.output)  # read after: it holds every access line seen
         if request_ids <= seen or time.monotonic() > deadline:
             return lines
         time.sleep(0.05)

@@ -83,20 +83,9 @@ def test_every_response_carries_a_request_id_that_the_access_log_names(service, 
     junk = call("GET", service.url("/healthz"), headers={"X-Request-Id": "<script>"})
     assert junk.headers["X-Request-Id"] != "<script>"
 
-    def access_entries() -> list[dict]:
-        entries = []
-        for line in list(service.output):
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict) and entry.get("event") == "access":
-                entries.append(entry)
-        return entries
-
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        access = access_entries()
+        access = service.access_entries()
         mine = [entry for entry in access if entry.get("request_id") == "trace-abc.123"]
         if mine:
             break

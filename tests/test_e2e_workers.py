@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -12,16 +11,8 @@ from harness.service import ServiceProcess
 
 
 def pids_served(proc: ServiceProcess) -> set[int]:
-    """The processes that wrote an access line (each answer's)."""
-    pids = set()
-    for line in list(proc.output):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("event") == "access":
-            pids.add(entry["pid"])
-    return pids
+    """The processes that answered (each writes its answers' access lines)."""
+    return {entry["pid"] for entry in proc.access_entries()}
 
 
 def test_two_workers_share_the_socket(database_url, site, accounts, tmp_path):
