@@ -443,9 +443,12 @@ def test_two_instances_share_a_batch_and_take_over_a_killed_ones_pages(
     account_id, key = accounts.create(credits=1000)
     urls = add_pages(site, "/jobs-shared", 40, delay=SLOW)
     one = start(database_url, tmp_path / "one")
-    two = start(database_url, tmp_path / "two")
+    # the instance that stores a job cuts it into tasks, about two for each page it may have in
+    # flight (job_queue.pages_per_task): stored by ``two`` with 8 in flight, the job has 20
+    # tasks, more than ``one``'s worker takes at once (8), so both get some, whichever wakes first
+    two = start(database_url, tmp_path / "two", SCRAPESPY_JOB_PAGES_IN_FLIGHT="8")
     try:
-        job_id = batch(one, key, {"urls": urls}).json["id"]
+        job_id = batch(two, key, {"urls": urls}).json["id"]
         done_by(accounts, job_id, two)  # it takes a share of the pages
         kill_mid_job(two, one, key, job_id, done=12)
         found = wait_finished(one, key, job_id, timeout=60)
