@@ -24,7 +24,7 @@ from typing import Any
 from bench.contenders import free_port, scrapespy, wait_port
 from bench.run import wrk
 from harness.pages import write_pages
-from harness.procinfo import TICKS, tree
+from harness.procinfo import TICKS, cpu_seconds
 
 
 def _seconds(path: str) -> float:
@@ -34,13 +34,7 @@ def _seconds(path: str) -> float:
 
 def cpu(pid: int) -> tuple[float, float]:
     """CPU seconds of the process tree of ``pid``, and of its main (reactor) thread."""
-    total = 0.0
-    for child in tree(pid):
-        try:
-            total += _seconds(f"/proc/{child}/stat")
-        except OSError:
-            pass
-    return total, _seconds(f"/proc/{pid}/task/{pid}/stat")
+    return cpu_seconds(pid), _seconds(f"/proc/{pid}/task/{pid}/stat")
 
 
 def _idle_and_total() -> tuple[int, int]:

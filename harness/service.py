@@ -12,6 +12,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,17 @@ def call(
             return Reply(response.status, dict(response.headers.items()), response.read())
     except urllib.error.HTTPError as error:
         return Reply(error.code, dict(error.headers.items()), error.read())
+
+
+@contextmanager
+def paused(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP) for the block: of processes sharing a listening socket,
+    the others accept every connection made meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 @dataclass

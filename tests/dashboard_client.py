@@ -227,10 +227,20 @@ def member(
 
 def new_key(client: WebClient) -> str:
     """Press Create (or Regenerate) key and follow the redirect to the page that shows it."""
+    press_create_key(client)
+    return shown_key(client.get("/dashboard/key/new"))
+
+
+def press_create_key(client: WebClient) -> None:
+    """Create (or Regenerate) key: a redirect to the page that shows the new key."""
     made = client.post("/dashboard/key", {"csrf_token": client.csrf_token()})
     assert made.status == 303 and made.headers["Location"] == "/dashboard/key/new"
-    found = NEW_KEY.search(client.get("/dashboard/key/new").body.decode())
-    assert found
+
+
+def shown_key(page: Reply) -> str:
+    """The key on the page the redirect leads to."""
+    found = NEW_KEY.search(page.body.decode())
+    assert found, page.body.decode()
     return found.group(1)
 
 

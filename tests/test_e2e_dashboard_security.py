@@ -4,16 +4,14 @@ data only, the key shown once) and its pages' behaviour, against the real servic
 from __future__ import annotations
 
 import html
-import os
 import re
-import signal
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from harness.service import ServiceProcess, call
+from harness.service import ServiceProcess, call, paused
 from harness.site import echo_request
 from service import accounts as accounts_module
 from service.passwords import hash_password
@@ -30,6 +28,8 @@ from tests.dashboard_client import (
     new_email,
     new_key,
     payments_of,
+    press_create_key,
+    shown_key,
     text_of,
 )
 
@@ -448,18 +448,12 @@ def test_a_new_key_reaches_its_page_whichever_worker_serves_it(
             time.sleep(0.1)
         client, account_id, _ = member(process.base, accounts, "workers")
         for round_ in range(2):
-            made = client.post("/dashboard/key", {"csrf_token": client.csrf_token()})
-            assert made.status == 303 and made.headers["Location"] == "/dashboard/key/new"
+            press_create_key(client)
             maker = next_entry("POST", "/dashboard/key", round_)["pid"]
-            os.kill(maker, signal.SIGSTOP)
-            try:
+            with paused(maker):
                 page = client.get("/dashboard/key/new")
-            finally:
-                os.kill(maker, signal.SIGCONT)
             assert page.status == 200
-            found = NEW_KEY.search(page.body.decode())
-            assert found, page.body.decode()
-            assert key_prefix(accounts, account_id) == found.group(1)[:12]
+            assert key_prefix(accounts, account_id) == shown_key(page)[:12]
             shown_by = next_entry("GET", "/dashboard/key/new", round_)["pid"]
             assert shown_by != maker
     finally:

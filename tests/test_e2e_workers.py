@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.service import ServiceProcess
+from harness.service import ServiceProcess, paused
 
 
 def pids_served(proc: ServiceProcess) -> set[int]:
@@ -36,11 +35,8 @@ def test_two_workers_share_the_socket(database_url, site, accounts, tmp_path):
         # the kernel may have given every connection to one process: stopped, it leaves the
         # next one to the other, which shares the socket
         stopped = next(iter(served_by))
-        os.kill(stopped, signal.SIGSTOP)
-        try:
+        with paused(stopped):
             reply = proc.scrape(key, {"url": site.url("/article")})
-        finally:
-            os.kill(stopped, signal.SIGCONT)
         assert reply.status == 200 and reply.json["success"]
         assert accounts.summary(account_id)["balance"] == 39
         deadline = time.monotonic() + 30
