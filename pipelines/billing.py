@@ -14,6 +14,9 @@ page then could not be parsed, a success became a failure, and what was charged 
 (``service.ledger.refund``) before the answer too: the caller is never billed for it. So is
 what was charged for a scrape that the watchdog answered (timed out) while its parse or its
 settlement was still on its way. On SQLite :class:`BillingPipeline` settles after the parse.
+A page of a batch on PostgreSQL (``ScrapeJob.settle_later``) is settled by the batch with its
+result, in one call (service.batches, migration 0017): :class:`BillingPipeline` leaves what to
+settle on the job, computed on the final outcome.
 
 Needs the service's database on the crawler (``crawler.scrapespy_database``, set by the
 engine bridge); without it (for
@@ -115,7 +118,8 @@ class SettlePipeline:
         return cls(database_of(crawler))
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
-        if item.job.hold_id is not None and self.database.reactor_calls:
+        job = item.job
+        if job.hold_id is not None and self.database.reactor_calls and not job.settle_later:
             item.settlement = send_settlement(self.database, item)
         return item
 
@@ -137,6 +141,8 @@ class BillingPipeline:
         if settling is None:
             if job.hold_id is None:
                 return item
+            if job.settle_later:  # by the batch, with the page's result (service.batches)
+                return self._to_settle(item)
             settling = send_settlement(self.database, item)
         settlement = await maybe_deferred_to_future(settling)
         charged = settlement.charged
@@ -157,4 +163,16 @@ class BillingPipeline:
             self.stats.inc_value("scrapespy/billing/captured", charged)
             if not settlement.settled_here:
                 self.stats.inc_value("scrapespy/billing/already_settled")
+        return item
+
+    def _to_settle(self, item: ScrapeItem) -> ScrapeItem:
+        """What the batch settles with the page's result, on the final outcome: the result
+        says what it costs, which the settlement charges unless the hold was settled before
+        (then the batch stores the result with what was charged)."""
+        job = item.job
+        cost, consume_trial = charge_for(job, item.result, item.tier_used)
+        job.to_settle = (cost, consume_trial, usage_row(job, item.result, item.tier_used))
+        item.charged = item.result.credits_charged = cost
+        if self.stats is not None:
+            self.stats.inc_value("scrapespy/billing/captured", cost)
         return item

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response, TextResponse
     from twisted.python.failure import Failure
 
+    from service.db.tables import UsageRow
     from service.escalation import Ladder
     from service.keys import Caller
     from service.ledger import Settlement
@@ -65,6 +66,10 @@ class ScrapeJob:
     answer: ScrapeResult | None = None  # what the caller was told, once ``done`` fired
     clock: Clock = field(default_factory=Clock)  # where the time went (service.timings)
     balance_after: int | None = None  # the account's balance once the scrape was settled
+    # a batch's page on PostgreSQL settles with its result, in one call (service.batches):
+    # pipelines.billing leaves here what to settle, (cost, consume trial, usage row)
+    settle_later: bool = False
+    to_settle: tuple[int, bool, UsageRow] | None = None
 
     @classmethod
     def asked(cls, request: ScrapeRequest, selectors: Any, **billing: Any) -> ScrapeJob:

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+import pytest_twisted
 from sqlalchemy import select, text, update
 
 from harness.usage_rows import a_success
@@ -23,6 +24,7 @@ from service.crawl_rules import CrawlRules, Rules
 from service.db import Database
 from service.db.hot import _SQL as hot_sql
 from service.db.tables import holds, jobs
+from service.jobs import ScrapeJob
 from service.results import ScrapeResult
 
 _n = iter(range(1, 10**9))
@@ -148,11 +150,11 @@ def _public_id(conn: Any, seq: int) -> str:
     return str(conn.execute(select(jobs.c.public_id).where(jobs.c.seq == seq)).scalar_one())
 
 
-def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
-    batches = Batches(Config(job_result_max_bytes=1024), None, None, None)  # type: ignore[arg-type]
+def a_result(url: str, **values: Any) -> ScrapeResult:
+    """A static success, as ``POST /scrape`` answers it, billed 1 credit."""
     result = ScrapeResult(
-        url="http://127.0.0.1/big",
-        final_url="http://127.0.0.1/big",
+        url=url,
+        final_url=url,
         status_code=200,
         success=True,
         engine="static",
@@ -180,12 +182,60 @@ def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
             "extraction": 0.7,
         },
     )
+    for name, value in values.items():
+        setattr(result, name, value)
+    return result
+
+
+def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
+    batches = Batches(Config(job_result_max_bytes=1024), None, None, None)  # type: ignore[arg-type]
+    result = a_result("http://127.0.0.1/big")
     stored = orjson.loads(batches.stored(result))
     assert list(stored) == list(orjson.loads(orjson.dumps(result)))  # the same fields
     assert (stored["success"], stored["status_code"], stored["text"]) == (True, 200, None)
     assert "larger than the job result cap of 1024 bytes" in stored["error"]
     small = ScrapeResult(**{**orjson.loads(orjson.dumps(result)), "text": "short"})
     assert orjson.loads(batches.stored(small)) == orjson.loads(orjson.dumps(small))
+
+
+@pytest.mark.postgres  # a PostgreSQL function, sent on the reactor
+@pytest_twisted.ensureDeferred
+async def test_a_batch_page_settles_with_its_result_in_one_call(database_url: str) -> None:
+    """A hot job's page on PostgreSQL (migration 0017): the billing pipeline leaves what to
+    settle on the job, and its settlement and its result go in one call, which charges what
+    the result says. A page whose hold was settled before (the watchdog, the sweeper) is
+    charged nothing, and its result is stored saying so."""
+    db = Database(database_url, threads=2, reactor_calls=True)
+    db.upgrade()
+    db.start()
+    try:
+        account_id, key_id, seq = new_job(db, urls=2)
+        batches = Batches(Config(), db, None, None)  # type: ignore[arg-type]
+        public_id = db.run_sync(_public_id, seq)
+        for index, settled_before in ((0, False), (1, True)):
+            hold_id, claim = held_page(db, account_id, key_id, seq)  # the next
+            if settled_before:
+                db.run_sync(ledger.release, hold_id)
+            result = a_result(f"http://127.0.0.1/{index}")
+            job = ScrapeJob(result.url, account_id=account_id, hold_id=hold_id)
+            job.to_settle = (1, False, a_success(account_id))
+            stored = batches.stored(result)
+            finish = batch_store.Finish(claim.page_id, claim.attempt, "done", stored)
+            await batches._finish_hot(finish, seq, job, result)
+        # what GET /jobs/{id} answers
+        seen = orjson.loads(
+            orjson.dumps(db.run_sync(batch_store.view, account_id, public_id, -1, 9))
+        )
+        assert balance_and_held(db, account_id) == (9, 0)
+    finally:
+        db.stop()
+    assert (seen["status"], seen["credits_charged"], seen["counts"]["done"]) == ("completed", 1, 2)
+    assert [page["credits"] for page in seen["results"]] == [1, 0]
+    told = [page["result"] for page in seen["results"]]
+    assert [page["credits_charged"] for page in told] == [1, 0]
+    assert told[1] == {**told[0], "url": told[1]["url"], "final_url": told[1]["url"]} | {
+        "credits_charged": 0
+    }
 
 
 def test_a_running_page_is_taken_over_on_sqlite_only_when_its_process_is_gone() -> None:

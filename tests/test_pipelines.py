@@ -153,6 +153,21 @@ async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back(
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_batch_page_leaves_its_settlement_to_the_batch_on_the_final_outcome():
+    # service.batches settles it with the page's result, in one call (migration 0017)
+    database = Database()
+    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 2})
+    job.settle_later = True
+    item = database.item = item_for(job)
+    assert await through(pipelines(database), item) is item
+    assert database.sent == []  # nothing settled here
+    assert job.to_settle is not None
+    cost, consume_trial, usage = job.to_settle
+    assert (cost, consume_trial, item.charged, item.result.credits_charged) == (2, False, 2, 2)
+    assert (usage.account_id, usage.success, usage.elapsed_ms) == (3, True, item.result.elapsed_ms)
+
+
+@pytest_twisted.ensureDeferred
 async def test_on_sqlite_the_settlement_waits_for_the_parse():
     # its database thread shares the GIL with the parse: nothing would travel meanwhile
     database = ThreadedDatabase()

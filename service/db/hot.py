@@ -110,6 +110,12 @@ _SQL: dict[str, str] = {
         "SELECT out_stored, out_completed FROM scrapespy_finish_page(:page_id, :attempt,"
         " :status, :result, :now, :job_seq)"
     ),
+    # a batch's page: ``pg_settle`` and ``pg_finish_page`` in one call (migration 0017)
+    "pg_settle_finish_page": (
+        "SELECT out_charged, out_stored, out_completed, out_restate"
+        " FROM scrapespy_settle_finish_page(:hold_id, :cost, :consume_trial, :settled, :usage,"
+        f" {_params(UsageRow._fields)}, :page_id, :attempt, :status, :result, :now, :job_seq)"
+    ),
     # a crawl's page without a webhook (migration 0015): its result, its links as new pages
     # and tasks, and the crawl's completion, in one call
     "pg_finish_crawl_page": (
