@@ -1,12 +1,13 @@
 """The benchmark's target: nginx when it is installed, else a fast Twisted static server, in a
 process of its own.
 
-    python -m bench.site FOLDER PORT
+    python -m bench.site FOLDER PORT [DELAY]
 
 nginx serves the pages with one worker process and far less CPU than Twisted does: on a 2-core
 machine the target's CPU is taken from every contender alike, and with Twisted's server the
 target, not the contenders, set the throughput at concurrency 32. ``BENCH_SITE=twisted`` keeps
-the Twisted server.
+the Twisted server. With ``DELAY`` (seconds), Twisted's server answers each page that late
+(bench.jobs' two instances on a site where waiting, not the CPU, sets the pace).
 """
 
 from __future__ import annotations
@@ -86,14 +87,49 @@ def run_twisted(folder: str, port: int) -> None:
     reactor.run()  # type: ignore[attr-defined]
 
 
-def serve(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """This module in a process of its own, serving ``folder`` on a free port: the process and
-    the site's base URL, once it answers."""
+def run_late(folder: str, port: int, delay: float) -> None:
+    """Twisted's server answering each of the folder's files ``delay`` seconds late, as a far
+    site does: what then limits a client is how many pages it has in flight, not its CPU."""
+    from twisted.internet import reactor
+    from twisted.web.resource import Resource
+    from twisted.web.server import NOT_DONE_YET, Site
+
+    root = Path(folder)
+    pages = {f"/{path.relative_to(root)}".encode(): path.read_bytes() for path in root.rglob("*")}
+
+    class Late(Resource):
+        isLeaf = True
+
+        def render_GET(self, request: Any) -> Any:
+            body = pages.get(request.path)
+
+            def answer() -> None:
+                if body is None:
+                    request.setResponseCode(404)
+                else:
+                    request.setHeader(b"content-type", b"text/html")
+                    request.write(body)
+                request.finish()
+
+            reactor.callLater(delay, answer)  # type: ignore[attr-defined]
+            return NOT_DONE_YET
+
+    site = Site(Late())
+    site.noisy = False
+    site.log = lambda request: None  # type: ignore[method-assign]
+    reactor.listenTCP(port, site, interface="127.0.0.1", backlog=1024)  # type: ignore[attr-defined]
+    reactor.run()  # type: ignore[attr-defined]
+
+
+def serve(folder: Path, delay: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
+    """This module in a process of its own, serving ``folder`` on a free port (each page
+    ``delay`` seconds late, when given): the process and the site's base URL, once it answers."""
     from bench.contenders import free_port, wait_port
 
     port = free_port()
+    late = [str(delay)] if delay else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench.site", str(folder), str(port)],
+        [sys.executable, "-m", "bench.site", str(folder), str(port), *late],
         cwd=Path(__file__).resolve().parent.parent,
         stdout=subprocess.DEVNULL,
     )
@@ -120,7 +156,9 @@ def tear_down(cleanups: list[Any], process: subprocess.Popen[bytes], work: Path)
 
 def main() -> None:
     folder, port = sys.argv[1], int(sys.argv[2])
-    if server_name() == "nginx":
+    if len(sys.argv) > 3:
+        run_late(folder, port, float(sys.argv[3]))
+    elif server_name() == "nginx":
         run_nginx(folder, port)
     else:
         run_twisted(folder, port)
