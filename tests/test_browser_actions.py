@@ -7,6 +7,7 @@ The job puts ``scrapespy_wait_for``, ``scrapespy_actions``, ``scrapespy_device``
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import threading
 import time
@@ -21,8 +22,10 @@ from scrapy.http import Request
 
 from harness.site import TargetSite
 from service import scrapy_settings
+from service.browser import handler as handler_module
 from service.browser.actions import MAX_EVALUATE_BYTES, ActionFailed
 from service.browser.failures import BrowserError
+from service.browser.settle import PageWatch
 from tests.test_browser_screenshot import all_let_go, on_asyncio, png_size
 from tests.test_browser_screenshot import rendering as screenshot_rendering
 
@@ -236,6 +239,48 @@ async def test_a_click_that_fetches_is_waited_for_without_a_wait_step(pages):
             scrapespy_actions=[{"type": "click", "selector": "#more", "all": False}],
         )
     assert response.css("#items li::text").getall()[-1] == "item 4"
+
+
+class LateWatch(PageWatch):
+    """Hears of the requests the steps make 0.3 s late, as a busy machine may: the browser
+    reports a routed request when its route has it, which can be after the page went on."""
+
+    @staticmethod
+    def _late(request: Any) -> float:
+        return 0.3 if "/act/more-items" in request.url or "/act/results" in request.url else 0.0
+
+    def _began(self, request: Any) -> None:
+        asyncio.get_running_loop().call_later(self._late(request), super()._began, request)
+
+    def _ended(self, request: Any) -> None:
+        asyncio.get_running_loop().call_later(self._late(request), super()._ended, request)
+
+
+@on_asyncio
+async def test_a_click_whose_fetch_is_reported_late_is_still_waited_for(pages, monkeypatch):
+    monkeypatch.setattr(handler_module, "PageWatch", LateWatch)
+    async with rendering() as handler:
+        _, response = await scrape(
+            handler,
+            pages.url("/act/load-more"),
+            scrapespy_actions=[{"type": "click", "selector": "#more", "all": False}],
+        )
+    assert response.css("#items li::text").getall() == [f"item {n}" for n in range(1, 5)]
+
+
+@on_asyncio
+async def test_a_form_whose_navigation_is_reported_late_is_still_followed(pages, monkeypatch):
+    monkeypatch.setattr(handler_module, "PageWatch", LateWatch)
+    async with rendering() as handler:
+        _, response = await scrape(
+            handler,
+            pages.url("/act/search"),
+            scrapespy_actions=[
+                {"type": "type", "selector": "#q", "text": "red hats"},
+                {"type": "press", "key": "Enter"},
+            ],
+        )
+    assert response.css("#found::text").get() == "results for red hats"
 
 
 @on_asyncio

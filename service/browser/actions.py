@@ -80,7 +80,27 @@ _SERIALISE = """(value, cap) => {
   if (text === undefined) return "null";
   return text.length > cap ? {tooLarge: text.length} : text;
 }"""
-_NEXT_TASK = "() => new Promise((resolve) => setTimeout(resolve, 0))"
+# Counts the fetches and XHRs the page starts from the steps on: the browser reports a request
+# to the service (PageWatch) only once its route has it, which under load can come after the
+# page has gone on; the count says whether one is on its way. (A navigation the steps start is
+# followed without it: the test with its report held back passes either way.)
+_COUNT_REQUESTS = """() => {
+  if (Object.hasOwn(window, "__scrapespyRequests")) return;
+  let started = 0;
+  Object.defineProperty(window, "__scrapespyRequests", {get: () => started});
+  const fetch = window.fetch;
+  if (fetch) {
+    window.fetch = function (...args) { started += 1; return fetch.apply(this, args); };
+  }
+  const send = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function (...args) {
+    started += 1;
+    return send.apply(this, args);
+  };
+}"""
+# the page's next task, and how many requests it had started by then
+_NEXT_TASK = """() => new Promise((resolve) => setTimeout(
+  () => resolve(window.__scrapespyRequests || 0), 0))"""
 _SCROLL_BY = "(dy) => window.scrollBy({top: dy, left: 0, behavior: 'instant'})"
 _SCROLL_TO_BOTTOM = """() => {
   const root = document.scrollingElement || document.documentElement;
@@ -119,6 +139,8 @@ async def run_actions(
         return
     outcomes: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
+    with suppress(PlaywrightError):
+        await page.evaluate(_COUNT_REQUESTS)
     meta[OUTCOMES_META] = outcomes
     meta[RESULTS_META] = results
     for index, step in enumerate(steps):
@@ -143,13 +165,16 @@ async def after_actions(
     """Let what the steps started (a navigation, a fetch) finish, within ``limit`` seconds."""
     if limit <= 0:
         return
+    started = 0
     try:
         # A navigation or fetch the last step started reaches the page's task queue first
         # (a form submitted by Enter is scheduled, not begun, when the key press returns).
         async with asyncio.timeout(limit):
-            await page.evaluate(_NEXT_TASK)
-    except (PlaywrightError, TimeoutError):
+            started = int(await page.evaluate(_NEXT_TASK))
+    except (PlaywrightError, TimeoutError, TypeError, ValueError):
         pass  # a navigation replaced the page's world
+    if started:  # a request the page began that the browser has not reported yet
+        await watch.first_change(since=since, limit=limit)
     if watch.navigated_since(since):
         try:
             await page.wait_for_load_state("load", timeout=limit * 1000)

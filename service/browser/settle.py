@@ -72,6 +72,15 @@ class PageWatch:
     def navigated_since(self, since: float) -> bool:
         return self.last_navigated > since
 
+    async def first_change(self, *, since: float, limit: float) -> None:
+        """Wait, at most ``limit`` s, until a request has begun or ended after ``since``."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + limit
+        while self.last_change <= since and (left := end - loop.time()) > 0:
+            self.changed.clear()
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), left)
+
     async def network_quiet(self, *, since: float, quiet: float, limit: float) -> None:
         """Wait, at most ``limit`` s, until no request is in flight and none has begun or ended
         for ``quiet`` s; nothing to wait for when no request began or ended after ``since``."""
