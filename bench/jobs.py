@@ -349,6 +349,17 @@ def row(name: str, figure: str, bar: str, said: str) -> str:
     return f"{name:<52}{figure:>8}  {bar:<10}{said}".rstrip()
 
 
+def two_rows(name: str, two: dict[str, Any], why: str = "") -> list[str]:
+    """A two-instance figure's row, and its times."""
+    x = two["x_one"]
+    figure = "-" if x is None else f"{x:.2f}x"
+    said = verdict(None if x is None else x <= two["bar"], two["failed"])
+    return [
+        row(name, figure, f"<= {two['bar']}x", said),
+        f"  {two['one_seconds']:.1f} s with one instance, {two['two_seconds']:.1f} s with two{why}",
+    ]
+
+
 def report(results: dict[str, Any]) -> list[str]:
     machine = results["machine"]
     rows = [
@@ -375,33 +386,11 @@ def report(results: dict[str, Any]) -> list[str]:
     if two is None:
         rows.append(row("two instances on one PostgreSQL, x one", "skipped", "", "no PostgreSQL"))
     else:
-        x = two["x_one"]
-        rows.append(
-            row(
-                "two instances on one PostgreSQL, x one",
-                "-" if x is None else f"{x:.2f}x",
-                f"<= {two['bar']}x",
-                verdict(None if x is None else x <= two["bar"], two["failed"]),
-            )
-        )
-        rows.append(
-            f"  {two['one_seconds']:.1f} s with one instance, {two['two_seconds']:.1f} s with two"
-        )
+        rows += two_rows("two instances on one PostgreSQL, x one", two)
     late = results.get("two_instances_late")
     if late is not None:
-        x = late["x_one"]
-        rows.append(
-            row(
-                f"  the same, each page {late['page_delay_seconds'] * 1000:.0f} ms late",
-                "-" if x is None else f"{x:.2f}x",
-                f"<= {late['bar']}x",
-                verdict(None if x is None else x <= late["bar"], late["failed"]),
-            )
-        )
-        rows.append(
-            f"  {late['one_seconds']:.1f} s with one instance, {late['two_seconds']:.1f} s with two"
-            " (the pace set by pages in flight, not by the cores)"
-        )
+        name = f"  the same, each page {late['page_delay_seconds'] * 1000:.0f} ms late"
+        rows += two_rows(name, late, " (the pace set by pages in flight, not by the cores)")
     from bench import crawl
 
     rows += crawl.report(results["crawl"])

@@ -256,30 +256,28 @@ class LateWatch(PageWatch):
         asyncio.get_running_loop().call_later(self._late(request), super()._ended, request)
 
 
-@on_asyncio
-async def test_a_click_whose_fetch_is_reported_late_is_still_waited_for(pages, monkeypatch):
+async def scrape_heard_late(monkeypatch: Any, url: str, steps: list[dict[str, Any]]) -> Any:
+    """The page at ``url`` after ``steps``, the requests they make reported late."""
     monkeypatch.setattr(handler_module, "PageWatch", LateWatch)
     async with rendering() as handler:
-        _, response = await scrape(
-            handler,
-            pages.url("/act/load-more"),
-            scrapespy_actions=[{"type": "click", "selector": "#more", "all": False}],
-        )
+        _, response = await scrape(handler, url, scrapespy_actions=steps)
+    return response
+
+
+@on_asyncio
+async def test_a_click_whose_fetch_is_reported_late_is_still_waited_for(pages, monkeypatch):
+    click = [{"type": "click", "selector": "#more", "all": False}]
+    response = await scrape_heard_late(monkeypatch, pages.url("/act/load-more"), click)
     assert response.css("#items li::text").getall() == [f"item {n}" for n in range(1, 5)]
 
 
 @on_asyncio
 async def test_a_form_whose_navigation_is_reported_late_is_still_followed(pages, monkeypatch):
-    monkeypatch.setattr(handler_module, "PageWatch", LateWatch)
-    async with rendering() as handler:
-        _, response = await scrape(
-            handler,
-            pages.url("/act/search"),
-            scrapespy_actions=[
-                {"type": "type", "selector": "#q", "text": "red hats"},
-                {"type": "press", "key": "Enter"},
-            ],
-        )
+    search = [
+        {"type": "type", "selector": "#q", "text": "red hats"},
+        {"type": "press", "key": "Enter"},
+    ]
+    response = await scrape_heard_late(monkeypatch, pages.url("/act/search"), search)
     assert response.css("#found::text").get() == "results for red hats"
 
 
