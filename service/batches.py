@@ -444,10 +444,11 @@ class Batches:
             settle = ledger.settle_params(job.hold_id, *job.to_settle)
             row = await self.database.call("pg_settle_finish_page", {**settle, **params})
             assert row is not None  # the function answers one row
-            if not row[3]:
+            charged = int(row[0])
+            if charged == job.to_settle[0]:  # stored, saying what it cost
                 return
             # the hold was settled before: the result says what was charged (nothing)
-            result.credits_charged = int(row[0])
+            result.credits_charged = charged
             params["result"] = self.stored(result)
         await self.database.call("pg_finish_page", params)
 

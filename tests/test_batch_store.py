@@ -150,9 +150,9 @@ def _public_id(conn: Any, seq: int) -> str:
     return str(conn.execute(select(jobs.c.public_id).where(jobs.c.seq == seq)).scalar_one())
 
 
-def a_result(url: str, **values: Any) -> ScrapeResult:
+def a_result(url: str) -> ScrapeResult:
     """A static success, as ``POST /scrape`` answers it, billed 1 credit."""
-    result = ScrapeResult(
+    return ScrapeResult(
         url=url,
         final_url=url,
         status_code=200,
@@ -182,9 +182,6 @@ def a_result(url: str, **values: Any) -> ScrapeResult:
             "extraction": 0.7,
         },
     )
-    for name, value in values.items():
-        setattr(result, name, value)
-    return result
 
 
 def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
@@ -236,6 +233,23 @@ async def test_a_batch_page_settles_with_its_result_in_one_call(database_url: st
     assert told[1] == {**told[0], "url": told[1]["url"], "final_url": told[1]["url"]} | {
         "credits_charged": 0
     }
+
+
+@pytest.mark.postgres  # a PostgreSQL function
+def test_a_batch_pages_settlement_with_its_result_commits_durably(db: Database) -> None:
+    """scrapespy_finish_page commits without waiting for its WAL flush; with the settlement in
+    the same transaction (migration 0017) the commit waits, as every settlement's does."""
+    account_id, key_id, seq = new_job(db, urls=1)
+    hold_id, claim = held_page(db, account_id, key_id, seq)
+    finish = batch_store.Finish(claim.page_id, claim.attempt, "done", "{}")
+    params = {
+        **ledger.settle_params(hold_id, 1, False, a_success(account_id)),
+        **batch_store.finish_call_params(finish, seq),
+    }
+    with db.engine.connect() as conn, conn.begin():
+        row = conn.execute(text(hot_sql["pg_settle_finish_page"]), params).one()
+        commit = conn.execute(text("SELECT current_setting('synchronous_commit')")).scalar_one()
+    assert (tuple(row), commit) == ((1, True, True), "on")
 
 
 def test_a_running_page_is_taken_over_on_sqlite_only_when_its_process_is_gone() -> None:

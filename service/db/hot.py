@@ -112,7 +112,7 @@ _SQL: dict[str, str] = {
     ),
     # a batch's page: ``pg_settle`` and ``pg_finish_page`` in one call (migration 0017)
     "pg_settle_finish_page": (
-        "SELECT out_charged, out_stored, out_completed, out_restate"
+        "SELECT out_charged, out_stored, out_completed"
         " FROM scrapespy_settle_finish_page(:hold_id, :cost, :consume_trial, :settled, :usage,"
         f" {_params(UsageRow._fields)}, :page_id, :attempt, :status, :result, :now, :job_seq)"
     ),

@@ -13,14 +13,15 @@ batch waits").
 
 ``scrapespy_settle_finish_page`` does the last two in one transaction: it settles the page's
 hold by ``scrapespy_settle`` (the same capture or release, at most once, with its usage row and
-ledger entry), then stores the result and completes the job as ``scrapespy_finish_page`` does.
-It commits durably, as every settlement does, and its flush carries the page's start with it.
+ledger entry), then stores the result and completes the job by ``scrapespy_finish_page``. It
+commits durably, as every settlement does (the finish's asynchronous commit is undone), and its
+flush carries the page's start with it.
 
 The result the service sends already says what the settlement charges (``credits_charged``):
 the pipeline computed the cost from the outcome, as the settlement does. The two differ only
 when the hold was settled before (the watchdog or the sweeper released it): then nothing is
-charged, the result is not stored, and the row says so (``out_restate``); the service stores
-the result with what was charged by ``scrapespy_finish_page``. A settlement and its result are
+charged, the result is not stored, and the row's charge says so; the service stores the
+result with what was charged by ``scrapespy_finish_page``. A settlement and its result are
 otherwise never apart: an instance that dies before the call leaves a hold that expires,
 unbilled, and a page that another attempt takes over.
 """
@@ -42,45 +43,26 @@ CREATE FUNCTION scrapespy_settle_finish_page(
     p_blocked boolean, p_error text, p_elapsed_ms integer,
     p_page_id integer, p_attempt integer, p_status varchar, p_result text,
     p_now timestamptz, p_job_seq integer
-) RETURNS TABLE (
-    out_charged bigint, out_trial_consumed boolean, out_settled_here boolean,
-    out_stored boolean, out_completed boolean, out_restate boolean
-)
+) RETURNS TABLE (out_charged bigint, out_stored boolean, out_completed boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_settled record;
+    v_charged bigint;
+    v_commit text := current_setting('synchronous_commit');
+    v_finished record;
 BEGIN
-    SELECT * INTO v_settled FROM scrapespy_settle(
+    SELECT s.charged INTO v_charged FROM scrapespy_settle(
         p_hold_id, p_cost, p_consume_trial, p_settled, p_usage, p_account_id, p_url, p_engine,
         p_tier_requested, p_tier_used, p_status_code, p_success, p_blocked, p_error,
-        p_elapsed_ms);
-    IF v_settled.charged <> p_cost THEN  -- settled before: the result must say 0
-        RETURN QUERY SELECT v_settled.charged, v_settled.trial_consumed,
-            v_settled.settled_here, false, false, true;
+        p_elapsed_ms) AS s;
+    IF v_charged <> p_cost THEN  -- settled before: the result must say what was charged
+        RETURN QUERY SELECT v_charged, false, false;
         RETURN;
     END IF;
-    UPDATE job_pages AS p SET status = p_status, result = p_result, updated_at = p_now
-     WHERE p.id = p_page_id AND p.attempt = p_attempt AND p.status = 'running';
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT v_settled.charged, v_settled.trial_consumed,
-            v_settled.settled_here, false, false, false;
-        RETURN;
-    END IF;
-    PERFORM 1 FROM jobs AS j WHERE j.seq = p_job_seq FOR UPDATE;
-    -- 'pending' and 'running' are the only statuses in this range (the table's check)
-    PERFORM 1 FROM job_pages AS p
-     WHERE p.job_seq = p_job_seq AND p.status >= 'pending' AND p.status <= 'running'
-     ORDER BY p.status DESC
-     LIMIT 1;
-    IF FOUND THEN
-        RETURN QUERY SELECT v_settled.charged, v_settled.trial_consumed,
-            v_settled.settled_here, true, false, false;
-        RETURN;
-    END IF;
-    UPDATE jobs AS j SET status = 'completed', finished_at = p_now
-     WHERE j.seq = p_job_seq AND j.status IN ('queued', 'running');
-    RETURN QUERY SELECT v_settled.charged, v_settled.trial_consumed,
-        v_settled.settled_here, true, FOUND, false;
+    SELECT * INTO v_finished FROM scrapespy_finish_page(
+        p_page_id, p_attempt, p_status, p_result, p_now, p_job_seq);
+    -- the finish turns the transaction's commit asynchronous; a settlement's is durable
+    PERFORM set_config('synchronous_commit', v_commit, true);
+    RETURN QUERY SELECT v_charged, v_finished.out_stored, v_finished.out_completed;
 END
 $$;
 """
