@@ -44,6 +44,8 @@ ERROR_CODES: dict[str, str] = {
     "http_error": "the target answered with an HTTP error status (4xx or 5xx)",
     "blocked": "the target answered with an anti-bot page",
     "too_large": "the page or an output is over a size limit",
+    "redirect_failed": "the target redirected in a loop, too many times, or to an address the "
+    "service does not follow (a scheme other than http and https)",
     "action_failed": "a browser action or wait_for failed; the message names the step",
     "internal": "an unexpected error in the service; nothing was billed",
 }
@@ -60,6 +62,7 @@ FAILURE_CODES: tuple[str, ...] = (
     "http_error",
     "blocked",
     "too_large",
+    "redirect_failed",
     "action_failed",
     "internal",
     "unavailable",
