@@ -55,6 +55,18 @@ class BrowserError(Exception):
     message is meant for the caller."""
 
 
+class TooLarge(BrowserError):
+    """The page brought in more than a download limit allows (service.browser.meter)."""
+
+    error_code = "too_large"
+
+
+class RedirectFailed(BrowserError):
+    """The target redirected the page where the browser does not follow it."""
+
+    error_code = "redirect_failed"
+
+
 def exception_for(reason: str, url: str) -> Exception:
     """The exception a static download raises for an egress route's ``reason``."""
     if reason == "blocked":
