@@ -91,6 +91,9 @@ __all__ = ["BrowserDownloadHandler", "BrowserError"]
 log = logging.getLogger(__name__)
 
 READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settling
+# kept for answering a render that timed out (failure, release of the hold) by its deadline,
+# on a loop that a page can keep busy (100,000 history.pushState calls answered 2.7 s late)
+ANSWER_RESERVE = 0.25
 # meta["scrapespy_device"] == "mobile": this phone of Playwright's device descriptors.
 MOBILE_DEVICE = "Pixel 7"
 # A finished render's context closes, and its spare is replaced, once no other page is
@@ -308,7 +311,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             render = _Render()
             slot = False
             try:
-                async with asyncio.timeout(max(self._time_left(request), 0.0)) as deadline:
+                left = self._time_left(request) - ANSWER_RESERVE
+                async with asyncio.timeout(max(left, 0.0)) as deadline:
                     render.deadline = deadline
                     await self.pages.acquire()
                     slot = True
