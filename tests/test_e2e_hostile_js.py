@@ -30,6 +30,11 @@ OK_PAGE = b"<!doctype html><html><head><title>Fine</title></head><body><p>fine</
 PUSH_STATE = b"""<!doctype html><html><head><title>Push</title></head><body><script>
 for (let i = 0; i < 100000; i++) history.pushState({}, "", "/push-" + i);
 </script></body></html>"""
+# 2 MB arrays kept until 4 GB: past the renderer's heap cap (512 MB) long before
+HEAP_EATER = b"""<!doctype html><html><head><title>Heap</title></head><body><script>
+const kept = [];
+for (let i = 0; i < 2000; i++) kept.push(new Array(256 * 1024).fill(i + 0.5));
+</script></body></html>"""
 CHUNK = b"<p>" + b"x" * (64 * 1024 - 8) + b"</p>\n"
 
 
@@ -90,7 +95,7 @@ class HostileSite(ThreadingHTTPServer):
                 elif path == "/redirect":
                     self.head(302, Location=query["to"][0], Content_Length="0")
                 else:
-                    body = PUSH_STATE if path == "/push" else OK_PAGE
+                    body = {"/push": PUSH_STATE, "/heap": HEAP_EATER}.get(path, OK_PAGE)
                     self.head(200, **html, Content_Length=str(len(body)))
                     self.wfile.write(body)
 
@@ -214,6 +219,24 @@ def test_bombs_huge_and_endless_bodies_are_too_large_at_once_with_memory_bounded
     assert unbilled(accounts, account_id, 100)
     after = service.scrape(key, js(hostile.url("/ok"))).json
     assert after["success"] is True and after["title"] == "Fine"
+
+
+def test_a_page_past_the_renderer_heap_cap_is_too_large_at_once(
+    service: ServiceProcess, hostile: HostileSite, accounts: Accounts
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    assert service.process is not None
+    service.scrape(key, js(hostile.url("/ok")))
+    with PeakMemory(service.process.pid) as memory:
+        started = time.monotonic()
+        result = service.scrape(key, js(hostile.url("/heap"), timeout=60)).json
+        took = time.monotonic() - started
+    assert result["success"] is False
+    assert result["error_code"] == "too_large", result["error"]
+    assert "SCRAPESPY_BROWSER_MAX_HEAP_MB" in result["error"]
+    assert took < 20, took
+    assert memory.peak - memory.before < 1500, (memory.before, memory.peak)
+    assert unbilled(accounts, account_id, 100 - 5)
 
 
 # ---------------------------------------------------------------------------------------------

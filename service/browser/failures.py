@@ -108,6 +108,12 @@ def navigation_failure(
     log.info("browser failure: %s", message.splitlines()[0] if message else repr(error))
     if code is not None:
         return BrowserError(f"the browser could not load the page (net::{code.group(1)})")
-    if "has been closed" in message or "crash" in message.lower():
+    if "crash" in message.lower():
+        # A renderer past its heap (SCRAPESPY_BROWSER_MAX_HEAP_MB) is the usual way there.
+        return TooLarge(
+            "the page crashed the browser's renderer, most often by using more memory than a "
+            "page may (SCRAPESPY_BROWSER_MAX_HEAP_MB)"
+        )
+    if "has been closed" in message:
         return BrowserError("the browser closed the page before it was rendered")
     return BrowserError("the browser could not render the page")
