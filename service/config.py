@@ -182,6 +182,11 @@ class Config:
     # a js screenshot's PNG larger than this fails the scrape; the full page is cut at this height
     max_screenshot_bytes: int = 8 * 1024 * 1024
     screenshot_max_height: int = 10_000
+    # what one js page may bring in, all its responses as decoded (each one is also held to
+    # the static engine's DOWNLOAD_MAXSIZE); past it the scrape fails as too_large
+    browser_max_page_bytes: int = 64 * 1024 * 1024
+    # a renderer's JavaScript heap (V8's old space), in MB; past it the page crashes
+    browser_max_heap_mb: int = 512
     # "formats": ["raw_html"] answers a failure past this many bytes of the document
     max_raw_html_bytes: int = 2 * 1024 * 1024
     # answers kept for "max_age" (service.answer_cache), in each process: how many, how many
@@ -285,6 +290,12 @@ class Config:
             ),
             max_raw_html_bytes=_int(
                 env, "SCRAPESPY_MAX_RAW_HTML_BYTES", cls.max_raw_html_bytes, minimum=1
+            ),
+            browser_max_page_bytes=_int(
+                env, "SCRAPESPY_BROWSER_MAX_PAGE_BYTES", cls.browser_max_page_bytes, minimum=1
+            ),
+            browser_max_heap_mb=_int(
+                env, "SCRAPESPY_BROWSER_MAX_HEAP_MB", cls.browser_max_heap_mb, minimum=16
             ),
             cache_max_entries=_int(env, "SCRAPESPY_CACHE_MAX_ENTRIES", cls.cache_max_entries),
             cache_max_bytes=_int(env, "SCRAPESPY_CACHE_MAX_BYTES", cls.cache_max_bytes),

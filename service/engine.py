@@ -56,7 +56,11 @@ def crawler_settings(config: Config) -> Settings:
     for name, value in remote.items():
         settings.set(name, value)
     if not remote:
-        options = chromium_launch_options(config.chromium_path, as_root=os.geteuid() == 0)
+        options = chromium_launch_options(
+            config.chromium_path,
+            as_root=os.geteuid() == 0,
+            max_heap_mb=config.browser_max_heap_mb,
+        )
         settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", options)
     return settings
 

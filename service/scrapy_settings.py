@@ -129,6 +129,8 @@ def from_config(config: Config) -> dict[str, Any]:
         "SCRAPESPY_MAX_SCREENSHOT_BYTES": config.max_screenshot_bytes,
         "SCRAPESPY_SCREENSHOT_MAX_HEIGHT": config.screenshot_max_height,
         "SCRAPESPY_MAX_RAW_HTML_BYTES": config.max_raw_html_bytes,
+        "SCRAPESPY_BROWSER_MAX_PAGE_BYTES": config.browser_max_page_bytes,
+        "SCRAPESPY_BROWSER_MAX_HEAP_MB": config.browser_max_heap_mb,
     }
 
 

@@ -60,12 +60,6 @@ HOOKS = (
     Hook(PLAYWRIGHT_HANDLER, "_maybe_launch_browser", ("self",), coroutine=True),
     Hook(
         PLAYWRIGHT_HANDLER,
-        "_get_response_and_download",
-        ("self", "request", "page", "spider"),
-        coroutine=True,
-    ),
-    Hook(
-        PLAYWRIGHT_HANDLER,
         "_make_request_handler",
         (
             "self",

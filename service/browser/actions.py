@@ -32,7 +32,8 @@ What the steps do:
 * ``evaluate``: the script is a JavaScript **expression**, evaluated in the page's own world
   (its globals are visible). If its value is a function, the function is called with no
   arguments; a promise is awaited. The result is that value, serialised with
-  ``JSON.stringify`` (``undefined`` gives ``null``), at most :data:`MAX_EVALUATE_BYTES` bytes.
+  ``JSON.stringify`` (``undefined`` gives ``null``), at most :data:`MAX_EVALUATE_BYTES` bytes
+  and :data:`MAX_EVALUATE_DEPTH` levels deep, both checked in the page.
   Statements need a function: ``() => { const n = 2; return n * 2; }``, not ``return 4``.
   A throw fails the step with the script's own error message.
 
@@ -68,17 +69,36 @@ ACTIONS_META = "scrapespy_actions"
 OUTCOMES_META = "scrapespy_action_outcomes"
 RESULTS_META = "scrapespy_action_results"
 MAX_EVALUATE_BYTES = 64 * 1024
+# Arrays and objects within one another in an evaluate step's value: the answer's JSON writer
+# (orjson) stops at 255 levels, and the value sits a few levels down in a result or a job's page.
+MAX_EVALUATE_DEPTH = 64
 # A step given ``left`` seconds waits that long in the page, which then says what it did not
 # find; this much longer, the step is cut short whatever it does (the handler's reserve for
 # reading the page is larger).
 GRACE = 0.2
 
-# The value of an evaluate step as JSON text, or why it cannot be.
-_SERIALISE = """(value, cap) => {
+# An evaluate step in one evaluation: the script (an argument, evaluated as an expression in the
+# page's global scope, as Playwright evaluates a string), its value called if a function and
+# awaited, then JSON text, checked in the page: only text under the caps, or why not, crosses to
+# the service (a 100 MB string sent back whole killed the browser's connection).
+_EVALUATE = """async ([script, cap, deepest]) => {
+  let value = globalThis.eval(script);
+  if (typeof value === "function") value = value();
+  value = await value;
   let text;
   try { text = JSON.stringify(value); } catch (e) { return {error: String(e)}; }
   if (text === undefined) return "null";
-  return text.length > cap ? {tooLarge: text.length} : text;
+  if (typeof text !== "string") return {error: "JSON.stringify gave no text"};
+  if (text.length > cap) return {tooLarge: text.length};
+  let depth = 0, quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (quoted) { if (c === 92) i++; else if (c === 34) quoted = false; }
+    else if (c === 34) quoted = true;
+    else if (c === 91 || c === 123) { if (++depth > deepest) return {tooDeep: true}; }
+    else if (c === 93 || c === 125) depth--;
+  }
+  return text;
 }"""
 # Counts the fetches and XHRs the page starts from the steps on: the browser reports a request
 # to the service (PageWatch) only once its route has it, which under load can come after the
@@ -304,19 +324,24 @@ async def _evaluate(
     page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits
 ) -> dict[str, Any]:
     try:
-        handle = await page.evaluate_handle(step["script"])
+        text = await page.evaluate(
+            _EVALUATE, [step["script"], MAX_EVALUATE_BYTES, MAX_EVALUATE_DEPTH]
+        )
     except PlaywrightError as error:
         if isinstance(error, PlaywrightTimeoutError):
             raise
         raise _StepFailed(f"the script threw: {_browser_message(error)}") from None
-    try:
-        text = await handle.evaluate(_SERIALISE, MAX_EVALUATE_BYTES)
-    finally:
-        _dispose_later(handle)
     if isinstance(text, dict):
         if "tooLarge" in text:
             raise _StepFailed(_too_large(int(text["tooLarge"])))
+        if "tooDeep" in text:
+            raise _StepFailed(
+                f"the script's value is nested deeper than the limit of {MAX_EVALUATE_DEPTH} "
+                "levels of arrays and objects"
+            )
         raise _StepFailed(f"the script's value is not JSON-serialisable ({text.get('error')})")
+    if not isinstance(text, str):
+        raise _StepFailed("the script's value could not be read")
     size = len(text.encode("utf-8"))
     if size > MAX_EVALUATE_BYTES:
         raise _StepFailed(_too_large(size))
@@ -328,16 +353,6 @@ def _too_large(size: int) -> str:
         f"the script's value is larger than the limit of {MAX_EVALUATE_BYTES} bytes "
         f"as JSON ({size})"
     )
-
-
-def _dispose_later(handle: Any) -> None:
-    disposing = asyncio.ensure_future(handle.dispose())
-    disposing.add_done_callback(_consume)
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
 
 
 def _browser_message(error: PlaywrightError) -> str:

@@ -55,6 +55,18 @@ class BrowserError(Exception):
     message is meant for the caller."""
 
 
+class TooLarge(BrowserError):
+    """The page brought in more than a download limit allows (service.browser.meter)."""
+
+    error_code = "too_large"
+
+
+class RedirectFailed(BrowserError):
+    """The target redirected the page where the browser does not follow it."""
+
+    error_code = "redirect_failed"
+
+
 def exception_for(reason: str, url: str) -> Exception:
     """The exception a static download raises for an egress route's ``reason``."""
     if reason == "blocked":
@@ -96,6 +108,12 @@ def navigation_failure(
     log.info("browser failure: %s", message.splitlines()[0] if message else repr(error))
     if code is not None:
         return BrowserError(f"the browser could not load the page (net::{code.group(1)})")
-    if "has been closed" in message or "crash" in message.lower():
+    if "crash" in message.lower():
+        # A renderer past its heap (SCRAPESPY_BROWSER_MAX_HEAP_MB) is the usual way there.
+        return TooLarge(
+            "the page crashed the browser's renderer, most often by using more memory than a "
+            "page may (SCRAPESPY_BROWSER_MAX_HEAP_MB)"
+        )
+    if "has been closed" in message:
         return BrowserError("the browser closed the page before it was rendered")
     return BrowserError("the browser could not render the page")

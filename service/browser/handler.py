@@ -59,8 +59,14 @@ from service.browser.egress import (
     Upstream,
     parse_test_public_hosts,
 )
-from service.browser.failures import BrowserError, navigation_failure, refused_navigation
-from service.browser.launch import chromium_launch_options
+from service.browser.failures import (
+    BrowserError,
+    TooLarge,
+    navigation_failure,
+    refused_navigation,
+)
+from service.browser.launch import browser_process, chromium_launch_options, reap_browser
+from service.browser.meter import DownloadMeter
 from service.browser.read import read_rendered
 from service.browser.screenshot import (
     SCREENSHOT_RESERVE,
@@ -70,7 +76,7 @@ from service.browser.screenshot import (
 )
 from service.browser.settle import PageWatch
 from service.browser.spares import Spare, Spares
-from service.config import default_chromium_path
+from service.config import Config, default_chromium_path
 from service.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
@@ -85,6 +91,9 @@ __all__ = ["BrowserDownloadHandler", "BrowserError"]
 log = logging.getLogger(__name__)
 
 READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settling
+# kept for answering a render that timed out (failure, release of the hold) by its deadline,
+# on a loop that a page can keep busy (100,000 history.pushState calls answered 2.7 s late)
+ANSWER_RESERVE = 0.25
 # meta["scrapespy_device"] == "mobile": this phone of Playwright's device descriptors.
 MOBILE_DEVICE = "Pixel 7"
 # A finished render's context closes, and its spare is replaced, once no other page is
@@ -121,6 +130,15 @@ class _Render:
         self.spare: Spare | None = None
         self.opening: asyncio.Future[Spare] | None = None
         self.watch: PageWatch | None = None
+        self.deadline: asyncio.Timeout | None = None
+        self.stopped: BrowserError | None = None  # why the render was cut short
+
+    def stop(self, error: BrowserError) -> None:
+        """End the render now, with ``error``: its deadline is moved to the present."""
+        if self.stopped is None:
+            self.stopped = error
+            if self.deadline is not None and not self.deadline.expired():
+                self.deadline.reschedule(asyncio.get_running_loop().time())
 
     @property
     def route(self) -> EgressRoute | None:
@@ -162,10 +180,15 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             self.config.launch_options = chromium_launch_options(
                 settings.get("SCRAPESPY_CHROMIUM_PATH") or default_chromium_path(),
                 as_root=os.geteuid() == 0,
+                max_heap_mb=settings.getint("SCRAPESPY_BROWSER_MAX_HEAP_MB") or None,
             )
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS", 2.0)
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS", 0.1)
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
+        self.max_resource_bytes = settings.getint("DOWNLOAD_MAXSIZE")
+        self.max_page_bytes = settings.getint(
+            "SCRAPESPY_BROWSER_MAX_PAGE_BYTES", Config.browser_max_page_bytes
+        )
         self.default_user_agent = (settings.get("USER_AGENT") or "").encode()
         self.screenshot_limits = ScreenshotLimits.from_settings(settings)
         self.pages = asyncio.Semaphore(settings.getint("SCRAPESPY_MAX_PAGES", 4))
@@ -177,6 +200,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._starting: asyncio.Future[None] | None = None
         self._launching: asyncio.Future[None] | None = None
         self._closing: asyncio.Future[None] | None = None
+        self._processes: dict[Browser, int | None] = {}  # of the browsers this handler launched
+        self._reaping: set[asyncio.Future[None]] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BrowserDownloadHandler:
@@ -212,6 +237,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             log.error("could not start the browser for the js engine: %s", error)
             raise BrowserError("the js engine's browser could not be started") from None
         self.stats.inc_value("scrapespy/browser/launched")
+        if not (self.config.cdp_url or self.config.connect_url):
+            self._processes[self.browser] = await browser_process(self.browser)
 
     async def _ready(self) -> None:
         """Start Playwright and the guard once, and (re)launch the browser when it is gone.
@@ -236,6 +263,10 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
     async def _browser_disconnected_callback(self, browser: Browser | None = None) -> None:
         # Playwright passes the browser that went away; it may no longer be the current one
         # (a request noticed first and launched another), which must then be kept.
+        if browser is not None and browser in self._processes:
+            reaping = asyncio.ensure_future(reap_browser(browser, self._processes.pop(browser)))
+            self._reaping.add(reaping)
+            reaping.add_done_callback(self._reaping.discard)
         current = getattr(self, "browser", None)
         if current is None or (browser is not None and browser is not current):
             return
@@ -255,6 +286,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 await asyncio.wait(list(self._letting_go), timeout=10)
             await self.spares.close()
             await super().close()
+            if self._reaping:
+                await asyncio.wait(list(self._reaping), timeout=10)
         finally:
             await self.egress.stop()
 
@@ -278,7 +311,9 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             render = _Render()
             slot = False
             try:
-                async with asyncio.timeout(max(self._time_left(request), 0.0)):
+                left = self._time_left(request) - ANSWER_RESERVE
+                async with asyncio.timeout(max(left, 0.0)) as deadline:
+                    render.deadline = deadline
                     await self.pages.acquire()
                     slot = True
                     page = await self._page_for(request, render)
@@ -289,12 +324,18 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 self.stats.inc_value("scrapespy/browser/rendered")
                 return response
             except TimeoutError:
+                if render.stopped is not None:
+                    raise render.stopped from None
                 self.stats.inc_value("scrapespy/browser/timed_out")
                 raise DownloadTimeoutError("the page did not render within the timeout") from None
             except PlaywrightTimeoutError:
+                if render.stopped is not None:
+                    raise render.stopped from None
                 self.stats.inc_value("scrapespy/browser/timed_out")
                 raise DownloadTimeoutError("the page did not load within the timeout") from None
             except PlaywrightError as error:
+                if render.stopped is not None:
+                    raise render.stopped from None
                 browser = render.browser
                 if attempt == 1 and browser is not None and await _went_away(browser, error):
                     # The browser died under this request, not the target: once more, on a
@@ -315,8 +356,10 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         raise AssertionError("unreachable")
 
     async def _let_go(self, render: _Render, slot: bool) -> None:
-        if not self.pages.locked():  # nobody waits for this slot: the browser's time is better
-            await asyncio.sleep(NEXT_NAVIGATION)  # spent on a navigation than on a close
+        # Nobody waits for this slot: the browser's time is better spent on a navigation than
+        # on a close. A render cut short may still be growing its renderer: closed at once.
+        if render.stopped is None and not self.pages.locked():
+            await asyncio.sleep(NEXT_NAVIGATION)
             with suppress(TimeoutError):
                 await asyncio.wait_for(self.navigations.idle.wait(), QUIET_WAIT)
         try:
@@ -346,6 +389,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             self.stats.inc_value("scrapespy/browser/spare_used")
         render.spare = spare
         spare.route.upstream = _upstream_of(request)
+        spare.meter.over = lambda: self._too_large(render, spare)
         cookies = request.meta.get("scrapespy_cookies")
         if cookies:
             try:
@@ -357,6 +401,11 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 ) from None
         self._prepare(request, render, spare)
         return spare.page
+
+    def _too_large(self, render: _Render, spare: Spare) -> None:
+        self.stats.inc_value("scrapespy/browser/too_large")
+        spare.route.close()  # no more bytes for the renderer
+        render.stop(TooLarge(spare.meter.message()))
 
     def _mobile_context(self) -> dict[str, Any]:
         device = dict(self.browser_provider.playwright.devices[MOBILE_DEVICE])
@@ -382,7 +431,9 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             # Popups and new tabs are closed as they open (their requests still go through
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
             context.on("page", _close_popup)
-            spare = Spare(browser, route, context, page)
+            meter = DownloadMeter(self.max_resource_bytes, self.max_page_bytes)
+            await meter.attach(context, page)
+            spare = Spare(browser, route, context, page, meter)
             await page.route("**", spare.intercept)
         except BaseException:
             if context is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -23,11 +23,12 @@ from scrapy.http.headers import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
-from service.browser.failures import BrowserError
+from service.browser.failures import BrowserError, RedirectFailed, exception_for
 from service.timings import render_started, rendered
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
+    from playwright.async_api import Request as PlaywrightRequest
     from scrapy import Request
     from scrapy.http import Response
     from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
@@ -58,6 +59,71 @@ async def page_html(page: Page, request: Request, spider: Any) -> str:
     )
 
 
+# A navigation's document cut short (fewer bytes than its Content-Length, a chunked body that
+# stops): Chromium keeps what came and never fires load, so the navigation would wait out the
+# timeout where a static download fails at once.
+_TRUNCATED = frozenset({"net::ERR_CONTENT_LENGTH_MISMATCH", "net::ERR_INCOMPLETE_CHUNKED_ENCODING"})
+
+
+async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
+    """``page.goto`` the request's URL, failing at once where Chromium gives up on it.
+
+    scrapy-playwright's navigation waits up to 30 s for a download after any ``ERR_ABORTED``;
+    contexts refuse downloads (Playwright then says ``Download is starting``), and Chromium
+    aborts a redirect it will not follow (``gopher:``, ``javascript:``) the same way."""
+    goto_kwargs = dict(request.meta.get("playwright_page_goto_kwargs") or {})
+    goto_kwargs.pop("url", None)
+    loop = asyncio.get_running_loop()
+    cut: asyncio.Future[str] = loop.create_future()
+    statuses: list[int] = []
+
+    def failed(failure: PlaywrightRequest) -> None:
+        with suppress(PlaywrightError):
+            reason = failure.failure or ""
+            main = failure.is_navigation_request() and failure.frame == page.main_frame
+            if main and reason in _TRUNCATED and not cut.done():
+                cut.set_result(failure.url)
+
+    def responded(response: PlaywrightResponse) -> None:
+        if response.request.is_navigation_request():
+            statuses.append(response.status)
+
+    page.on("requestfailed", failed)
+    page.on("response", responded)
+    going = asyncio.ensure_future(page.goto(url=request.url, **goto_kwargs))
+    try:
+        racing: list[asyncio.Future[Any]] = [going, cut]
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+        if cut.done() and not going.done():
+            raise exception_for("closed", cut.result())
+        return await going
+    except PlaywrightError as error:
+        if "Download is starting" in error.message:
+            # Contexts refuse downloads (accept_downloads=False): a page that is one is not read.
+            raise BrowserError(
+                "the address is a file download, which the js engine does not fetch "
+                "(the static engine does)"
+            ) from None
+        if "net::ERR_ABORTED" in error.message and 204 not in statuses:
+            raise RedirectFailed(
+                "the target redirected to an address the browser does not follow "
+                "(a scheme other than http and https)"
+            ) from None
+        raise
+    finally:
+        page.remove_listener("requestfailed", failed)
+        page.remove_listener("response", responded)
+        if not going.done():
+            going.cancel()
+        going.add_done_callback(_consume)
+        cut.cancel()
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 async def read_rendered(
     handler: ScrapyPlaywrightDownloadHandler,
     request: Request,
@@ -70,14 +136,7 @@ async def read_rendered(
     started = time.time()
     navigated = render_started(request.meta)  # timings: the end of queue
     with navigating if navigating is not None else nullcontext():
-        response, download = await handler._get_response_and_download(request, page, spider)
-    if download:
-        # Contexts refuse downloads (accept_downloads=False): a page that is one is not read.
-        log.debug("navigating to %s started a download: %s", request.url, download.exception)
-        raise BrowserError(
-            "the address is a file download, which the js engine does not fetch "
-            "(the static engine does)"
-        )
+        response = await navigate(page, request)
     request.meta["scrapespy_loaded_at"] = asyncio.get_running_loop().time()
     headers_read: asyncio.Future[dict[str, str]] | None = None
     if isinstance(response, PlaywrightResponse):

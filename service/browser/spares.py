@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from playwright.async_api import Request as PlaywrightRequest
 
     from service.browser.egress import EgressRoute
+    from service.browser.meter import DownloadMeter
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class Spare:
     route: EgressRoute
     context: BrowserContext
     page: Page
+    meter: DownloadMeter
     # Set by the request that takes the spare; the page's interception (``intercept``, routed
     # at creation) hands every request of the page to it.
     handler: Callable[[Route, PlaywrightRequest], Awaitable[Any]] | None = None
