@@ -77,6 +77,7 @@ def silent_host() -> Iterator[SilentHost]:
 def hostile() -> Iterator[TargetSite]:
     site = TargetSite().start()
     site.page("/bomb", gzip.compress(b"\0" * BOMB_BYTES), **{"Content-Encoding": "gzip"})
+    site.page("/huge", b"<html><body>" + b"x" * (17 * 1024 * 1024))
     site.routes["/loop"] = lambda _h: (302, {"Location": "/loop"}, b"")
     for step in range(30):
         site.routes[f"/chain/{step}"] = lambda _h, n=step + 1: (
@@ -211,6 +212,17 @@ def test_a_decompression_bomb_is_too_large_with_a_clean_message(
     assert "DOWNLOAD_MAXSIZE" not in result["error"]
     assert "Ignored response" not in result["error"]
     assert str(16 * 1024 * 1024) in result["error"]
+    assert_unbilled(static, accounts, account_id, key)
+
+
+def test_a_body_over_the_download_cap_is_too_large_with_a_clean_message(
+    static: ServiceProcess, hostile: TargetSite, accounts: Accounts
+) -> None:
+    account_id, key = accounts.create(credits=10)
+    result = failed(static, key, hostile.url("/huge"), "too_large")
+    assert (
+        result["error"] == f"the page is larger than the download limit of {16 * 1024 * 1024} bytes"
+    )
     assert_unbilled(static, accounts, account_id, key)
 
 
