@@ -84,6 +84,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.decompression.DecompressionMiddleware": 590,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "middlewares.redirects.RedirectMiddleware": 600,
+    # just below AntiBotMiddleware (580), which sees a page before its meta refresh, as before
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "middlewares.redirects.MetaRefreshMiddleware": 579,
 }
 
 # The spiders yield one item per response and never a request, which is all these look at:

@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import pytest
 from scrapy import Request, Spider
-from scrapy.http import Response
+from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from middlewares.failure_codes import failure_code
-from middlewares.redirects import RedirectFailed, RedirectMiddleware
+from middlewares.redirects import (
+    CREDENTIALS,
+    MetaRefreshMiddleware,
+    RedirectFailed,
+    RedirectMiddleware,
+)
 from service import scrapy_settings
 
 URL = "http://127.0.0.1:1/start"
 
 
-def middleware() -> RedirectMiddleware:
+def middleware(cls: type[RedirectMiddleware] | type[MetaRefreshMiddleware] = RedirectMiddleware):
     crawler = get_crawler(Spider, {"REDIRECT_MAX_TIMES": scrapy_settings.REDIRECT_MAX_TIMES})
     crawler.spider = crawler._create_spider("redirects")
-    return build_from_crawler(RedirectMiddleware, crawler)
+    return build_from_crawler(cls, crawler)
 
 
 def redirect(location: str, status: int = 302) -> Response:
@@ -74,3 +79,29 @@ def test_a_request_that_opted_out_keeps_its_3xx():
 def test_a_3xx_without_location_is_a_page():
     response = Response(URL, status=302)
     assert middleware().process_response(Request(URL), response) is response
+
+
+def test_a_redirect_to_a_url_with_credentials_fails_without_them():
+    with pytest.raises(RedirectFailed) as info:
+        middleware().process_response(Request(URL), redirect("http://u:secret@example.com/"))
+    assert str(info.value) == CREDENTIALS
+    assert "secret" not in str(info.value)
+
+
+def refresh(target: str, url: str = URL) -> HtmlResponse:
+    body = f'<html><head><meta http-equiv="refresh" content="0;url={target}"></head></html>'
+    return HtmlResponse(url, body=body.encode())
+
+
+@pytest.mark.parametrize("target", ["javascript:alert(1)", "http://u:secret@example.com/"])
+def test_a_meta_refresh_not_followed_leaves_the_page(target):
+    page = refresh(target)
+    assert middleware(MetaRefreshMiddleware).process_response(Request(URL), page) is page
+
+
+def test_a_meta_refresh_loop_fails():
+    mw = middleware(MetaRefreshMiddleware)
+    request = Request(URL)
+    with pytest.raises(RedirectFailed, match="more than"):
+        for _ in range(scrapy_settings.REDIRECT_MAX_TIMES + 1):
+            request = mw.process_response(request, refresh(URL, request.url))

@@ -93,6 +93,14 @@ def hostile() -> Iterator[TargetSite]:
     }
     for path, (status, location) in redirects.items():
         site.routes[path] = lambda _h, s=status, loc=location: (s, {"Location": loc}, b"")
+    site.routes["/to-credentials"] = lambda _h: (
+        302,
+        {"Location": f"http://user:{SECRET}@127.0.0.1:{site.port}/cookie"},
+        b"",
+    )
+    refresh = '<html><head><title>refresh</title><meta http-equiv="refresh" content="0;url={}">'
+    site.page("/refresh-to-javascript", refresh.format("javascript:alert(1)"))
+    site.page("/refresh-loop", refresh.format("/refresh-loop"))
     site.routes["/cookie"] = lambda _h: (
         200,
         {"Content-Type": "text/html", "Set-Cookie": "session=1; Path=/"},
@@ -271,6 +279,38 @@ def test_an_unfollowed_redirect_is_a_failure_and_unbilled(
     assert "does not follow" in result["error"]
     assert hostile.count(path) == before + 1
     assert_unbilled(static, accounts, account_id, key)
+
+
+def test_a_redirect_to_a_url_with_credentials_is_not_followed(
+    static: ServiceProcess, hostile: TargetSite, accounts: Accounts
+) -> None:
+    account_id, key = accounts.create(credits=10)
+    before = hostile.count("/cookie")
+    result = failed(static, key, hostile.url("/to-credentials"), "redirect_failed")
+    assert "credentials" in result["error"]
+    assert SECRET not in json.dumps(result)
+    assert hostile.count("/cookie") == before
+    assert_unbilled(static, accounts, account_id, key)
+    assert SECRET not in static.log_text()
+
+
+def test_a_meta_refresh_loop_is_redirect_failed(
+    static: ServiceProcess, hostile: TargetSite, accounts: Accounts
+) -> None:
+    account_id, key = accounts.create(credits=10)
+    result = failed(static, key, hostile.url("/refresh-loop"), "redirect_failed")
+    assert "more than 10 times" in result["error"]
+    assert_unbilled(static, accounts, account_id, key)
+
+
+def test_a_meta_refresh_to_javascript_leaves_the_page_as_it_is(
+    static: ServiceProcess, hostile: TargetSite, accounts: Accounts
+) -> None:
+    account_id, key = accounts.create(credits=10)
+    reply = static.scrape(key, {"url": hostile.url("/refresh-to-javascript")})
+    result = reply.json
+    assert (result["success"], result["status_code"], result["title"]) == (True, 200, "refresh")
+    assert accounts.summary(account_id)["balance"] == 9
 
 
 # 8. credentials in a target URL -----------------------------------------------------------------
