@@ -23,6 +23,8 @@ from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
+from middlewares.decompression import ResponseTooLarge
+from middlewares.redirects import RedirectFailed
 from service.browser.actions import ActionFailed
 from service.browser.failures import BrowserError
 from service.egress.addresses import EgressBlocked, UnsupportedScheme
@@ -36,6 +38,10 @@ def failure_code(failure: Failure | BaseException) -> str:
         return "timeout"
     if isinstance(exc, EgressBlocked | UnsupportedScheme):
         return "egress_blocked"
+    if isinstance(exc, RedirectFailed):
+        return "redirect_failed"
+    if isinstance(exc, ResponseTooLarge):
+        return "too_large"
     if isinstance(exc, IgnoreRequest):
         return "robots_disallowed" if "robots.txt" in str(exc).lower() else "internal"
     timeouts = (DownloadTimeoutError, net_error.TimeoutError, DeferredTimeoutError, TimeoutError)

@@ -12,8 +12,11 @@ settlement is sent as soon as the outcome is known (:class:`SettlePipeline`), so
 overlaps the parse; :class:`BillingPipeline` waits for it before the answer goes out. When the
 page then could not be parsed, a success became a failure, and what was charged is given back
 (``service.ledger.refund``) before the answer too: the caller is never billed for it. So is
-what was charged for a scrape that the watchdog answered (timed out) while its parse or its
-settlement was still on its way. On SQLite :class:`BillingPipeline` settles after the parse.
+what was charged for a scrape whose caller was told something else first, while its parse or its
+settlement was still on its way: the watchdog's timeout, a shutdown's answer, or nothing at all
+when the caller went away (service.engine). The pipeline claims the answer it bills for
+(``ScrapeJob.claim``), and skips the settlement when another answer was claimed before.
+On SQLite :class:`BillingPipeline` settles after the parse.
 A page of a batch on PostgreSQL (``ScrapeJob.settle_later``) is settled by the batch with its
 result, in one call (service.batches, migration 0017): :class:`BillingPipeline` leaves what to
 settle on the job, computed on the final outcome.
@@ -45,6 +48,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from service.db import Database
+
+
+UNANSWERED = "the scrape's caller got no answer"
 
 
 def charge_for(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> tuple[int, bool]:
@@ -120,7 +126,8 @@ class SettlePipeline:
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
         job = item.job
         if job.hold_id is not None and self.database.reactor_calls and not job.settle_later:
-            item.settlement = send_settlement(self.database, item)
+            if job.answer is None:  # else whoever answered the caller released the hold
+                item.settlement = send_settlement(self.database, item)
         return item
 
 
@@ -143,16 +150,20 @@ class BillingPipeline:
                 return item
             if job.settle_later:  # by the batch, with the page's result (service.batches)
                 return self._to_settle(item)
+            if job.answer is not None:  # whoever answered the caller released the hold
+                return self._answered_otherwise(item)
             settling = send_settlement(self.database, item)
         settlement = await maybe_deferred_to_future(settling)
         charged = settlement.charged
-        # What the caller is told: this result, or the watchdog's (or a shutdown's) answer if it
-        # came first, while the parse or the settlement was still on its way.
-        told = job.answer if job.answer is not None else item.result
-        billable = charge_for(job, told, item.tier_used) != (0, False)
+        # What the caller is told: this result, claimed now, or the answer that the watchdog,
+        # a caller who went away or a shutdown claimed first, while the parse or the settlement
+        # was still on its way.
+        told = item.result if job.claim(item.result) else job.answer
+        billable = told is not None and charge_for(job, told, item.tier_used) != (0, False)
         balance = settlement.balance
         if (charged or settlement.trial_consumed) and not billable:
-            refund = self.database.run(ledger.refund, job.hold_id, _storable(told.error))
+            why = told.error if told is not None else UNANSWERED
+            refund = self.database.run(ledger.refund, job.hold_id, _storable(why))
             given_back = await maybe_deferred_to_future(refund)
             charged -= given_back
             if balance is not None:  # this scrape's own entries: the capture, then the refund
@@ -163,6 +174,14 @@ class BillingPipeline:
             self.stats.inc_value("scrapespy/billing/captured", charged)
             if not settlement.settled_here:
                 self.stats.inc_value("scrapespy/billing/already_settled")
+        return item
+
+    def _answered_otherwise(self, item: ScrapeItem) -> ScrapeItem:
+        """A scrape whose caller was told something else first: its hold is released by whoever
+        answered (service.engine), and nothing is charged for this late result."""
+        item.charged = item.result.credits_charged = 0
+        if self.stats is not None:
+            self.stats.inc_value("scrapespy/billing/answered_otherwise")
         return item
 
     def _to_settle(self, item: ScrapeItem) -> ScrapeItem:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
@@ -38,6 +39,7 @@ from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.deadline import DeadlineExceeded
+from middlewares.decompression import too_large
 from middlewares.failure_codes import failure_code, tls_failed
 from service.browser.failures import BrowserError
 from service.config import Config
@@ -64,7 +66,7 @@ def timed_out(job: ScrapeJob) -> str:
     return f"timed out after {job.timeout:g} s"
 
 
-def describe_failure(failure: Failure, job: ScrapeJob) -> str:
+def describe_failure(failure: Failure, job: ScrapeJob, download_limit: int = 0) -> str:
     exc = failure.value
     if isinstance(exc, DeadlineExceeded):
         return timed_out(job)
@@ -76,6 +78,8 @@ def describe_failure(failure: Failure, job: ScrapeJob) -> str:
     timeouts = (DownloadTimeoutError, net_error.TimeoutError, DeferredTimeoutError, TimeoutError)
     if isinstance(exc, timeouts) or exc.__class__.__name__ == "TimeoutError":  # playwright's too
         return timed_out(job)
+    if isinstance(exc, DownloadCancelledError):  # Scrapy's DOWNLOAD_MAXSIZE (download_limit)
+        return too_large(download_limit) if download_limit else "the page is too large"
     if isinstance(exc, (CannotResolveHostError, net_error.DNSLookupError)):
         return "could not resolve the target's host name"
     if isinstance(exc, (DownloadConnectionRefusedError, net_error.ConnectionRefusedError)):
@@ -108,13 +112,17 @@ class ResultPipeline:
     the PNG that service.browser left in ``response.meta["scrapespy_screenshot_png"]``, and, for a
     request with actions, the steps' outcomes and results it left in the request's meta."""
 
-    def __init__(self, max_raw_html_bytes: int = DEFAULT_MAX_RAW_HTML_BYTES) -> None:
+    def __init__(
+        self, max_raw_html_bytes: int = DEFAULT_MAX_RAW_HTML_BYTES, download_limit: int = 0
+    ) -> None:
         self.max_raw_html_bytes = max_raw_html_bytes
+        self.download_limit = download_limit
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResultPipeline:
         return cls(
-            crawler.settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES", DEFAULT_MAX_RAW_HTML_BYTES)
+            crawler.settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES", DEFAULT_MAX_RAW_HTML_BYTES),
+            crawler.settings.getint("DOWNLOAD_MAXSIZE"),
         )
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
@@ -124,7 +132,8 @@ class ResultPipeline:
         code: str | None = None
         if response is None:
             assert item.failure is not None
-            error: str | None = describe_failure(item.failure, job)
+            limit = meta.get("download_maxsize", self.download_limit)
+            error: str | None = describe_failure(item.failure, job, limit)
             code = failure_code(item.failure)
         elif response.status >= 400:
             error = f"the target answered HTTP {response.status}"

@@ -17,9 +17,9 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-import tldextract
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.public_suffixes import SUFFIXES
 from service.schemas import MAX_URL_LENGTH, URL_PATTERN, Whole
 
 MAX_PAGES = 10_000
@@ -30,9 +30,6 @@ MAX_URLS = 5000  # POST /map
 DEFAULT_URLS = 1000
 MAX_PATTERNS = 50
 MAX_PATTERN_LENGTH = 500
-
-# the Public Suffix List shipped with tldextract: nothing is fetched to read it
-_SUFFIXES = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 
 def _patterns(value: list[str]) -> list[str]:
@@ -127,7 +124,7 @@ def url_key(url: str) -> str:
 
 @lru_cache(maxsize=1024)
 def registrable(host: str) -> str:
-    found = _SUFFIXES(host)
+    found = SUFFIXES(host, include_psl_private_domains=False)
     return found.top_domain_under_public_suffix or host
 
 

@@ -6,7 +6,8 @@ already, into one request for the running engine and returns the job's Deferred,
 with the result once the pipelines (result building, billing) are through. A watchdog answers a
 job that overran its timeout by a margin, and releases its hold, whatever Scrapy is doing with
 it; so does the shutdown's :meth:`EngineBridge.drain`, after which a job is answered and its hold
-released without entering the engine.
+released without entering the engine, and so does a caller who went away (the HTTP front cancels
+the answer it waits for). A scrape that finishes after its caller was answered so bills nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from service.extraction import empty_fields
 from service.extraction.pool import ExtractionPool
 from service.jobs import ScrapeItem, ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
+from service.public_suffixes import install as use_bundled_suffixes
 from service.reactor import running
 from service.results import ScrapeResult, new_result
 from service.scrapy_settings import from_config
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 
 WATCHDOG_MARGIN = 5.0
 SHUTTING_DOWN = "the service is shutting down; the scrape was not completed and not billed"
+CALLER_GONE = "the caller went away before the answer; the scrape was not billed"
 
 
 def crawler_settings(config: Config) -> Settings:
@@ -87,6 +90,7 @@ class EngineBridge:
         return len(self._jobs) <= 1
 
     async def start(self) -> None:
+        use_bundled_suffixes()
         settings = crawler_settings(self.config)
         self.runner = CrawlerRunner(settings)
         self.crawler = self.runner.create_crawler(FeedSpider)
@@ -149,7 +153,25 @@ class EngineBridge:
         )
         job.done.addBoth(self._forget, job)
         self.crawler.engine.crawl(request_for(job, self.spider))
-        return job.done
+        return self._answer_for_caller(job)
+
+    def _answer_for_caller(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
+        """``job``'s answer, for a caller who may go away: cancelling it (the HTTP front does
+        when the client disconnects) answers the job without it and releases its hold, so a
+        scrape that finishes later bills nothing."""
+        answer: Deferred[ScrapeResult] = Deferred(lambda _: self._caller_gone(job))
+        job.done.chainDeferred(answer)
+        return answer
+
+    def _caller_gone(self, job: ScrapeJob) -> None:
+        if job.done.called:
+            return
+        log.info(
+            "the caller of scrape %s went away; releasing its hold",
+            job.id,
+            extra={"event": "scrape_caller_gone", "request_id": job.request_id},
+        )
+        self._abandon(job, CALLER_GONE)
 
     def _forget(self, result: Any, job: ScrapeJob) -> Any:
         if job.hold_id is not None:
@@ -184,7 +206,8 @@ class EngineBridge:
         self._abandon(job, timed_out(job), "timeout")
 
     def _abandon(self, job: ScrapeJob, error: str, code: str = "unavailable") -> Deferred[Any]:
-        """Answer a job that Scrapy has not finished, and release its hold (at most once)."""
+        """Answer a job that Scrapy has not finished, and release its hold (at most once),
+        unless its own answer was claimed first (pipelines.billing): then that one goes out."""
         result = new_result(
             job,
             empty_fields(job.selectors),
@@ -193,6 +216,8 @@ class EngineBridge:
             error=error,
             error_code=code,
         )
+        if not job.claim(result):
+            return succeed(None)
         if job.hold_id is None or self.database is None:
             job.finish(result)
             return succeed(None)

@@ -130,11 +130,20 @@ class ScrapeJob:
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
 
-    def finish(self, result: ScrapeResult) -> bool:
-        """Fire ``done`` once; later results (a late item after the watchdog) are dropped."""
-        if self.done.called:
-            return False
+    def claim(self, result: ScrapeResult) -> bool:
+        """Decide that the caller is told ``result``, unless another answer was decided first.
+        The watchdog, a caller who went away and the billing pipeline each claim before they
+        settle, so that a late finish bills nothing when the caller was told something else."""
+        if self.answer is not None or self.done.called:
+            return self.answer is result
         self.answer = result
+        return True
+
+    def finish(self, result: ScrapeResult) -> bool:
+        """Fire ``done`` once, with the answer claimed; a late result (an item after the
+        watchdog answered) is dropped."""
+        if self.done.called or not self.claim(result):
+            return False
         self.done.callback(result)
         return True
 

@@ -79,6 +79,14 @@ DOWNLOADER_MIDDLEWARES = {
     # Just before HttpProxyMiddleware (750), which turns the chosen proxy's credentials into
     # Proxy-Authorization (and removes a stale one when the request falls back to direct).
     "middlewares.proxy_pool.ProxyPoolMiddleware": 740,
+    # Scrapy's own, with a bomb, a redirect loop and an unfollowable redirect as clean failures
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "middlewares.decompression.DecompressionMiddleware": 590,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "middlewares.redirects.RedirectMiddleware": 600,
+    # just below AntiBotMiddleware (580), which sees a page before its meta refresh, as before
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "middlewares.redirects.MetaRefreshMiddleware": 579,
 }
 
 # The spiders yield one item per response and never a request, which is all these look at:

@@ -16,6 +16,7 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseNeverReceived
 
 from middlewares.deadline import DeadlineExceeded
+from middlewares.decompression import too_large
 from middlewares.failure_codes import failure_code
 from pipelines.result import describe_failure
 from service.browser.actions import ActionFailed
@@ -73,3 +74,10 @@ def test_a_failed_handshake_says_so():
     assert (
         describe_failure(Failure(tls_failure()), job) == "the TLS handshake with the target failed"
     )
+
+
+def test_a_download_over_the_cap_says_so_in_words():
+    job = ScrapeJob(url="http://example.com/")
+    failure = Failure(DownloadCancelledError("Received 17000000 bytes which is larger than ..."))
+    assert describe_failure(failure, job, 1000) == too_large(1000)
+    assert too_large(1000) == "the page is larger than the download limit of 1000 bytes"

@@ -153,6 +153,33 @@ async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back(
 
 
 @pytest_twisted.ensureDeferred
+async def test_the_answer_billed_for_is_claimed_so_a_late_watchdog_cannot_replace_it():
+    database = Database()
+    job, item, answered = await billed_scrape_under_way(database)
+    database.answer((1, False, True, 99))
+    assert await answered is item and item.charged == 1
+    timed_out = replace(item.result, success=False, error="timed out after 20 s")
+    assert not job.claim(timed_out)  # the watchdog, firing now, answers nothing
+    assert job.finish(item.result) and job.answer is item.result
+
+
+@pytest_twisted.ensureDeferred
+async def test_on_sqlite_a_scrape_answered_otherwise_first_sends_no_settlement():
+    # the caller went away (service.engine released the hold): the late page settles nothing
+    database = ThreadedDatabase()
+    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
+    item = database.item = item_for(job)
+    result_stage, *later_stages = pipelines(database)
+    result_stage.process_item(item)
+    gone = replace(item.result, success=False, error="the caller went away")
+    assert job.claim(gone)
+    assert await through(later_stages, item) is item
+    assert database.sent == []
+    assert (item.charged, item.result.credits_charged) == (0, 0)
+    assert not job.finish(item.result)
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_batch_page_leaves_its_settlement_to_the_batch_on_the_final_outcome():
     # service.batches settles it with the page's result, in one call (migration 0017)
     database = Database()

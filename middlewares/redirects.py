@@ -1,0 +1,129 @@
+"""Scrapy's redirects, with the ones the service does not follow as failures of their own.
+
+Scrapy's ``RedirectMiddleware`` hands on a 3xx whose ``Location`` is not http(s) (``file:``,
+``gopher:``, ``data:``) as the page, which the service then answered as a success, and billed;
+a ``javascript:`` one, or one with credentials (``user:password@``), failed with a bare
+``ValueError``, and a chain longer than ``REDIRECT_MAX_TIMES`` (a loop) with an
+``IgnoreRequest`` that said nothing of redirects. Each is a :class:`RedirectFailed` here
+(``error_code`` ``redirect_failed``, unbilled), with a message that names the scheme, never the
+whole ``Location``. A meta refresh that is not followed leaves its page as it is, as a browser
+would; its loops fail the same way (:class:`MetaRefreshMiddleware`).
+
+    DOWNLOADER_MIDDLEWARES = {
+        "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+        "middlewares.redirects.RedirectMiddleware": 600,
+        "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+        "middlewares.redirects.MetaRefreshMiddleware": 579,
+    }
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request
+from scrapy.downloadermiddlewares import redirect
+from scrapy.exceptions import IgnoreRequest
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.http import Response
+
+REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,31}")
+
+
+class RedirectFailed(IgnoreRequest):
+    """A redirect the service does not follow: a loop, too long a chain, or to a scheme other
+    than http and https."""
+
+
+class RedirectMiddleware(redirect.RedirectMiddleware):
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
+        try:
+            outcome = super().process_response(request, response)
+        except ValueError:  # Scrapy could not make a request of the Location
+            count(self, "unfollowable")
+            raise RedirectFailed(unfollowable(request, response)) from None
+        except IgnoreRequest:  # the only one Scrapy raises here: max redirections reached
+            raise too_many(self) from None
+        if isinstance(outcome, Request) and with_credentials(outcome.url):
+            count(self, "unfollowable")
+            raise RedirectFailed(CREDENTIALS)
+        if outcome is response and self._left_unfollowed(request, response):
+            count(self, "unfollowable")
+            raise RedirectFailed(unfollowable(request, response))
+        return outcome
+
+    def _left_unfollowed(self, request: Request, response: Response) -> bool:
+        """A redirect Scrapy would follow but for its ``Location``'s scheme."""
+        meta = request.meta
+        opted_out = (
+            meta.get("dont_redirect", False)
+            or meta.get("handle_httpstatus_all", False)
+            or response.status in meta.get("handle_httpstatus_list", ())
+            or response.status in getattr(self.crawler.spider, "handle_httpstatus_list", ())
+        )
+        return (
+            not opted_out
+            and response.status in REDIRECT_STATUSES
+            and "Location" in response.headers
+        )
+
+
+class MetaRefreshMiddleware(redirect.MetaRefreshMiddleware):
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
+        try:
+            outcome = super().process_response(request, response)
+        except ValueError:  # a refresh to javascript: and the like: the page is the answer
+            return response
+        except IgnoreRequest:  # the only one Scrapy raises here: max redirections reached
+            raise too_many(self) from None
+        if isinstance(outcome, Request) and with_credentials(outcome.url):
+            return response
+        return outcome
+
+
+CREDENTIALS = (
+    "the target redirected to a URL with credentials (user:password@), which the service does "
+    "not follow"
+)
+
+
+def with_credentials(url: str) -> bool:
+    try:
+        return "@" in urlsplit(url).netloc
+    except ValueError:
+        return False
+
+
+def count(middleware: redirect.BaseRedirectMiddleware, what: str) -> None:
+    if middleware.crawler.stats is not None:
+        middleware.crawler.stats.inc_value(f"scrapespy/redirects/{what}")
+
+
+def too_many(middleware: redirect.BaseRedirectMiddleware) -> RedirectFailed:
+    count(middleware, "too_many")
+    return RedirectFailed(
+        f"the target redirected more than {middleware.max_redirect_times} times "
+        "(a redirect loop, or too long a chain)"
+    )
+
+
+def unfollowable(request: Request, response: Response) -> str:
+    """Why the redirect of ``response`` is not followed, naming its scheme alone (the rest of
+    the Location may be long, or carry what the target should not have sent)."""
+    location = (response.headers.get("Location") or b"").decode("latin-1").strip()
+    try:
+        scheme = urlsplit(urljoin(request.url, location)).scheme.lower()
+    except ValueError:
+        scheme = ""
+    if scheme in ("http", "https") or not _SCHEME.fullmatch(scheme):
+        return "the target redirected to a URL that the service cannot follow"
+    return f"the target redirected to a {scheme}: URL, which the service does not follow"
