@@ -33,7 +33,7 @@ from twisted.internet.task import LoopingCall, deferLater
 
 from service import batch_store
 from service.batches import Batches, PageInterrupted, is_dead
-from service.queue_worker import QueueWorker
+from service.queue_worker import QueueWorker, reason_of
 from service.reactor import running
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ class PostgresQueue:
         try:
             await self._put_back()
         except Exception as exc:  # the database is down: next time
-            log.warning("could not look for the pages of dead instances: %s", exc)
+            log.warning("could not look for the pages of dead instances: %s", reason_of(exc))
 
     async def _put_back(self) -> None:
         manager = self.app.job_manager
