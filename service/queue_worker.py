@@ -76,12 +76,16 @@ class QueueWorker:
 
         wait = FIRST_RETRY_SECONDS
         stops = 0
+        left: int | None = None  # the id of a stopped worker that could not unregister itself
         while not self._stopping:
             self._worker = Worker(self.app, **self.options)
             self._run = run = asyncio.ensure_future(self._worker.run())
             if await self._registered(run):
                 if stops:
                     log.warning("%s's worker is back", self.what)
+                if left is not None:
+                    await self._unregister(left)
+                    left = None
                 wait = FIRST_RETRY_SECONDS
             try:
                 await run
@@ -90,6 +94,8 @@ class QueueWorker:
                 reason = reason_of(exc)
             if self._stopping:
                 return
+            # still set when unregistering failed: the worker had waited for its tasks first
+            left = self._worker.worker_id if left is None else left
             stops += 1
             self._reason = f"its worker stopped ({reason}) and starts again"
             log.error("%s's worker stopped: %s; it starts again in %.1f s", self.what, reason, wait)
@@ -102,6 +108,15 @@ class QueueWorker:
         while self._worker.worker_id is None and not run.done():
             await asyncio.sleep(REGISTERED_POLL_SECONDS)
         return not run.done()
+
+    async def _unregister(self, worker_id: int) -> None:
+        """Unregisters a stopped worker: its tasks, which it no longer runs, lose their worker
+        and are put back by the job queue's next recovery round, not ``job_stalled_seconds``
+        after its last heartbeat."""
+        try:
+            await self.app.job_manager.unregister_worker(worker_id)
+        except Exception as exc:  # its heartbeat ages: the recovery takes its tasks later
+            log.warning("could not unregister a stopped worker: %s", reason_of(exc))
 
     async def _drop_broken_connections(self) -> None:
         """The pool lends its idle connections unchecked (service.job_queue._unchecked_pool):
