@@ -63,7 +63,7 @@ class QueueWorker:
         try:
             await self._keep_running()
         except asyncio.CancelledError:  # stop_taking: the worker finishes the tasks it runs
-            if self._run is not None and not self._run.done():
+            if self._run is not None:
                 self._run.cancel()
                 try:
                     await self._run
