@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -39,6 +40,7 @@ from service.payments import NOT_CONFIGURED, PaymentProvider
 from service.payments.demo import demo_provider
 from service.payments.webhooks import StripeWebhooks
 from service.pricing import price_list
+from service.queue_worker import QueueWorker
 from service.reference.page import Reference
 from service.schemas import BuyRequest, parse_json_object, validate
 from service.scraping import Scraper
@@ -104,12 +106,14 @@ class ScrapespyApp:
         *,
         reads: AccountReads,
         batches: Batches | None = None,
+        workers: Sequence[QueueWorker] = (),
     ):
         self.config = config
         self.database = database
         self.scraper = scraper
         self.reads = reads
         self.batches = batches
+        self.workers = workers  # PostgreSQL: the queues' workers, which /healthz reports on
         self.crawls = Crawls(batches) if batches is not None else None
         self.idempotency = Idempotency(database)
         self.payments = payments
@@ -381,7 +385,19 @@ class ScrapespyApp:
 
     @app.route("/healthz", methods=["GET"])
     async def healthz(self, request: Request) -> bytes:
-        await self.database.run(_ping)
+        """200 while the database answers and every queue has a running worker; else 503
+        naming what is down (docs/operations.md, "During a database outage")."""
+        down: list[str] = []
+        try:
+            await self.database.run(_ping)
+        except ServiceUnavailable:
+            down.append("the database is unavailable")
+        for worker in self.workers:
+            trouble = worker.trouble or ("it waits for the database" if down else None)
+            if trouble is not None:
+                down.append(f"{worker.what} is down: {trouble}")
+        if down:
+            raise ServiceUnavailable("; ".join(down))
         return render_json(request, {"status": "ok"})
 
 

@@ -9,7 +9,8 @@ LOCKED`` and wake on ``LISTEN/NOTIFY``, so the instances on one database share a
 A worker sends a heartbeat; the tasks of a worker whose heartbeat stopped (its instance died)
 are put back in the queue by the other instances, and the page's row tells the new attempt
 whether the dead one was billed (service.batch_store.claim_page). A task that failed (the
-database was down, the service shut down under it) is retried with a backoff.
+database was down, the service shut down under it) is retried with a backoff, and a worker that
+stopped on a lost connection is started again (service.queue_worker).
 
 SQLite (:class:`LocalQueue`): the database is one host's file, so a loop in each process reads
 the pages to run from their rows, oldest first, and claims one only at the attempt it read (the
@@ -32,6 +33,7 @@ from twisted.internet.task import LoopingCall, deferLater
 
 from service import batch_store
 from service.batches import Batches, PageInterrupted, is_dead
+from service.queue_worker import QueueWorker, reason_of
 from service.reactor import running
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,10 @@ TASK_POLL_SECONDS = 0.5
 # them while the others are scraped. With one, a 1,000-page batch on PostgreSQL spent a quarter
 # of each page's time on them, and its scrapes ran at two thirds of POST /scrape's rate.
 PAGES_PER_SCRAPE = 2
+# PostgresQueue: the longest a query of the queue waits for a connection of its pool. With the
+# database away, procrastinate's worker noticed only after psycopg_pool's 30 s, twice (its
+# fetch, then unregistering itself): a minute in which /healthz could not say so.
+CONNECTION_WAIT_SECONDS = 5.0
 
 
 class LocalQueue:
@@ -166,6 +172,7 @@ class PostgresQueue:
                 conninfo=url.render_as_string(hide_password=False),
                 min_size=1,
                 max_size=4,
+                timeout=CONNECTION_WAIT_SECONDS,
                 pool_factory=_unchecked_pool,
             )
         )
@@ -174,7 +181,19 @@ class PostgresQueue:
             retry=RetryStrategy(max_attempts=20, wait=1, exponential_wait=2),
         )(self._page)
         self.stalled = config.job_stalled_seconds
-        self._worker: asyncio.Future[None] | None = None
+        self.worker = QueueWorker(
+            self.app,
+            "the job queue",
+            # the pages' queue: webhooks have a worker of their own (service.webhooks)
+            queues=["default"],
+            concurrency=PAGES_PER_SCRAPE * config.job_pages_in_flight,
+            name=batches.instance,
+            install_signal_handlers=False,
+            delete_jobs="successful",
+            update_heartbeat_interval=max(0.5, self.stalled / 4),
+            stalled_worker_timeout=self.stalled,
+            fetch_job_polling_interval=TASK_POLL_SECONDS,
+        )
         self._recovery = LoopingCall(lambda: Deferred.fromCoroutine(self._recover()))
         self._recovery.clock = running()
 
@@ -182,27 +201,10 @@ class PostgresQueue:
         await _await(self.app.open_async())
 
     def start(self) -> None:
-        self._worker = asyncio.ensure_future(
-            self.app.run_worker_async(
-                # the pages' queue: webhooks have a worker of their own (service.webhooks)
-                queues=["default"],
-                concurrency=PAGES_PER_SCRAPE * self.batches.config.job_pages_in_flight,
-                name=self.batches.instance,
-                install_signal_handlers=False,
-                delete_jobs="successful",
-                update_heartbeat_interval=max(0.5, self.stalled / 4),
-                stalled_worker_timeout=self.stalled,
-                fetch_job_polling_interval=TASK_POLL_SECONDS,
-            )
-        )
-        self._worker.add_done_callback(self._worker_stopped)
+        self.worker.start()
         self._recovery.start(max(1.0, self.stalled / 3), now=False).addErrback(
             lambda failure: log.error("job recovery stopped: %s", failure.value)
         )
-
-    def _worker_stopped(self, future: asyncio.Future[None]) -> None:
-        if not future.cancelled() and future.exception() is not None:
-            log.error("the job queue's worker stopped: %s", future.exception())
 
     async def _page(
         self,
@@ -236,7 +238,7 @@ class PostgresQueue:
         try:
             await self._put_back()
         except Exception as exc:  # the database is down: next time
-            log.warning("could not look for the pages of dead instances: %s", exc)
+            log.warning("could not look for the pages of dead instances: %s", reason_of(exc))
 
     async def _put_back(self) -> None:
         manager = self.app.job_manager
@@ -254,14 +256,9 @@ class PostgresQueue:
     def stop_taking(self) -> None:
         if self._recovery.running:
             self._recovery.stop()
-        if self._worker is not None and not self._worker.done():
-            self._worker.cancel()  # the worker takes no more tasks and waits for its own
+        self.worker.stop_taking()
 
     async def stop(self) -> None:
         self.stop_taking()
-        if self._worker is not None:
-            try:
-                await Deferred.fromFuture(self._worker)
-            except (Exception, asyncio.CancelledError):  # cancelled, as it was asked to be
-                pass
+        await self.worker.stop()
         await _await(self.app.close_async())

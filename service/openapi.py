@@ -743,7 +743,7 @@ def document(public_url: str) -> dict[str, Any]:
             },
             "/healthz": {
                 "get": {
-                    "summary": "Liveness and database check",
+                    "summary": "Liveness, database and job queue check",
                     "responses": {
                         "200": {
                             "description": "healthy",

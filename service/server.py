@@ -122,8 +122,20 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     if isinstance(batches.queue, PostgresQueue):
         webhooks.use_queue(batches.queue.app)
     webhooks.start()
+    workers = [
+        worker
+        for worker in (getattr(batches.queue, "worker", None), webhooks.worker)
+        if worker is not None
+    ]
     http = ScrapespyApp(
-        config, database, scraper, payments, dashboard=dashboard, reads=reads, batches=batches
+        config,
+        database,
+        scraper,
+        payments,
+        dashboard=dashboard,
+        reads=reads,
+        batches=batches,
+        workers=workers,
     )
     sweeper = LoopingCall(_sweep, database, batches)
     sweeper.clock = reactor  # type: ignore[assignment]

@@ -58,6 +58,7 @@ from service.config import Config
 from service.db import Database
 from service.egress.addresses import BLOCKED_MESSAGE, is_public_address, parse_host_literal
 from service.errors import BadRequest
+from service.queue_worker import QueueWorker
 from service.reactor import running
 from service.schemas import _HTTP_URL, MAX_URL_LENGTH, _Strict, validate
 
@@ -170,7 +171,7 @@ class WebhookSender:
         # worker of the queue QUEUE
         self.app: Any = None
         self.task: Any = None
-        self._worker: asyncio.Future[None] | None = None
+        self.worker: QueueWorker | None = None
 
     def use_queue(self, app: Any) -> None:
         """PostgreSQL: each attempt is a task of procrastinate's queue ``webhooks``, run by a
@@ -188,18 +189,19 @@ class WebhookSender:
         self._loop.addErrback(lambda failure: log.error("webhook loop stopped: %s", failure.value))
         if self.app is not None:
             stalled = self.config.job_stalled_seconds
-            self._worker = asyncio.ensure_future(
-                self.app.run_worker_async(
-                    queues=[QUEUE],
-                    concurrency=IN_FLIGHT,
-                    name=f"{self.instance}:webhooks",
-                    install_signal_handlers=False,
-                    delete_jobs="successful",
-                    update_heartbeat_interval=max(0.5, stalled / 4),
-                    stalled_worker_timeout=stalled,
-                    fetch_job_polling_interval=5.0,
-                )
+            self.worker = QueueWorker(
+                self.app,
+                "the webhook queue",
+                queues=[QUEUE],
+                concurrency=IN_FLIGHT,
+                name=f"{self.instance}:webhooks",
+                install_signal_handlers=False,
+                delete_jobs="successful",
+                update_heartbeat_interval=max(0.5, stalled / 4),
+                stalled_worker_timeout=stalled,
+                fetch_job_polling_interval=5.0,
             )
+            self.worker.start()
 
     def _poke(self) -> None:
         if self._wake is not None and not self._wake.called:
@@ -227,19 +229,16 @@ class WebhookSender:
     def stop_taking(self) -> None:
         self._stopping = True
         self._poke()
-        if self._worker is not None and not self._worker.done():
-            self._worker.cancel()  # takes no more tasks, waits for its own
+        if self.worker is not None:
+            self.worker.stop_taking()  # it finishes the attempts it runs
 
     async def stop(self) -> None:
         """Waits for the attempts in flight (each is bounded by its timeout)."""
         self.stop_taking()
         if self.busy:
             await DeferredList(list(self.busy.values()))
-        if self._worker is not None:
-            try:
-                await Deferred.fromFuture(self._worker)
-            except (Exception, asyncio.CancelledError):  # cancelled, as it was asked to be
-                pass
+        if self.worker is not None:
+            await self.worker.stop()
 
     # one attempt ----------------------------------------------------------------------------
 

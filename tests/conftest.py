@@ -59,7 +59,7 @@ def site() -> Iterator[TargetSite]:
 def _postgres_database() -> Iterator[str]:
     admin_url = make_url(POSTGRES_URL)
     name = f"scrapespy_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
