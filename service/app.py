@@ -62,6 +62,13 @@ def render_json(request: Request, body: Any, status: int = 200) -> bytes:
     return orjson.dumps(body)
 
 
+def render_error(request: Request, error: ApiError) -> bytes:
+    """An error answer: ``{"error": message}``, its code in the X-Error-Code header."""
+    for name, value in error.answer_headers().items():
+        request.setHeader(name.encode(), value.encode())
+    return render_json(request, error.body(), error.status)
+
+
 def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     content_type = (request.getHeader(b"Content-Type") or b"").split(b";")[0].strip().lower()
     if content_type != b"application/json":
@@ -131,21 +138,18 @@ class ScrapespyApp:
 
     @app.handle_errors(ApiError)
     def _api_error(self, request: Request, failure: Any) -> bytes:
-        error: ApiError = failure.value
-        for name, value in error.headers.items():
-            request.setHeader(name.encode(), value.encode())
-        return render_json(request, error.body(), error.status)
+        return render_error(request, failure.value)
 
     @app.handle_errors(WerkzeugNotFound)
     def _not_found(self, request: Request, failure: Any) -> bytes:
-        return render_json(request, NotFound().body(), 404)
+        return render_error(request, NotFound())
 
     @app.handle_errors(WerkzeugMethodNotAllowed)
     def _bad_method(self, request: Request, failure: Any) -> bytes:
         allowed = getattr(failure.value, "valid_methods", None)
         if allowed:  # RFC 9110: a 405 lists the methods the resource supports
             request.setHeader(b"Allow", ", ".join(sorted(allowed)).encode())
-        return render_json(request, MethodNotAllowed().body(), 405)
+        return render_error(request, MethodNotAllowed())
 
     @app.handle_errors(Exception)
     def _unexpected(self, request: Request, failure: Any) -> bytes:
@@ -155,7 +159,7 @@ class ScrapespyApp:
             request.uri.decode(errors="replace")[:200],
             exc_info=(failure.type, failure.value, failure.getTracebackObject()),
         )
-        return render_json(request, ApiError().body(), 500)
+        return render_error(request, ApiError())
 
     # the API ----------------------------------------------------------------------------------
 

@@ -10,22 +10,24 @@ from service.batches import JOBS_LIMIT, MAX_URLS, RESULTS_LIMIT
 from service.config import ENGINES, TIERS
 from service.crawl_rules import MAX_URLS as MAX_MAP_URLS
 from service.crawl_rules import CrawlRules, MapRequest
-from service.errors import ERROR_CODES
+from service.errors import ERROR_CODE_HEADER, ERROR_CODES
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
 from service.webhooks import WebhookSpec
 
 _ERROR = {
     "type": "object",
-    "required": ["error", "error_code"],
-    "properties": {
-        "error": {"type": "string", "description": "what went wrong, for people"},
-        "error_code": {
-            "enum": list(ERROR_CODES),
-            "description": "what went wrong, for programs: "
-            + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items()),
-        },
-    },
+    "required": ["error"],
+    "properties": {"error": {"type": "string", "description": "what went wrong, for people"}},
     "additionalProperties": False,
+    "description": f"Every error answer; what went wrong, for programs, is its {ERROR_CODE_HEADER} "
+    "header",
+}
+# the header of every error answer
+_ERROR_CODE = {
+    "required": True,
+    "description": "what went wrong, for programs: "
+    + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items()),
+    "schema": {"enum": list(ERROR_CODES)},
 }
 
 _TIER_COSTS = {
@@ -568,9 +570,10 @@ def _errors(*statuses: int) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "description": meanings[status],
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "headers": {ERROR_CODE_HEADER: _ERROR_CODE},
         }
         if status in (409, 429):
-            entry["headers"] = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
+            entry["headers"]["Retry-After"] = {"schema": {"type": "integer", "minimum": 1}}
         out[str(status)] = entry
     return out
 
