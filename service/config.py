@@ -72,7 +72,11 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
+def _float(
+    env: Mapping[str, str], name: str, default: float, minimum: float | None = None
+) -> float:
+    """A number; above 0 unless ``minimum`` is given (then at least ``minimum``): a rate or a
+    period of 0 means nothing, a pause of 0 means no pause."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -80,8 +84,12 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a number, not {raw!r}") from None
-    if value <= 0:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"{name} must be a finite number, not {raw!r}")
+    if minimum is None and value <= 0:
         raise ConfigError(f"{name} must be greater than 0")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum:g}")
     return value
 
 
@@ -310,7 +318,7 @@ class Config:
                 env, "SCRAPESPY_CRAWL_PAGES_PER_SITE", cls.crawl_pages_per_site, minimum=1
             ),
             crawl_delay_seconds=_float(
-                env, "SCRAPESPY_CRAWL_DELAY_SECONDS", cls.crawl_delay_seconds
+                env, "SCRAPESPY_CRAWL_DELAY_SECONDS", cls.crawl_delay_seconds, minimum=0
             ),
             map_credits=_int(env, "SCRAPESPY_MAP_CREDITS", cls.map_credits),
             webhook_max_attempts=_int(
