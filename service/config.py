@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 ENGINES = ("static", "js")
@@ -166,7 +166,10 @@ class Config:
     block_heavy_resources: bool = True
     # TEST ONLY, empty by default: "name=address" pairs the browser egress guard treats as public.
     egress_test_public_hosts: tuple[str, ...] = ()
+    # where callers reach the service (job status_url, /docs, /openapi.json, checkout returns);
+    # unless SCRAPESPY_PUBLIC_URL sets it, the address it listens on (Config.listening_at)
     public_url: str = "http://127.0.0.1:8080"
+    public_url_configured: bool = False
     payments: str = ""
     stripe_secret_key: str = ""
     stripe_webhook_secret: str = ""
@@ -256,6 +259,7 @@ class Config:
             ),
             egress_test_public_hosts=_test_public_hosts(env),
             public_url=_str(env, "SCRAPESPY_PUBLIC_URL", cls.public_url).rstrip("/"),
+            public_url_configured=bool(_str(env, "SCRAPESPY_PUBLIC_URL", "")),
             payments=_str(env, "SCRAPESPY_PAYMENTS", cls.payments).lower(),
             stripe_secret_key=_str(env, "STRIPE_SECRET_KEY", cls.stripe_secret_key),
             stripe_webhook_secret=_str(env, "STRIPE_WEBHOOK_SECRET", cls.stripe_webhook_secret),
@@ -331,3 +335,10 @@ class Config:
                 env, "SCRAPESPY_WEBHOOK_TIMEOUT_SECONDS", cls.webhook_timeout_seconds
             ),
         )
+
+    def listening_at(self, address: str) -> Config:
+        """This configuration for a service listening at ``address`` (``http://host:port``): the
+        public URL is that address unless the operator set one."""
+        if self.public_url_configured:
+            return self
+        return replace(self, public_url=address)
