@@ -80,6 +80,16 @@ def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     return body
 
 
+def url_is_utf8(request: Request) -> bool:
+    """Whether the host name and the (percent-decoded) path are UTF-8, as routing needs."""
+    try:
+        request.getRequestHostname().decode("utf-8")
+        b"/".join(request.postpath or ()).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def api_key_of(request: Request) -> str | None:
     raw = request.getHeader(b"X-API-Key")
     return raw.decode("utf-8", "replace").strip() if raw else None
@@ -413,6 +423,8 @@ class ScrapeFirst(Resource):
     def render(self, request: Request) -> Any:
         if request.method == b"POST" and request.path == b"/scrape":
             return self._scrape(request)
+        if not url_is_utf8(request):  # Klein would answer it with a bare text 400
+            return render_error(request, BadRequest("the URL is not valid UTF-8"))
         return self.routes.render(request)
 
     def _scrape(self, request: Request) -> Any:

@@ -177,6 +177,8 @@ def test_every_error_answer_is_the_error_field_alone_with_its_code_in_a_header(
         Ask("GET", "/nope", 404, "not_found"),
         Ask("POST", "/nope", 404, "not_found", {"a": 1}),
         Ask("GET", "/docs/static/nope.css", 404, "not_found"),
+        Ask("GET", "/%ff", 400, "invalid_request"),
+        Ask("GET", "/jobs/%ff", 400, "invalid_request", key=key),
         Ask("DELETE", "/pricing", 405, "method_not_allowed"),
     ]
     for ask in asks:
