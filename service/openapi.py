@@ -22,11 +22,15 @@ _ERROR = {
     "description": f"Every error answer; what went wrong, for programs, is its {ERROR_CODE_HEADER} "
     "header",
 }
-# the header of every error answer
+# the header of every error answer, described once (components.headers) and referred to
+ERROR_CODE_HEADER_DESCRIPTION = "what went wrong, for programs: one of the error codes"
+ERROR_CODE_REF = "#/components/headers/ErrorCode"
 _ERROR_CODE = {
     "required": True,
-    "description": "what went wrong, for programs: "
-    + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items()),
+    "description": ERROR_CODE_HEADER_DESCRIPTION
+    + " ("
+    + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items())
+    + ")",
     "schema": {"enum": list(ERROR_CODES)},
 }
 
@@ -570,7 +574,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "description": meanings[status],
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-            "headers": {ERROR_CODE_HEADER: _ERROR_CODE},
+            "headers": {ERROR_CODE_HEADER: {"$ref": ERROR_CODE_REF}},
         }
         if status in (409, 429):
             entry["headers"]["Retry-After"] = {"schema": {"type": "integer", "minimum": 1}}
@@ -599,6 +603,7 @@ def document(public_url: str) -> dict[str, Any]:
         "servers": [{"url": public_url}],
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+            "headers": {"ErrorCode": _ERROR_CODE},
             "schemas": {
                 **_schemas(ScrapeRequest, BuyRequest, MapRequest),
                 "CrawlRequest": crawl_request(),
