@@ -36,6 +36,11 @@ class Reply:
     def json(self) -> Any:
         return json.loads(self.body)
 
+    @property
+    def error_answer(self) -> tuple[Any, str | None]:
+        """An error answer as a client reads it: the body, and the code in X-Error-Code."""
+        return self.json, self.headers.get("X-Error-Code")
+
 
 def call(
     method: str,

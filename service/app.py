@@ -64,6 +64,13 @@ def render_json(request: Request, body: Any, status: int = 200) -> bytes:
     return orjson.dumps(body)
 
 
+def render_error(request: Request, error: ApiError) -> bytes:
+    """An error answer: ``{"error": message}``, its code in the X-Error-Code header."""
+    for name, value in error.answer_headers().items():
+        request.setHeader(name.encode(), value.encode())
+    return render_json(request, error.body(), error.status)
+
+
 def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     content_type = (request.getHeader(b"Content-Type") or b"").split(b";")[0].strip().lower()
     if content_type != b"application/json":
@@ -73,6 +80,16 @@ def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     if len(body) > limit:
         raise BadRequest(f"the body is larger than {limit} bytes")
     return body
+
+
+def url_is_utf8(request: Request) -> bool:
+    """Whether the host name and the (percent-decoded) path are UTF-8, as routing needs."""
+    try:
+        request.getRequestHostname().decode("utf-8")
+        b"/".join(request.postpath or ()).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def api_key_of(request: Request) -> str | None:
@@ -135,21 +152,18 @@ class ScrapespyApp:
 
     @app.handle_errors(ApiError)
     def _api_error(self, request: Request, failure: Any) -> bytes:
-        error: ApiError = failure.value
-        for name, value in error.headers.items():
-            request.setHeader(name.encode(), value.encode())
-        return render_json(request, error.body(), error.status)
+        return render_error(request, failure.value)
 
     @app.handle_errors(WerkzeugNotFound)
     def _not_found(self, request: Request, failure: Any) -> bytes:
-        return render_json(request, NotFound().body(), 404)
+        return render_error(request, NotFound())
 
     @app.handle_errors(WerkzeugMethodNotAllowed)
     def _bad_method(self, request: Request, failure: Any) -> bytes:
         allowed = getattr(failure.value, "valid_methods", None)
         if allowed:  # RFC 9110: a 405 lists the methods the resource supports
             request.setHeader(b"Allow", ", ".join(sorted(allowed)).encode())
-        return render_json(request, MethodNotAllowed().body(), 405)
+        return render_error(request, MethodNotAllowed())
 
     @app.handle_errors(Exception)
     def _unexpected(self, request: Request, failure: Any) -> bytes:
@@ -159,7 +173,7 @@ class ScrapespyApp:
             request.uri.decode(errors="replace")[:200],
             exc_info=(failure.type, failure.value, failure.getTracebackObject()),
         )
-        return render_json(request, ApiError().body(), 500)
+        return render_error(request, ApiError())
 
     # the API ----------------------------------------------------------------------------------
 
@@ -425,6 +439,8 @@ class ScrapeFirst(Resource):
     def render(self, request: Request) -> Any:
         if request.method == b"POST" and request.path == b"/scrape":
             return self._scrape(request)
+        if not url_is_utf8(request):  # Klein would answer it with a bare text 400
+            return render_error(request, BadRequest("the URL is not valid UTF-8"))
         return self.routes.render(request)
 
     def _scrape(self, request: Request) -> Any:

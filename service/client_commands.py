@@ -2,7 +2,8 @@
 
 Both go through the Python client of clients/python (the ``scrapespy`` package), imported here
 only, so the service's other commands never need it. Neither prints a traceback: what went wrong
-is one line on stderr, with the API's ``error_code``.
+is one line on stderr, with the API's code (an error answer's ``X-Error-Code`` header, which the
+client's exceptions carry as ``error_code``; a failed result's ``error_code``).
 """
 
 from __future__ import annotations

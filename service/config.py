@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 ENGINES = ("static", "js")
@@ -72,7 +72,11 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
+def _float(
+    env: Mapping[str, str], name: str, default: float, minimum: float | None = None
+) -> float:
+    """A number; above 0 unless ``minimum`` is given (then at least ``minimum``): a rate or a
+    period of 0 means nothing, a pause of 0 means no pause."""
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -80,8 +84,12 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a number, not {raw!r}") from None
-    if value <= 0:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"{name} must be a finite number, not {raw!r}")
+    if minimum is None and value <= 0:
         raise ConfigError(f"{name} must be greater than 0")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum:g}")
     return value
 
 
@@ -158,7 +166,10 @@ class Config:
     block_heavy_resources: bool = True
     # TEST ONLY, empty by default: "name=address" pairs the browser egress guard treats as public.
     egress_test_public_hosts: tuple[str, ...] = ()
+    # where callers reach the service (job status_url, /docs, /openapi.json, checkout returns);
+    # unless SCRAPESPY_PUBLIC_URL sets it, the address it listens on (Config.listening_at)
     public_url: str = "http://127.0.0.1:8080"
+    public_url_configured: bool = False
     payments: str = ""
     stripe_secret_key: str = ""
     stripe_webhook_secret: str = ""
@@ -253,6 +264,7 @@ class Config:
             ),
             egress_test_public_hosts=_test_public_hosts(env),
             public_url=_str(env, "SCRAPESPY_PUBLIC_URL", cls.public_url).rstrip("/"),
+            public_url_configured=bool(_str(env, "SCRAPESPY_PUBLIC_URL", "")),
             payments=_str(env, "SCRAPESPY_PAYMENTS", cls.payments).lower(),
             stripe_secret_key=_str(env, "STRIPE_SECRET_KEY", cls.stripe_secret_key),
             stripe_webhook_secret=_str(env, "STRIPE_WEBHOOK_SECRET", cls.stripe_webhook_secret),
@@ -321,7 +333,7 @@ class Config:
                 env, "SCRAPESPY_CRAWL_PAGES_PER_SITE", cls.crawl_pages_per_site, minimum=1
             ),
             crawl_delay_seconds=_float(
-                env, "SCRAPESPY_CRAWL_DELAY_SECONDS", cls.crawl_delay_seconds
+                env, "SCRAPESPY_CRAWL_DELAY_SECONDS", cls.crawl_delay_seconds, minimum=0
             ),
             map_credits=_int(env, "SCRAPESPY_MAP_CREDITS", cls.map_credits),
             webhook_max_attempts=_int(
@@ -334,3 +346,10 @@ class Config:
                 env, "SCRAPESPY_WEBHOOK_TIMEOUT_SECONDS", cls.webhook_timeout_seconds
             ),
         )
+
+    def listening_at(self, address: str) -> Config:
+        """This configuration for a service listening at ``address`` (``http://host:port``): the
+        public URL is that address unless the operator set one."""
+        if self.public_url_configured:
+            return self
+        return replace(self, public_url=address)

@@ -9,15 +9,46 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import socket
 from typing import Any
 
 from twisted.application.service import Service
 from twisted.internet import defer
+from twisted.internet.error import CannotListenError
 
 from service.config import Config
 
 log = logging.getLogger("scrapespy")
+
+
+# Twisted's listenTCP backlog
+LISTEN_BACKLOG = 50
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (0: any free port), not yet listening: a
+    connection before the service is built is refused, as before it bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise CannotListenError(host, port, exc) from None
+    return sock
+
+
+def url_of(host: str, port: int) -> str:
+    """The address of a service listening on ``host``:``port``; one listening on every
+    interface is reached on this machine at the loopback address."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class ScrapespyService(Service):
@@ -34,6 +65,7 @@ class ScrapespyService(Service):
         self.port = port
         self.inherited_fd = inherited_fd
         self.service: Any = None
+        self.bound: socket.socket | None = None
         self.listening: Any = None
         self.started: defer.Deferred[None] | None = None
         self.exit_code = 0
@@ -48,16 +80,29 @@ class ScrapespyService(Service):
         from service.server import build
 
         reactor = running()
-        self.service = await build(self.config)
+        # The address is bound before the build, so that what the service tells its callers
+        # (status_url, /docs) is where it listens, the port 0 stands for included; it accepts
+        # connections once built.
+        if self.inherited_fd is not None:
+            family, fd = socket.AF_INET, self.inherited_fd
+            with socket.socket(fileno=os.dup(fd)) as inherited:
+                address = inherited.getsockname()
+        else:
+            self.bound = bound_socket(self.host, self.port)
+            family, fd = self.bound.family, self.bound.fileno()
+            address = self.bound.getsockname()
+        self.service = await build(self.config.listening_at(url_of(address[0], address[1])))
         # What start-up built lives as long as the process: out of the collector's sight, a full
         # collection walks only what scrapes allocate (one took 75 ms with it, under load).
         gc.collect()
         gc.freeze()
         site = self.service.site()
-        if self.inherited_fd is not None:
-            self.listening = reactor.adoptStreamPort(self.inherited_fd, socket.AF_INET, site)
-        else:
-            self.listening = reactor.listenTCP(self.port, site, interface=self.host)
+        if self.bound is not None:
+            self.bound.listen(LISTEN_BACKLOG)
+        self.listening = reactor.adoptStreamPort(fd, family, site)
+        if self.bound is not None:  # the port holds a socket of its own
+            self.bound.close()
+            self.bound = None
         bound = self.listening.getHost()
         log.info(
             "scrapespy listening on http://%s:%d",
@@ -81,6 +126,9 @@ class ScrapespyService(Service):
     async def _stop(self) -> None:
         if self.started is not None and not self.started.called:
             await self.started
+        if self.bound is not None:  # the start failed before it listened
+            self.bound.close()
+            self.bound = None
         if self.listening is not None:
             await self.listening.stopListening()
             self.listening = None

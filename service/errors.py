@@ -1,5 +1,6 @@
-"""The errors a caller can see: each one is a status, an ``error`` message for people and an
-``error_code`` from :data:`ERROR_CODES` for programs.
+"""The errors a caller can see: each one is a status, an ``error`` message for people (the
+body, ``{"error": ...}`` alone, as the specification's error body is) and a code from
+:data:`ERROR_CODES` for programs, in the ``X-Error-Code`` header.
 
 The same codes name why a scrape failed (``error_code`` in a result, pipelines.result), so a
 caller handles both kinds of failure with one table.
@@ -91,6 +92,9 @@ ERROR_STATUSES: dict[str, int] = {
 assert set(ERROR_STATUSES) <= set(ERROR_CODES)
 assert set(ERROR_CODES) <= set(ERROR_STATUSES) | set(FAILURE_CODES) | {"map_failed"}
 
+# An error answer's code: a header, because the specification's error body has one field.
+ERROR_CODE_HEADER = "X-Error-Code"
+
 
 class ApiError(Exception):
     status = 500
@@ -111,8 +115,12 @@ class ApiError(Exception):
             self.code = code
 
     def body(self) -> dict[str, str]:
-        """What the caller reads."""
-        return {"error": self.message, "error_code": self.code}
+        """What the caller reads; the code goes in :data:`ERROR_CODE_HEADER`."""
+        return {"error": self.message}
+
+    def answer_headers(self) -> dict[str, str]:
+        """The headers of the answer: the error's own (Retry-After...) and its code."""
+        return {**self.headers, ERROR_CODE_HEADER: self.code}
 
 
 class BadRequest(ApiError):

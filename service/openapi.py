@@ -10,22 +10,28 @@ from service.batches import JOBS_LIMIT, MAX_URLS, RESULTS_LIMIT
 from service.config import ENGINES, TIERS
 from service.crawl_rules import MAX_URLS as MAX_MAP_URLS
 from service.crawl_rules import CrawlRules, MapRequest
-from service.errors import ERROR_CODES
+from service.errors import ERROR_CODE_HEADER, ERROR_CODES
 from service.schemas import PACKS, BuyRequest, ScrapeRequest
 from service.webhooks import WebhookSpec
 
 _ERROR = {
     "type": "object",
-    "required": ["error", "error_code"],
-    "properties": {
-        "error": {"type": "string", "description": "what went wrong, for people"},
-        "error_code": {
-            "enum": list(ERROR_CODES),
-            "description": "what went wrong, for programs: "
-            + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items()),
-        },
-    },
+    "required": ["error"],
+    "properties": {"error": {"type": "string", "description": "what went wrong, for people"}},
     "additionalProperties": False,
+    "description": f"Every error answer; what went wrong, for programs, is its {ERROR_CODE_HEADER} "
+    "header",
+}
+# the header of every error answer, described once (components.headers) and referred to
+ERROR_CODE_HEADER_DESCRIPTION = "what went wrong, for programs: one of the error codes"
+ERROR_CODE_REF = "#/components/headers/ErrorCode"
+_ERROR_CODE = {
+    "required": True,
+    "description": ERROR_CODE_HEADER_DESCRIPTION
+    + " ("
+    + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items())
+    + ")",
+    "schema": {"enum": list(ERROR_CODES)},
 }
 
 _TIER_COSTS = {
@@ -568,9 +574,10 @@ def _errors(*statuses: int) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "description": meanings[status],
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "headers": {ERROR_CODE_HEADER: {"$ref": ERROR_CODE_REF}},
         }
         if status in (409, 429):
-            entry["headers"] = {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}
+            entry["headers"]["Retry-After"] = {"schema": {"type": "integer", "minimum": 1}}
         out[str(status)] = entry
     return out
 
@@ -596,6 +603,7 @@ def document(public_url: str) -> dict[str, Any]:
         "servers": [{"url": public_url}],
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+            "headers": {"ErrorCode": _ERROR_CODE},
             "schemas": {
                 **_schemas(ScrapeRequest, BuyRequest, MapRequest),
                 "CrawlRequest": crawl_request(),

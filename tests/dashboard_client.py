@@ -46,10 +46,8 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 FORM_TOKEN = re.compile(r'name="form_token" value="([^"]+)"')
 NEW_KEY = re.compile(r'id="new-key" class="key">([^<]+)<')
 PASSWORD = "correct horse battery"
-UNAUTHORIZED = {
-    "error": "API key (X-API-Key header) is missing or invalid",
-    "error_code": "unauthorized",
-}
+# an error answer as a client reads it (harness.service.Reply.error_answer): body, X-Error-Code
+UNAUTHORIZED = ({"error": "API key (X-API-Key header) is missing or invalid"}, "unauthorized")
 # every signed-in page, under /dashboard
 PAGES = ["", "/key", "/credits", "/usage", "/ledger", "/jobs", "/try"]
 

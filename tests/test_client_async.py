@@ -83,10 +83,7 @@ def test_errors_and_retries(front: Front, accounts: Accounts, site: TargetSite) 
     _, broke = accounts.create(credits=0)
     _, key = accounts.create(credits=GRANT)
     urls = add_pages(site, "/client-async-idem", 2)
-    limited = {
-        "error": "rate limit exceeded for this API key, retry later (in 1 s)",
-        "error_code": "rate_limited",
-    }
+    limited = {"error": "rate limit exceeded for this API key, retry later (in 1 s)"}
 
     async def scenario() -> None:
         async with AsyncScrapespy(api_key=broke, base_url=front.base) as client:
@@ -94,7 +91,10 @@ def test_errors_and_retries(front: Front, accounts: Accounts, site: TargetSite) 
                 await client.scrape(site.url("/article"))
             assert raised.value.error_code == "insufficient_credits"
         assert len(front.requests("POST", "/scrape")) == 1
-        front.fail_next(Fault("answer", 429, {"Retry-After": "1"}, limited), Fault("cut_after"))
+        front.fail_next(
+            Fault("answer", 429, {"Retry-After": "1", "X-Error-Code": "rate_limited"}, limited),
+            Fault("cut_after"),
+        )
         async with AsyncScrapespy(api_key=key, base_url=front.base) as client:
             job = await client.batch(urls)
             sent = front.requests("POST", "/batch")

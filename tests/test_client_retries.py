@@ -40,8 +40,9 @@ def test_a_402_is_raised_at_once_and_never_retried(
 def test_a_503_is_retried_after_its_retry_after(
     front: Front, accounts: Accounts, site: TargetSite
 ) -> None:
-    unavailable = {"error": "the service is at capacity, retry later", "error_code": "unavailable"}
-    front.fail_next(Fault("answer", 503, {"Retry-After": "1"}, unavailable))
+    unavailable = {"error": "the service is at capacity, retry later"}
+    headers = {"Retry-After": "1", "X-Error-Code": "unavailable"}
+    front.fail_next(Fault("answer", 503, headers, unavailable))
     with client_of(front, accounts.create(credits=GRANT)[1]) as client:
         result = client.scrape(site.url("/article"))
     assert result.ok and result.credits_charged == 1
@@ -53,11 +54,9 @@ def test_a_503_is_retried_after_its_retry_after(
 def test_retries_end_with_the_typed_error(
     front: Front, accounts: Accounts, site: TargetSite
 ) -> None:
-    limited = {
-        "error": "rate limit exceeded for this API key, retry later (in 1 s)",
-        "error_code": "rate_limited",
-    }
-    front.fail_next(*[Fault("answer", 429, {"Retry-After": "1"}, limited)] * 2)
+    limited = {"error": "rate limit exceeded for this API key, retry later (in 1 s)"}
+    headers = {"Retry-After": "1", "X-Error-Code": "rate_limited"}
+    front.fail_next(*[Fault("answer", 429, headers, limited)] * 2)
     with client_of(front, accounts.create(credits=GRANT)[1], max_retries=1) as client:
         with pytest.raises(RateLimited) as raised:
             client.scrape(site.url("/article"))
@@ -129,8 +128,10 @@ def test_a_job_submission_is_retried_with_one_idempotency_key_and_made_once(
     front: Front, accounts: Accounts, site: TargetSite
 ) -> None:
     urls = add_pages(site, "/client-idem", 2)
-    unavailable = {"error": "the database is unavailable, retry later", "error_code": "unavailable"}
-    front.fail_next(Fault("answer", 503, {}, unavailable), Fault("cut_after"))
+    unavailable = {"error": "the database is unavailable, retry later"}
+    front.fail_next(
+        Fault("answer", 503, {"X-Error-Code": "unavailable"}, unavailable), Fault("cut_after")
+    )
     with client_of(front, accounts.create(credits=GRANT)[1]) as client:
         job = client.batch(urls)
         sent = front.requests("POST", "/batch")

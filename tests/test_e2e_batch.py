@@ -192,7 +192,7 @@ def test_a_bad_url_is_a_400_naming_its_index_and_nothing_is_stored(
     _, key = accounts.create(credits=10)
     reply = batch(jobs_service, key, {"urls": [site.url("/article"), "ftp://example.com/x"]})
     assert reply.status == 400
-    assert reply.json["error_code"] == "invalid_request"
+    assert reply.headers["X-Error-Code"] == "invalid_request"
     assert "'urls[1]'" in reply.json["error"]
     bad_option = batch(jobs_service, key, {"urls": [site.url("/article")], "engine": "warp"})
     assert bad_option.status == 400 and "'engine'" in bad_option.json["error"]
@@ -212,7 +212,7 @@ def test_another_accounts_job_is_a_404(
     job_id = reply.json["id"]
     for method in ("GET", "DELETE"):
         seen = call(method, jobs_service.url(f"/jobs/{job_id}"), key=other)
-        assert seen.status == 404 and seen.json["error_code"] == "not_found"
+        assert seen.status == 404 and seen.headers["X-Error-Code"] == "not_found"
     assert call("GET", jobs_service.url("/jobs"), key=other).json["items"] == []
     assert call("GET", jobs_service.url(f"/jobs/{job_id}")).status == 401
     assert wait_finished(jobs_service, owner, job_id)["status"] == "completed"
@@ -294,7 +294,7 @@ def test_too_many_jobs_at_once_is_a_429(
     first = batch(jobs_service, key, {"urls": urls}).json["id"]
     second = batch(jobs_service, key, {"urls": urls}).json["id"]
     third = batch(jobs_service, key, {"urls": urls})
-    assert third.status == 429 and third.json["error_code"] == "too_many_jobs"
+    assert third.status == 429 and third.headers["X-Error-Code"] == "too_many_jobs"
     for job_id in (first, second):
         call("DELETE", jobs_service.url(f"/jobs/{job_id}"), key=key)
         wait_finished(jobs_service, key, job_id)
@@ -324,7 +324,7 @@ def test_idempotent_retries_answer_the_first_call_and_charge_once(
     other = jobs_service.scrape(
         key, {"url": site.url("/redirect")}, headers={"Idempotency-Key": "scrape-1"}
     )
-    assert other.status == 422 and other.json["error_code"] == "idempotency_conflict"
+    assert other.status == 422 and other.headers["X-Error-Code"] == "idempotency_conflict"
 
     urls = add_pages(site, "/jobs-idem", 3)
     made = batch(jobs_service, key, {"urls": urls}, **{"Idempotency-Key": "batch-1"})
@@ -341,7 +341,7 @@ def test_idempotent_retries_answer_the_first_call_and_charge_once(
         running = pool.submit(jobs_service.scrape, key, slow, headers={"Idempotency-Key": "slow-1"})
         time.sleep(1)
         early = jobs_service.scrape(key, slow, headers={"Idempotency-Key": "slow-1"})
-        assert early.status == 409 and early.json["error_code"] == "idempotency_in_progress"
+        assert early.status == 409 and early.headers["X-Error-Code"] == "idempotency_in_progress"
         assert early.headers["Retry-After"] == "1"
         first_slow = running.result(timeout=30)
     late = jobs_service.scrape(key, slow, headers={"Idempotency-Key": "slow-1"})

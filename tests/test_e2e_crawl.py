@@ -309,7 +309,7 @@ def test_a_map_that_finds_nothing_is_free_and_one_without_credits_is_refused(
     _, broke = accounts.create(credits=0)
     refused = post(crawl_service, "/map", broke, {"url": crawl_site.url("/")})
     assert refused.status == 402, refused.body
-    assert refused.json["error_code"] == "insufficient_credits"
+    assert refused.headers["X-Error-Code"] == "insufficient_credits"
     unauthorized = post(crawl_service, "/map", "sk_nope", {"url": crawl_site.url("/")})
     assert unauthorized.status == 401
 
@@ -342,7 +342,7 @@ def test_bad_input_is_a_400_naming_the_field_and_stores_nothing(
     account_id, key = accounts.create(credits=10)
     reply = post(crawl_service, path, key, {"url": crawl_site.url("/"), **body})
     assert reply.status == 400, reply.body
-    assert reply.json["error_code"] == "invalid_request"
+    assert reply.headers["X-Error-Code"] == "invalid_request"
     assert f"'{field}" in reply.json["error"], reply.json["error"]
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"]) == (10, 0)

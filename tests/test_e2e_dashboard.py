@@ -275,9 +275,12 @@ def test_a_user_signs_up_makes_a_key_scrapes_regenerates_and_buys_credits(
     shown, new_key, warning = run(make_key, page, public, "Regenerate key", "key-regenerated")
     assert KEY.match(new_key) and new_key == shown and new_key != key
     assert "previous key has stopped working" in warning
-    assert call(
-        "POST", shop.process.url("/scrape"), {"url": site.url("/article")}, key=key
-    ).json == (UNAUTHORIZED)
+    assert (
+        call(
+            "POST", shop.process.url("/scrape"), {"url": site.url("/article")}, key=key
+        ).error_answer
+        == UNAUTHORIZED
+    )
     again = call("POST", shop.process.url("/scrape"), {"url": site.url("/article")}, key=new_key)
     assert again.status == 200 and again.json["success"] is True
 

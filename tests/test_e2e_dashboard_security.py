@@ -347,8 +347,11 @@ def test_without_a_payment_provider_the_credits_page_says_so(service, accounts):
 
 
 def test_api_errors_stay_json_while_dashboard_errors_are_pages(shop):
-    assert call("GET", shop.url("/nope")).json == {"error": "not found", "error_code": "not_found"}
-    assert call("POST", shop.url("/scrape"), {"url": "https://example.com/"}).json == UNAUTHORIZED
+    assert call("GET", shop.url("/nope")).error_answer == ({"error": "not found"}, "not_found")
+    assert (
+        call("POST", shop.url("/scrape"), {"url": "https://example.com/"}).error_answer
+        == UNAUTHORIZED
+    )
     page = call("GET", shop.url("/dashboard/nope"))
     assert page.status == 404 and page.headers["Content-Type"].startswith("text/html")
     assert "There is no such page." in text_of(page) and "Traceback" not in text_of(page)

@@ -137,7 +137,7 @@ def test_the_pages_assets_are_served_by_the_service_and_cached(service):
         assert suffix and reply.headers["Content-Type"].startswith(types[suffix.group(0)])
         assert reply.headers["Cache-Control"] == "public, max-age=31536000, immutable"
     missing = call("GET", service.url("/docs/static/nothing.js"))
-    assert missing.status == 404 and missing.json["error_code"] == "not_found"
+    assert missing.status == 404 and missing.headers["X-Error-Code"] == "not_found"
     slash = call("GET", service.url("/docs/"))
     assert slash.status == 200  # urllib follows the 301 to /docs
 

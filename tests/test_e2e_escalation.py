@@ -213,11 +213,13 @@ def test_max_credits_under_the_price_is_refused_before_anything(
     ):
         reply = laddered.scrape(key, {"url": pages.url("/article"), **body})
         assert reply.status == 402, (body, reply.body)
-        assert reply.json == {
-            "error": f"this request may cost {cost} credits, more than its max_credits of "
-            f"{cap}; raise max_credits or ask for a cheaper engine or proxy_type",
-            "error_code": "max_credits_exceeded",
-        }
+        assert reply.error_answer == (
+            {
+                "error": f"this request may cost {cost} credits, more than its max_credits of "
+                f"{cap}; raise max_credits or ask for a cheaper engine or proxy_type"
+            },
+            "max_credits_exceeded",
+        )
     assert (pages.count("/article"), pages.count(GUARDED), pages.count("/robots.txt")) == hits
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"]) == (100, 0)

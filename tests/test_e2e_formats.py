@@ -240,7 +240,8 @@ def test_bad_inputs_are_400_naming_the_field_with_nothing_fetched_or_held(
     before = site.count("/blog/posts/tidal")
     reply = service.scrape(key, {"url": article, **body})
     assert reply.status == 400, reply.body
-    assert list(reply.json) == ["error", "error_code"]
+    assert reply.headers["X-Error-Code"] == "invalid_request"
+    assert list(reply.json) == ["error"]
     assert names in reply.json["error"]
     assert site.count("/blog/posts/tidal") == before
     assert balance(accounts, account_id) == (100, 0)

@@ -69,6 +69,6 @@ def test_rate_limit_is_429_with_retry_after(guarded, site: TargetSite, accounts:
     for reply in limited:
         assert int(reply.headers["Retry-After"]) >= 1
         assert "retry later" in reply.json["error"]
-        assert reply.json["error_code"] == "rate_limited"
+        assert reply.headers["X-Error-Code"] == "rate_limited"
     # the limit is per key: another key is not affected
     assert guarded.scrape(other, {"url": "http://x.test/"}).status == 402

@@ -116,7 +116,8 @@ def test_every_api_answer_says_nosniff_and_no_hsts_over_http(service):
         assert reply.headers.get("X-Content-Type-Options") == "nosniff", (method, path)
         assert "Strict-Transport-Security" not in reply.headers, (method, path)
         if status >= 400:  # every error says what it is to a program too
-            assert json.loads(reply.body)["error_code"] == ERROR_CODES[status], (method, path)
+            assert reply.headers["X-Error-Code"] == ERROR_CODES[status], (method, path)
+            assert list(json.loads(reply.body)) == ["error"], (method, path)
     scrape = call("POST", service.url("/scrape"), {"url": "http://127.0.0.1:9/"}, key="spy_x")
     assert scrape.status == 401
     assert scrape.headers["X-Content-Type-Options"] == "nosniff"

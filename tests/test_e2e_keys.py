@@ -42,13 +42,15 @@ def scrape(shop: PublicService, key: str, url: str) -> Any:
     return call("POST", shop.process.url("/scrape"), {"url": url}, key=key)
 
 
-def cap_refusal(cap: int, spent: int, cost: int) -> dict[str, str]:
-    return {
-        "error": f"this API key's monthly cap of {cap} credits is reached ({spent} spent or held "
-        f"this month; this request costs {cost}); raise or remove the cap on the dashboard's "
-        "API key page, or wait for next month (UTC)",
-        "error_code": "key_cap_reached",
-    }
+def cap_refusal(cap: int, spent: int, cost: int) -> tuple[dict[str, str], str]:
+    return (
+        {
+            "error": f"this API key's monthly cap of {cap} credits is reached ({spent} spent or "
+            f"held this month; this request costs {cost}); raise or remove the cap on the "
+            "dashboard's API key page, or wait for next month (UTC)"
+        },
+        "key_cap_reached",
+    )
 
 
 def test_a_cap_stops_its_key_and_not_its_sibling_and_a_revoked_key_is_refused(shop, accounts, site):
@@ -63,7 +65,7 @@ def test_a_cap_stops_its_key_and_not_its_sibling_and_a_revoked_key_is_refused(sh
         assert reply.status == 200 and reply.json["success"] is True, reply.body
     fetched = site.count("/article")
     refused = scrape(shop, capped, article)
-    assert refused.status == 402 and refused.json == cap_refusal(3, 3, 1)
+    assert refused.status == 402 and refused.error_answer == cap_refusal(3, 3, 1)
     assert site.count("/article") == fetched  # nothing fetched
     assert accounts.summary(account_id)["held"] == 0  # nothing held
 
@@ -81,7 +83,7 @@ def test_a_cap_stops_its_key_and_not_its_sibling_and_a_revoked_key_is_refused(sh
     run(keys.revoke, account_id, run(keys.find, account_id, sibling[:12]))
     fetched = site.count("/article")
     gone = scrape(shop, sibling, article)
-    assert gone.status == 401 and gone.json == UNAUTHORIZED
+    assert gone.status == 401 and gone.error_answer == UNAUTHORIZED
     assert site.count("/article") == fetched
     assert accounts.summary(account_id)["balance"] == 50 - 4 - 2
 
@@ -257,7 +259,7 @@ def test_keys_are_made_labelled_capped_and_revoked_on_the_dashboard(chromium, sh
     article = site.url("/article")
     assert [scrape(shop, crawler, article).status for _ in range(2)] == [200, 200]
     refused = scrape(shop, crawler, article)
-    assert refused.status == 402 and refused.json == cap_refusal(2, 2, 1)
+    assert refused.status == 402 and refused.error_answer == cap_refusal(2, 2, 1)
     assert scrape(shop, laptop, article).status == 200
 
     shown = run(listed_keys, page, public)
@@ -271,11 +273,11 @@ def test_keys_are_made_labelled_capped_and_revoked_on_the_dashboard(chromium, sh
     run(in_card, page, public, shown["laptop"]["id"], "Set cap", cap="1")
     shown = run(listed_keys, page, public)
     assert (shown["crawler"]["cap"], shown["old laptop"]["cap"]) == ("none", "1")
-    assert scrape(shop, laptop, article).json == cap_refusal(1, 1, 1)
+    assert scrape(shop, laptop, article).error_answer == cap_refusal(1, 1, 1)
 
     run(in_card, page, public, shown["old laptop"]["id"], "Revoke key")
     assert set(run(listed_keys, page, public)) == {"crawler"}
-    assert scrape(shop, laptop, article).json == UNAUTHORIZED
+    assert scrape(shop, laptop, article).error_answer == UNAUTHORIZED
     assert scrape(shop, crawler, article).status == 200
     assert accounts.summary(account_id)["balance"] == 100 - 5
 
@@ -305,7 +307,7 @@ def test_the_cli_creates_lists_caps_and_revokes_labelled_keys(shop, accounts, si
     assert shown["last_used_at"] is None and shown["spent_this_month"] == 0
 
     assert scrape(shop, key, site.url("/article")).status == 200
-    assert scrape(shop, key, site.url("/article")).json == cap_refusal(1, 1, 1)
+    assert scrape(shop, key, site.url("/article")).error_answer == cap_refusal(1, 1, 1)
     assert cli(database_url, "keys", "cap", email, key[:12], "none").returncode == 0
     assert scrape(shop, key, site.url("/article")).status == 200
     (shown,) = json.loads(cli(database_url, "keys", "list", email, "--json").stdout)

@@ -28,10 +28,10 @@ from tests.checkout_flow import (
 )
 from tests.stripe_standin import API_KEY, WEBHOOK_SECRET, StripeStandin, event, sign
 
-BAD_SIGNATURE = {
-    "error": "invalid Stripe-Signature: the webhook could not be verified",
-    "error_code": "invalid_request",
-}
+BAD_SIGNATURE = (
+    {"error": "invalid Stripe-Signature: the webhook could not be verified"},
+    "invalid_request",
+)
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,8 @@ def test_invalid_orders_are_400_and_reach_no_provider(shop, standin, accounts, b
     before = len(standin.calls)
     reply = buy(shop, key, body)
     assert reply.status == 400, reply.body
-    assert list(reply.json) == ["error", "error_code"] and reply.json["error"]
+    assert reply.headers["X-Error-Code"] == "invalid_request"
+    assert list(reply.json) == ["error"] and reply.json["error"]
     assert len(standin.calls) == before
     assert payments_of(accounts, account_id) == 0
 
@@ -143,10 +144,10 @@ def test_a_missing_or_invalid_key_is_401_and_reaches_no_provider(shop, standin):
     for key in (None, "spy_not_a_real_key_at_all_000000000000"):
         reply = buy(shop, key, {"pack": "10"})
         assert reply.status == 401
-        assert reply.json == {
-            "error": "API key (X-API-Key header) is missing or invalid",
-            "error_code": "unauthorized",
-        }
+        assert reply.error_answer == (
+            {"error": "API key (X-API-Key header) is missing or invalid"},
+            "unauthorized",
+        )
     assert len(standin.calls) == before
 
 
@@ -168,7 +169,7 @@ def test_a_provider_error_is_a_clear_5xx_and_records_nothing(
         standin.fail_with = None
     assert reply.status == status_code
     code = {502: "payment_provider_error", 503: "unavailable"}[status_code]
-    assert reply.json == {"error": message, "error_code": code}
+    assert reply.error_answer == ({"error": message}, code)
     assert payments_of(accounts, account_id) == 0
     assert "Traceback" not in shop.log_text()
 
@@ -188,10 +189,13 @@ def test_stripe_unreachable_is_502_and_records_nothing(database_url, tmp_path_fa
         account_id, key = accounts.create()
         reply = buy(proc, key, {"pack": "10"})
         assert reply.status == 502
-        assert reply.json == {
-            "error": "the payment provider could not be reached; nothing was charged, retry later",
-            "error_code": "payment_provider_error",
-        }
+        assert reply.error_answer == (
+            {
+                "error": "the payment provider could not be reached; nothing was charged, "
+                "retry later"
+            },
+            "payment_provider_error",
+        )
         assert payments_of(accounts, account_id) == 0
     finally:
         proc.stop()
@@ -233,7 +237,7 @@ def test_bad_signatures_are_400_and_credit_nothing(shop, standin, accounts):
     for name, signature in refused.items():
         reply = deliver(shop, completed, signature)
         assert reply.status == 400, name
-        assert reply.json == BAD_SIGNATURE, name
+        assert reply.error_answer == BAD_SIGNATURE, name
     assert balance(accounts, account_id) == 0
     assert status(accounts, session["id"], account_id) == "pending"
 

@@ -139,10 +139,10 @@ def test_database_outage_is_503_and_the_service_recovers(
         relay.cut()
         reply = proc.scrape(key, {"url": site.url("/article")})
         assert reply.status == 503
-        assert reply.json == {
-            "error": "the database is unavailable, retry later",
-            "error_code": "unavailable",
-        }
+        assert reply.error_answer == (
+            {"error": "the database is unavailable, retry later"},
+            "unavailable",
+        )
         relay.restore()
         assert wait_for(lambda: proc.scrape(key, {"url": site.url("/article")}).status == 200)
         balance = accounts.summary(account_id)["balance"]

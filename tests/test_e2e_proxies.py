@@ -345,7 +345,8 @@ def test_a_proxy_field_is_refused(
         {"url": pages.url("/proxies/headers"), "proxy": f"http://{dc_proxies[0].address}"},
     )
     assert reply.status == 400
-    assert list(reply.json) == ["error", "error_code"] and "proxy" in reply.json["error"]
+    assert reply.headers["X-Error-Code"] == "invalid_request"
+    assert list(reply.json) == ["error"] and "proxy" in reply.json["error"]
     assert (sum(p.count() for p in dc_proxies), pages.count("/proxies/headers")) == before
     assert accounts.summary(account_id)["balance"] == 100
 
@@ -387,7 +388,7 @@ def test_residential_trials_then_403_then_unlock(
     hits, through_proxy = pages.count("/proxies/trial"), resi_proxy.count()
     reply = pooled.scrape(key, {"url": url, "proxy_type": "residential"})
     assert reply.status == 403
-    assert reply.json == {"error": RESIDENTIAL_LOCKED, "error_code": "residential_locked"}
+    assert reply.error_answer == ({"error": RESIDENTIAL_LOCKED}, "residential_locked")
     assert "trials" in RESIDENTIAL_LOCKED and "unlock at launch" in RESIDENTIAL_LOCKED
     assert (pages.count("/proxies/trial"), resi_proxy.count()) == (hits, through_proxy)
     summary = show(database_url, email)

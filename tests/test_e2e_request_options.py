@@ -181,7 +181,8 @@ def test_each_invalid_field_or_step_is_a_400_naming_it_with_nothing_fetched_or_h
     before = site.count("/echo")
     reply = service.scrape(key, {"url": echo, **body})
     assert reply.status == 400, reply.body
-    assert list(reply.json) == ["error", "error_code"]
+    assert reply.headers["X-Error-Code"] == "invalid_request"
+    assert list(reply.json) == ["error"]
     assert (
         reply.json["error"].startswith("invalid request: ")
         or "unknown field" in (reply.json["error"])

@@ -16,10 +16,8 @@ from harness.site import TargetSite
 from service import keys, ledger
 from service.dashboard.usage import usage_page
 
-UNAUTHORIZED = {
-    "error": "API key (X-API-Key header) is missing or invalid",
-    "error_code": "unauthorized",
-}
+# an error answer as a client reads it (harness.service.Reply.error_answer): body, X-Error-Code
+UNAUTHORIZED = ({"error": "API key (X-API-Key header) is missing or invalid"}, "unauthorized")
 
 
 @pytest.fixture
@@ -161,8 +159,8 @@ def test_invalid_input_is_400_naming_the_field(service, site, accounts, paying, 
     account_id, key = paying
     reply = service.scrape(key, body)
     assert reply.status == 400
-    assert list(reply.json) == ["error", "error_code"]
-    assert reply.json["error_code"] == "invalid_request"
+    assert list(reply.json) == ["error"]
+    assert reply.headers["X-Error-Code"] == "invalid_request"
     assert names in reply.json["error"]
     assert accounts.summary(account_id)["held"] == 0
 
@@ -176,7 +174,7 @@ def test_malformed_bodies_are_400(service, paying):
         key, None, raw=b'{"url": "http://x.test/"}', headers={"Content-Type": "text/plain"}
     )
     assert reply.status == 400 and "Content-Type" in reply.json["error"]
-    assert reply.json["error_code"] == "invalid_request"
+    assert reply.headers["X-Error-Code"] == "invalid_request"
 
 
 def test_missing_or_invalid_key_is_401_and_fetches_nothing(service, site, accounts):
@@ -184,7 +182,7 @@ def test_missing_or_invalid_key_is_401_and_fetches_nothing(service, site, accoun
     for key in (None, "", "spy_nope", "spy_" + "a" * 38, "sk_live_123"):
         reply = service.scrape(key, {"url": site.url("/article")})
         assert reply.status == 401
-        assert reply.json == UNAUTHORIZED
+        assert reply.error_answer == UNAUTHORIZED
     assert site.count("/article") == before
 
 
@@ -194,7 +192,7 @@ def test_insufficient_credits_is_402_before_anything_is_fetched(service, site, a
     reply = service.scrape(key, {"url": site.url("/article")})
     assert reply.status == 402
     assert "insufficient credits" in reply.json["error"]
-    assert reply.json["error_code"] == "insufficient_credits"
+    assert reply.headers["X-Error-Code"] == "insufficient_credits"
     assert site.count("/article") == before
     assert accounts.summary(account_id)["balance"] == 0
     accounts.database.run_sync(ledger.credit, account_id, 1, kind="grant", reference="test")
@@ -262,10 +260,10 @@ def test_public_endpoints(service):
     assert {"/scrape", "/credits/buy", "/pricing", "/healthz"} <= set(spec["paths"])
     assert call("GET", service.url("/healthz")).json == {"status": "ok"}
     missing = call("GET", service.url("/nowhere"))
-    assert missing.status == 404 and missing.json == {
-        "error": "not found",
-        "error_code": "not_found",
-    }
+    assert missing.status == 404 and missing.error_answer == (
+        {"error": "not found"},
+        "not_found",
+    )
 
 
 def test_buy_credits_validates_then_says_payments_not_configured(service, accounts):
@@ -286,10 +284,10 @@ def test_buy_credits_validates_then_says_payments_not_configured(service, accoun
         assert reply.status == 400, body
     reply = call("POST", url, {"pack": "10"}, key=key)
     assert reply.status == 503
-    assert reply.json == {
-        "error": "payments are not configured",
-        "error_code": "unavailable",
-    }
+    assert reply.error_answer == (
+        {"error": "payments are not configured"},
+        "unavailable",
+    )
 
 
 DEEP = "<html><body>" + "<div>" * 60_000 + "deep" + "</div>" * 60_000 + "</body></html>"

@@ -1,8 +1,9 @@
 """The "try it" form: one scrape through the very business operation of ``POST /scrape``.
 
 The visitor pastes their key; it is used for this request only, never stored or shown again.
-The answer is what the API would have answered, plus the credits the scrape was charged, read
-from the usage row that billing wrote for it.
+The answer is what the API would have answered (an error's body, and its code as the
+X-Error-Code header would carry it), plus the credits the scrape was charged, read from the
+usage row that billing wrote for it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class TryOutcome:
     body: ScrapeResult | dict[str, str]
     charged: int | None
     trial: bool
+    # an error answer's X-Error-Code
+    error_code: str | None = None
 
 
 async def try_scrape(
@@ -34,11 +37,11 @@ async def try_scrape(
         scraper.parse(body)
         caller = await scraper.authenticate(api_key)
         if caller.account_id != account_id:
-            return TryOutcome(403, {"error": NOT_YOURS, "error_code": "unauthorized"}, None, False)
+            return TryOutcome(403, {"error": NOT_YOURS}, None, False, "unauthorized")
         before = await database.run(newest_usage_id, account_id)
         result = await scraper.scrape(api_key, body)
     except ApiError as error:
-        return TryOutcome(error.status, error.body(), None, False)
+        return TryOutcome(error.status, error.body(), None, False, error.code)
     row = await database.run(usage_of_scrape, account_id, before, result.url, result.elapsed_ms)
     if row is None:
         return TryOutcome(200, result, None, False)

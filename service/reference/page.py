@@ -22,7 +22,7 @@ from service.config import ENGINES, TIERS, Config
 from service.dashboard.pages import CONTENT_SECURITY_POLICY, Asset, credits_text, load_assets
 from service.dashboard.pages import STATIC as DASHBOARD_STATIC
 from service.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
-from service.openapi import document
+from service.openapi import ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODE_REF, document
 from service.pricing import price_list
 from service.reference import examples as examples_module
 from service.reference.fields import Fields, Kind, fields_of, kind_of, ref_name
@@ -96,9 +96,16 @@ def _parameter(raw: dict[str, Any]) -> Parameter:
     )
 
 
+def _header_text(raw: dict[str, Any]) -> str:
+    # every error answer's X-Error-Code: its codes are in the page's table, once
+    if raw.get("$ref") == ERROR_CODE_REF:
+        return f"{ERROR_CODE_HEADER_DESCRIPTION} (see the table of error codes)"
+    return str(raw.get("description", ""))
+
+
 def _response(status: str, raw: dict[str, Any]) -> Response:
     schema = raw.get("content", {}).get("application/json", {}).get("schema")
-    headers = [(name, h.get("description", "")) for name, h in raw.get("headers", {}).items()]
+    headers = [(name, _header_text(h)) for name, h in raw.get("headers", {}).items()]
     if schema is None:
         return Response(status, raw["description"], None, None, headers)
     kind = kind_of(schema)

@@ -15,7 +15,13 @@ from typing import Any, TypeVar
 import httpx
 
 from scrapespy import __version__
-from scrapespy.errors import ConnectionFailed, ScrapespyError, from_response, retry_after
+from scrapespy.errors import (
+    ERROR_CODE_HEADER,
+    ConnectionFailed,
+    ScrapespyError,
+    from_response,
+    retry_after,
+)
 from scrapespy.models import JobStatus, Model, ScrapeResult
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -100,11 +106,7 @@ def retry_delay(response: httpx.Response, attempt: int, max_retries: int) -> flo
         return None
     status = response.status_code
     if status == 409 and response.headers.get("Retry-After") is not None:
-        try:
-            in_progress = response.json().get("error_code") == "idempotency_in_progress"
-        except (ValueError, AttributeError):
-            in_progress = False
-        if not in_progress:
+        if response.headers.get(ERROR_CODE_HEADER) != "idempotency_in_progress":
             return None
     elif status not in RETRY_STATUSES:
         return None

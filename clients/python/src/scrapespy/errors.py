@@ -1,7 +1,8 @@
 """What the client raises: one class per kind of answer a program handles differently.
 
-Each carries the API's own ``error`` message, its ``error_code`` (the stable part, see the
-service's ``/openapi.json``), the HTTP status and the decoded body.
+Each carries the API's own ``error`` message, its ``error_code`` (the stable part, from the
+answer's ``X-Error-Code`` header, see the service's ``/openapi.json``), the HTTP status and the
+decoded body (``{"error": ...}``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
+
+# The header of an error answer that names its code; the body has the message alone.
+ERROR_CODE_HEADER = "X-Error-Code"
 
 
 class ScrapespyError(Exception):
@@ -129,16 +133,15 @@ def retry_after(response: httpx.Response) -> float | None:
 
 
 def from_response(response: httpx.Response) -> ScrapespyError:
-    """The exception for an error answer, with the API's message and error_code."""
+    """The exception for an error answer, with the API's message and its X-Error-Code."""
     try:
         body: Any = response.json()
     except ValueError:
         body = response.text
     message = f"HTTP {response.status_code}"
-    code = None
+    code = response.headers.get(ERROR_CODE_HEADER) or None
     if isinstance(body, dict):
         message = str(body.get("error") or message)
-        code = body.get("error_code")
     cls = _BY_STATUS.get(response.status_code, ScrapespyError)
     if cls is RateLimited:
         return RateLimited(message, response.status_code, code, body, retry_after(response))

@@ -6,7 +6,7 @@ Run it with ``scrapespy-mcp`` (or ``scrapespy mcp`` where the service is install
 
 Each tool's description carries the service's own prices, read from ``GET /pricing`` when the
 server starts. An error of the API reaches the agent as a tool error with the API's message and
-``error_code``, never a traceback.
+code (its ``X-Error-Code`` header, the client exception's ``error_code``), never a traceback.
 """
 
 from __future__ import annotations
