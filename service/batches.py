@@ -326,6 +326,7 @@ class Batches:
             await deferLater(running(), self.config.crawl_delay_seconds)
         # the scrape is what a job's pages in flight count: their claims, holds and results,
         # round trips to the database, overlap the other pages' scrapes
+        job.background = True
         result = await self._scraping.run(self.bridge.submit, job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()

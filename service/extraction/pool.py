@@ -16,7 +16,14 @@ or main content too: the reply's fields then carry them (``extract_page``).
 
 A worker that does not answer within the scrape's remaining time (at least
 ``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
-:class:`ExtractionFailed`, which the result pipeline reports as a failed, unbilled scrape.
+:class:`ExtractionFailed`, which the result pipeline reports as a failed, unbilled scrape. One
+past ``SCRAPESPY_EXTRACT_MAX_SECONDS`` first gets :class:`PageTooLarge`, as does a page past
+the other bounds of :mod:`service.extraction.bounds`, which the worker checks before parsing;
+it also cuts the fields there, so that a padded field never crosses the pipe.
+
+Waiting pages take turns by account, the ones a caller waits on before a job's
+(:mod:`service.extraction.turns`); a worker parsing a large page is sent no second one, which
+would wait behind it.
 
 A small page (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``) is parsed right here when the pool's
 ``alone`` says no other scrape is in flight: a worker then protects no other caller, and the
@@ -47,9 +54,17 @@ from twisted.internet.main import CONNECTION_DONE, CONNECTION_LOST
 from twisted.internet.process import Process, ProcessReader
 from twisted.internet.protocol import ProcessProtocol
 
+from service.extraction.bounds import (
+    AnswerBounds,
+    PageTooLarge,
+    answer_too_large,
+    bounded,
+    check_parse,
+)
 from service.extraction.fields import extract
 from service.extraction.outputs import OutputOptions, extract_page
 from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
+from service.extraction.turns import Turns
 from service.reactor import running
 
 log = logging.getLogger(__name__)
@@ -66,6 +81,8 @@ READ_SIZE = 64 * 1024
 # Pages sent to a worker before its reply to the first: it reads the next page as soon as it has
 # written a reply, instead of idling until the reactor has read that reply and sent another.
 PIPELINE = 2
+# A page this large is not followed by a second one in its worker: it may take a while.
+PIPELINE_MAX_BYTES = 256 * 1024
 
 
 _CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TMPDIR")
@@ -73,6 +90,10 @@ _CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TM
 
 class ExtractionFailed(Exception):
     """The page could not be extracted: its worker timed out or died."""
+
+
+class ExtractionTooLarge(ExtractionFailed, PageTooLarge):
+    """The page is past a bound of service.extraction.bounds: a ``too_large`` failure."""
 
 
 def encode_request(
@@ -89,32 +110,45 @@ def encode_request(
     return _LENGTH.pack(len(payload)) + payload
 
 
-def answer(payload: bytes) -> bytes:
+def answer(payload: bytes, bounds: AnswerBounds | None = None) -> bytes:
     """A worker's reply to one request payload: the fields, or the reason there are none."""
+    bounds = bounds or AnswerBounds()
     try:
         header, page = payload.split(b"\0", 1)
         meta = orjson.loads(header)
-        fields = _extract(
+        fields = extract_within(
             page.decode("utf-8", "surrogatepass"),
             meta["url"],
             selectors_from_wire(meta["selectors"]),
             OutputOptions.from_wire(meta.get("outputs")),
+            bounds,
         )
         body = orjson.dumps(fields)
+        if len(body) > bounds.answer_bytes:
+            raise answer_too_large(len(body), bounds)
+    except PageTooLarge as exc:
+        body = orjson.dumps({"error": "PageTooLarge", "too_large": str(exc)})
     except Exception as exc:  # never take the worker down: report, and take the next page
         body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
     return _LENGTH.pack(len(body)) + body
 
 
-def _extract(
-    text: str, url: str, selectors: CompiledSelectors | None, options: OutputOptions | None
+def extract_within(
+    text: str,
+    url: str,
+    selectors: CompiledSelectors | None,
+    options: OutputOptions | None,
+    bounds: AnswerBounds,
 ) -> dict[str, Any]:
+    """The page's fields and outputs cut to ``bounds``; raises :class:`PageTooLarge` for a page,
+    or an answer, past them."""
+    check_parse(text, bounds)
     if options is None:
-        return extract(text, url, selectors)
-    return extract_page(text, url, selectors, options)
+        return bounded(extract(text, url, selectors), bounds)
+    return bounded(extract_page(text, url, selectors, options), bounds)
 
 
-def serve(stdin: Any, stdout: Any) -> None:
+def serve(stdin: Any, stdout: Any, bounds: AnswerBounds | None = None) -> None:
     """The worker's loop: one request in, one reply out, until the parent closes stdin."""
     while True:
         head = stdin.read(_LENGTH.size)
@@ -124,7 +158,7 @@ def serve(stdin: Any, stdout: Any) -> None:
         payload = stdin.read(size)
         if len(payload) < size:
             return
-        stdout.write(answer(payload))
+        stdout.write(answer(payload, bounds))
         stdout.flush()
 
 
@@ -134,6 +168,9 @@ class _Task:
     timeout: float
     deferred: Deferred[dict[str, Any]]
     timer: Any = None
+    account: int | None = None
+    background: bool = False  # a job's page: no caller waits on it
+    capped: bool = False  # ``timeout`` is the page's own bound, not its scrape's time left
 
 
 @dataclass
@@ -148,20 +185,27 @@ class _Worker:
 
 
 class ExtractionPool:
-    """Worker processes fed ``PIPELINE`` pages at a time each; pages queue in order when all
-    are busy."""
+    """Worker processes fed ``PIPELINE`` pages at a time each; pages wait their account's turn
+    when all are busy."""
 
     def __init__(
         self,
         workers: int,
         command: list[str] | None = None,
         alone: Callable[[], bool] | None = None,
+        bounds: AnswerBounds | None = None,
     ) -> None:
         self.size = workers
         self.alone = alone
-        self.command = command or [sys.executable, "-m", "service.extraction.pool"]
+        self.bounds = bounds or AnswerBounds()
+        self.command = command or [
+            sys.executable,
+            "-m",
+            "service.extraction.pool",
+            orjson.dumps(self.bounds.to_wire()).decode(),
+        ]
         self.workers: list[_Worker] = []
-        self.queue: deque[_Task] = deque()
+        self.queue: Turns[_Task] = Turns()
         self.stopping = False
         self._gone: Deferred[None] | None = None
         self._kill_timer: Any = None
@@ -197,18 +241,34 @@ class ExtractionPool:
         selectors: CompiledSelectors | None,
         timeout: float,
         options: OutputOptions | None = None,
+        account: int | None = None,
+        background: bool = False,
     ) -> Deferred[dict[str, Any]]:
         """A Deferred firing with the fields of ``text`` (and the outputs ``options`` asks
-        for), or failing with ExtractionFailed."""
+        for), or failing with ExtractionFailed (ExtractionTooLarge past the bounds). The page
+        waits for ``account``'s turn; ``background``: no caller waits on it (a job's page)."""
         if self._inline(text, options):
             try:
-                return succeed(_extract(text, url, selectors, options))
+                return succeed(extract_within(text, url, selectors, options, self.bounds))
+            except PageTooLarge as exc:
+                return fail(ExtractionTooLarge(str(exc)))
             except Exception as exc:  # extract does not raise; a bug must not lose the scrape
                 log.warning("extraction failed: %s", exc.__class__.__name__)
                 return fail(ExtractionFailed(PROCESSING_FAILED))
         d: Deferred[dict[str, Any]] = Deferred()
         frame = encode_request(text, url, selectors, options)
-        self.queue.append(_Task(frame, max(timeout, MIN_SECONDS), d))
+        left = max(timeout, MIN_SECONDS)
+        capped = self.bounds.max_seconds < left
+        self.queue.append(
+            _Task(
+                frame,
+                self.bounds.max_seconds if capped else left,
+                d,
+                account=account,
+                background=background,
+                capped=capped,
+            )
+        )
         self._dispatch()
         return d
 
@@ -232,6 +292,7 @@ class ExtractionPool:
                     worker.alive
                     and len(worker.tasks) < depth
                     and worker.protocol.transport is not None
+                    and (depth == 1 or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
                 ):
                     task = self.queue.popleft()
                     worker.tasks.append(task)
@@ -250,7 +311,8 @@ class ExtractionPool:
         if not worker.tasks:
             return None
         first = worker.tasks.popleft()
-        self.queue.extendleft(reversed(worker.tasks))
+        self.queue.done(first)
+        self.queue.put_back(worker.tasks)
         worker.tasks.clear()
         return first
 
@@ -258,7 +320,14 @@ class ExtractionPool:
         task = self._requeue(worker)
         log.warning("an extraction worker overran its page's time; replacing it")
         self._retire(worker)
-        if task is not None:
+        if task is not None and task.capped:
+            task.deferred.errback(
+                ExtractionTooLarge(
+                    f"the page took longer than {self.bounds.max_seconds:g} s to process "
+                    "(SCRAPESPY_EXTRACT_MAX_SECONDS)"
+                )
+            )
+        elif task is not None:
             task.deferred.errback(ExtractionFailed(PROCESSING_TIMED_OUT))
         self._dispatch()
 
@@ -286,11 +355,14 @@ class ExtractionPool:
             if not worker.tasks:
                 continue
             task = worker.tasks.popleft()
+            self.queue.done(task)
             task.timer.cancel()
             if worker.tasks:
                 self._clock(worker)
             fields = orjson.loads(body)
-            if "error" in fields and len(fields) == 1:
+            if "too_large" in fields:
+                task.deferred.errback(ExtractionTooLarge(fields["too_large"]))
+            elif "error" in fields and len(fields) == 1:
                 log.warning("extraction failed in a worker: %s", fields["error"])
                 task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
             else:
@@ -403,4 +475,9 @@ if __name__ == "__main__":
     # a signal sent to the whole process group must not kill the worker first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    wire = sys.argv[1] if len(sys.argv) > 1 else None
+    serve(
+        sys.stdin.buffer,
+        sys.stdout.buffer,
+        AnswerBounds.from_wire(orjson.loads(wire)) if wire else None,
+    )
