@@ -130,24 +130,24 @@ def cut(page: dict[str, Any], bounds: AnswerBounds) -> tuple[list[str], int]:
     size = 0
     title = page["title"]
     if title is not None:
-        size += len(title)
+        size += min(len(title), short)
         if len(title) > short:
             page["title"] = title[:short]
             truncated.append("title")
     meta: dict[str, str] = page["meta"]
     if meta:
-        size += sum(map(len, meta)) + sum(map(len, meta.values()))
         if max(map(len, meta.values())) > short or max(map(len, meta)) > short:
-            page["meta"] = {key[:short]: value[:short] for key, value in meta.items()}
+            page["meta"] = meta = {key[:short]: value[:short] for key, value in meta.items()}
             truncated.append("meta")
+        size += sum(map(len, meta)) + sum(map(len, meta.values()))
     headings: dict[str, list[str]] = page["headings"]
     if headings:
         cut_any = False
         for level, texts in headings.items():
-            size += sum(map(len, texts))
             if max(map(len, texts)) > short:
-                headings[level] = [text[:short] for text in texts]
+                headings[level] = texts = [text[:short] for text in texts]
                 cut_any = True
+            size += sum(map(len, texts))
         if cut_any:
             truncated.append("headings")
     links: list[dict[str, str]] = page["links"]
@@ -155,33 +155,33 @@ def cut(page: dict[str, Any], bounds: AnswerBounds) -> tuple[list[str], int]:
         cut_any = False
         for link in links:
             text, href = link["text"], link["href"]
-            size += len(text) + len(href) + 20
             if len(text) > short or len(href) > short:
-                link["text"], link["href"] = text[:short], href[:short]
+                link["text"], link["href"] = text, href = text[:short], href[:short]
                 cut_any = True
+            size += len(text) + len(href) + 20
         if cut_any:
             truncated.append("links")
     images: list[str] = page["images"]
     if images:
-        size += sum(map(len, images))
         if max(map(len, images)) > short:
-            page["images"] = [url[:short] for url in images]
+            page["images"] = images = [url[:short] for url in images]
             truncated.append("images")
+        size += sum(map(len, images))
     extracted: dict[str, list[str]] = page["extracted"]
     if extracted:
         cut_any = False
         for name, values in extracted.items():
             if values:
-                size += sum(map(len, values))
                 if max(map(len, values)) > long:
-                    extracted[name] = [value[:long] for value in values]
+                    extracted[name] = values = [value[:long] for value in values]
                     cut_any = True
+                size += sum(map(len, values))
         if cut_any:
             truncated.append("extracted")
     for name in LONG_FIELDS:
         value = page.get(name)
         if value:
-            size += len(value)
+            size += min(len(value), long)
             if len(value) > long:
                 page[name] = value[:long]
                 truncated.append(name)
