@@ -49,8 +49,8 @@ from service.extraction.pool import (
     PROCESSING_TIMED_OUT,
     ExtractionFailed,
     ExtractionPool,
-    extract_within,
 )
+from service.extraction.worker import extract_within
 from service.jobs import ScrapeItem, ScrapeJob
 from service.results import new_result, with_truncated
 

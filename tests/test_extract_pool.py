@@ -12,7 +12,7 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
 from harness.pages import article
-from service.extraction import compile_selectors, extract
+from service.extraction import compile_selectors, extract, worker
 from service.extraction import pool as extract_pool
 from service.extraction.bounds import AnswerBounds
 from service.extraction.outputs import OutputOptions
@@ -137,7 +137,7 @@ async def test_stop_lets_the_workers_exit(pool):
 
 
 def test_a_worker_reports_a_bad_request_instead_of_dying():
-    reply = extract_pool.answer(b"not a request")
+    reply = worker.answer(b"not a request")
     assert reply[4:] == b'{"error":"ValueError"}'
 
 

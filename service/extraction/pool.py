@@ -8,16 +8,13 @@ its stdin and reads the fields back from its stdout; the reactor only moves byte
 holds up to ``PIPELINE`` pages, parsing the first, so that it never waits for the reactor to
 read a reply before it has another page to parse.
 
-Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
-``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
-reply is the orjson of the fields (``service.extraction.fields.extract``) or ``{"error": "..."}``.
-A header with ``outputs`` (``service.extraction.outputs.OutputOptions``) asks for markdown, html
-or main content too: the reply's fields then carry them (``extract_page``).
+The frames in both directions, and the worker's side of them, are
+:mod:`service.extraction.worker`.
 
 A worker that does not answer within the scrape's remaining time (at least
 ``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
 :class:`ExtractionFailed`, which the result pipeline reports as a failed, unbilled scrape. One
-past ``SCRAPESPY_EXTRACT_MAX_SECONDS`` first gets :class:`PageTooLarge`, as does a page past
+past ``SCRAPESPY_EXTRACT_MAX_SECONDS`` first gets :class:`ExtractionTooLarge`, as does a page past
 the other bounds of :mod:`service.extraction.bounds`, which the worker checks before parsing;
 it also cuts the fields there, so that a padded field never crosses the pipe.
 
@@ -40,7 +37,6 @@ import errno
 import logging
 import os
 import signal
-import struct
 import sys
 import time
 from collections import deque
@@ -54,22 +50,15 @@ from twisted.internet.main import CONNECTION_DONE, CONNECTION_LOST
 from twisted.internet.process import Process, ProcessReader
 from twisted.internet.protocol import ProcessProtocol
 
-from service.extraction.bounds import (
-    AnswerBounds,
-    PageTooLarge,
-    answer_too_large,
-    bounded,
-    check_parse,
-)
-from service.extraction.fields import extract
-from service.extraction.outputs import OutputOptions, extract_page
-from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
+from service.extraction.bounds import AnswerBounds, PageTooLarge
+from service.extraction.outputs import OutputOptions
+from service.extraction.selectors import CompiledSelectors
 from service.extraction.turns import Turns
+from service.extraction.worker import FRAME_LENGTH, encode_request, extract_within, serve
 from service.reactor import running
 
 log = logging.getLogger(__name__)
 
-_LENGTH = struct.Struct(">I")
 MIN_SECONDS = 5.0
 RESPAWN_DELAY = 1.0
 PROCESSING_FAILED = "the page could not be processed"
@@ -94,72 +83,6 @@ class ExtractionFailed(Exception):
 
 class ExtractionTooLarge(ExtractionFailed, PageTooLarge):
     """The page is past a bound of service.extraction.bounds: a ``too_large`` failure."""
-
-
-def encode_request(
-    text: str,
-    url: str,
-    selectors: CompiledSelectors | None,
-    options: OutputOptions | None = None,
-) -> bytes:
-    meta: dict[str, Any] = {"url": url, "selectors": selectors_to_wire(selectors)}
-    if options is not None:
-        meta["outputs"] = options.to_wire()
-    header = orjson.dumps(meta)
-    payload = header + b"\0" + text.encode("utf-8", "surrogatepass")
-    return _LENGTH.pack(len(payload)) + payload
-
-
-def answer(payload: bytes, bounds: AnswerBounds | None = None) -> bytes:
-    """A worker's reply to one request payload: the fields, or the reason there are none."""
-    bounds = bounds or AnswerBounds()
-    try:
-        header, page = payload.split(b"\0", 1)
-        meta = orjson.loads(header)
-        fields = extract_within(
-            page.decode("utf-8", "surrogatepass"),
-            meta["url"],
-            selectors_from_wire(meta["selectors"]),
-            OutputOptions.from_wire(meta.get("outputs")),
-            bounds,
-        )
-        body = orjson.dumps(fields)
-        if len(body) > bounds.answer_bytes:
-            raise answer_too_large(len(body), bounds)
-    except PageTooLarge as exc:
-        body = orjson.dumps({"error": "PageTooLarge", "too_large": str(exc)})
-    except Exception as exc:  # never take the worker down: report, and take the next page
-        body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
-    return _LENGTH.pack(len(body)) + body
-
-
-def extract_within(
-    text: str,
-    url: str,
-    selectors: CompiledSelectors | None,
-    options: OutputOptions | None,
-    bounds: AnswerBounds,
-) -> dict[str, Any]:
-    """The page's fields and outputs cut to ``bounds``; raises :class:`PageTooLarge` for a page,
-    or an answer, past them."""
-    check_parse(text, bounds)
-    if options is None:
-        return bounded(extract(text, url, selectors), bounds)
-    return bounded(extract_page(text, url, selectors, options), bounds)
-
-
-def serve(stdin: Any, stdout: Any, bounds: AnswerBounds | None = None) -> None:
-    """The worker's loop: one request in, one reply out, until the parent closes stdin."""
-    while True:
-        head = stdin.read(_LENGTH.size)
-        if len(head) < _LENGTH.size:
-            return
-        (size,) = _LENGTH.unpack(head)
-        payload = stdin.read(size)
-        if len(payload) < size:
-            return
-        stdout.write(answer(payload, bounds))
-        stdout.flush()
 
 
 @dataclass
@@ -346,12 +269,12 @@ class ExtractionPool:
 
     def received(self, worker: _Worker, data: bytes) -> None:
         worker.buffer += data
-        while len(worker.buffer) >= _LENGTH.size:
-            (size,) = _LENGTH.unpack_from(worker.buffer)
-            if len(worker.buffer) < _LENGTH.size + size:
+        while len(worker.buffer) >= FRAME_LENGTH.size:
+            (size,) = FRAME_LENGTH.unpack_from(worker.buffer)
+            if len(worker.buffer) < FRAME_LENGTH.size + size:
                 return
-            body = bytes(worker.buffer[_LENGTH.size : _LENGTH.size + size])
-            del worker.buffer[: _LENGTH.size + size]
+            body = bytes(worker.buffer[FRAME_LENGTH.size : FRAME_LENGTH.size + size])
+            del worker.buffer[: FRAME_LENGTH.size + size]
             if not worker.tasks:
                 continue
             task = worker.tasks.popleft()
