@@ -71,7 +71,15 @@ _BULKY: dict[str, Any] = {
     "text": None,
     "extracted": {},
 }
-_OUTPUTS = ("markdown", "html", "raw_html", "screenshot", "actions", "action_results")
+_OUTPUTS = (
+    "markdown",
+    "html",
+    "raw_html",
+    "screenshot",
+    "actions",
+    "action_results",
+    "truncated",
+)
 
 
 # a claimed page's attempt: its job, or the refusal of its hold (Batches._start)
