@@ -17,7 +17,7 @@ import time
 
 from harness.pages import article
 from service.extraction.outputs import OutputOptions
-from service.extraction.pool import answer, encode_request
+from service.extraction.worker import answer, encode_request
 
 VARIANTS: dict[str, OutputOptions | None] = {
     "plain": None,

@@ -44,15 +44,17 @@ from middlewares.failure_codes import failure_code, tls_failed
 from service.browser.failures import BrowserError
 from service.config import Config
 from service.extraction import empty_fields
-from service.extraction.outputs import OutputOptions, extract_page
+from service.extraction.bounds import AnswerBounds, PageTooLarge
+from service.extraction.outputs import OutputOptions
 from service.extraction.pool import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
     ExtractionFailed,
     ExtractionPool,
 )
+from service.extraction.worker import extract_within
 from service.jobs import ScrapeItem, ScrapeJob
-from service.results import new_result
+from service.results import new_result, with_truncated
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -183,6 +185,11 @@ class FieldsPipeline:
     def __init__(self, crawler: Crawler):
         self.stats = crawler.stats
         self.extractor: ExtractionPool | None = getattr(crawler, "scrapespy_extractor", None)
+        self.bounds = (
+            self.extractor.bounds
+            if self.extractor is not None
+            else AnswerBounds.of(Config.from_env())
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FieldsPipeline:
@@ -197,21 +204,38 @@ class FieldsPipeline:
         try:
             options = OutputOptions.for_job(job)
             if self.extractor is None:
-                fields = extract_page(page.text, page.url, job.selectors, options)
+                fields = extract_within(page.text, page.url, job.selectors, options, self.bounds)
             else:
                 left = job.deadline - time.monotonic()
-                parsing = self.extractor.extract(page.text, page.url, job.selectors, left, options)
+                parsing = self.extractor.extract(
+                    page.text,
+                    page.url,
+                    job.selectors,
+                    left,
+                    options,
+                    account=job.account_id,
+                    background=job.background,
+                )
                 fields = await maybe_deferred_to_future(parsing)
         except Exception as exc:
             self._not_parsed(exc, item)
         else:
             item.result.fill(fields)
+            if "truncated" in fields:
+                item.result = with_truncated(item.result, fields["truncated"])
         extraction = time.monotonic() - parsing_started
         job.clock.extraction = extraction
         item.result.timings["extraction"] = round(extraction * 1000, 1)
         return self._counted(item)
 
     def _not_parsed(self, exc: Exception, item: ScrapeItem) -> None:
+        if isinstance(exc, PageTooLarge):  # past a bound: the caller is told which
+            if item.result.success:
+                item.result.success = False
+                item.result.error = str(exc)
+                if not item.result.blocked:
+                    item.result.error_code = "too_large"
+            return
         expected = isinstance(exc, ExtractionFailed)
         if not expected:  # a bug: the caller still gets an honest answer, unbilled
             log.error("extraction failed", exc_info=exc)

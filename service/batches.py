@@ -71,7 +71,15 @@ _BULKY: dict[str, Any] = {
     "text": None,
     "extracted": {},
 }
-_OUTPUTS = ("markdown", "html", "raw_html", "screenshot", "actions", "action_results")
+_OUTPUTS = (
+    "markdown",
+    "html",
+    "raw_html",
+    "screenshot",
+    "actions",
+    "action_results",
+    "truncated",
+)
 
 
 # a claimed page's attempt: its job, or the refusal of its hold (Batches._start)
@@ -326,6 +334,7 @@ class Batches:
             await deferLater(running(), self.config.crawl_delay_seconds)
         # the scrape is what a job's pages in flight count: their claims, holds and results,
         # round trips to the database, overlap the other pages' scrapes
+        job.background = True
         result = await self._scraping.run(self.bridge.submit, job)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()

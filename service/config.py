@@ -200,6 +200,17 @@ class Config:
     browser_max_heap_mb: int = 512
     # "formats": ["raw_html"] answers a failure past this many bytes of the document
     max_raw_html_bytes: int = 2 * 1024 * 1024
+    # an answer's fields (service.extraction.bounds): a short one (title, meta, heading, link,
+    # image URL) and a long one (text, markdown, html, a selector's match) is cut past these
+    # characters; a whole answer past max_answer_bytes fails too_large
+    max_field_chars: int = 8 * 1024
+    max_text_chars: int = 2 * 1024 * 1024
+    max_answer_bytes: int = 16 * 1024 * 1024
+    # a page nesting elements deeper, with more of them, or taking longer to parse and convert
+    # fails too_large (lexbor's parse of deep nesting is quadratic and cannot be interrupted)
+    extract_max_depth: int = 2000
+    extract_max_elements: int = 1_000_000
+    extract_max_seconds: float = 10.0
     # answers kept for "max_age" (service.answer_cache), in each process: how many, how many
     # bytes of JSON, how long at most; 0 entries or bytes turns the cache off
     cache_max_entries: int = 1000
@@ -308,6 +319,20 @@ class Config:
             ),
             browser_max_heap_mb=_int(
                 env, "SCRAPESPY_BROWSER_MAX_HEAP_MB", cls.browser_max_heap_mb, minimum=16
+            ),
+            max_field_chars=_int(env, "SCRAPESPY_MAX_FIELD_CHARS", cls.max_field_chars, minimum=1),
+            max_text_chars=_int(env, "SCRAPESPY_MAX_TEXT_CHARS", cls.max_text_chars, minimum=1),
+            max_answer_bytes=_int(
+                env, "SCRAPESPY_MAX_ANSWER_BYTES", cls.max_answer_bytes, minimum=1024
+            ),
+            extract_max_depth=_int(
+                env, "SCRAPESPY_EXTRACT_MAX_DEPTH", cls.extract_max_depth, minimum=1
+            ),
+            extract_max_elements=_int(
+                env, "SCRAPESPY_EXTRACT_MAX_ELEMENTS", cls.extract_max_elements, minimum=1
+            ),
+            extract_max_seconds=_float(
+                env, "SCRAPESPY_EXTRACT_MAX_SECONDS", cls.extract_max_seconds
             ),
             cache_max_entries=_int(env, "SCRAPESPY_CACHE_MAX_ENTRIES", cls.cache_max_entries),
             cache_max_bytes=_int(env, "SCRAPESPY_CACHE_MAX_BYTES", cls.cache_max_bytes),

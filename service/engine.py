@@ -35,6 +35,7 @@ from service.browser import (
 from service.config import Config
 from service.db import Database
 from service.extraction import empty_fields
+from service.extraction.bounds import AnswerBounds
 from service.extraction.pool import ExtractionPool
 from service.jobs import ScrapeItem, ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
@@ -98,7 +99,9 @@ class EngineBridge:
         self.crawler.scrapespy_database = self.database  # type: ignore[attr-defined]
         if self.config.extract_workers > 0:
             self.extractor = ExtractionPool(
-                self.config.extract_workers, alone=self._alone_in_flight
+                self.config.extract_workers,
+                alone=self._alone_in_flight,
+                bounds=AnswerBounds.of(self.config),
             )
             self.extractor.start()
             self.crawler.scrapespy_extractor = self.extractor  # type: ignore[attr-defined]

@@ -60,6 +60,8 @@ class ScrapeJob:
     ladder: Ladder | None = None
     attempts: list[dict[str, Any]] | None = None
     request_id: str | None = None
+    # a job's page (service.batches): no caller waits on it, so a caller's scrape goes first
+    background: bool = False
     id: int = field(default_factory=lambda: next(_ids))
     started: float = field(default_factory=time.monotonic)
     done: Deferred[ScrapeResult] = field(default_factory=Deferred)

@@ -11,7 +11,9 @@ each only when asked: the answer is then an instance of a subclass with those fi
 (:func:`result_class`), so a request without ``formats`` gets no field of theirs. A request
 with ``actions`` gets ``actions`` (each step's outcome) and ``action_results`` the same way,
 between ``block_reason`` and the outputs; an auto request (``engine`` or ``proxy_type`` auto)
-gets ``attempts`` before them, and its ``engine`` is the engine that answered.
+gets ``attempts`` before them, and its ``engine`` is the engine that answered. An answer with
+a field cut to its bound (service.extraction.bounds) ends with ``truncated``, naming them
+(:func:`with_truncated`); any other answer has none.
 """
 
 from __future__ import annotations
@@ -207,6 +209,7 @@ R = TypeVar("R", bound=ScrapeResult)
 OUTPUTS: Final = ("markdown", "html", "raw_html", "screenshot")
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
+TRUNCATED: Final = ("truncated",)
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "attempts": Annotated[
         list[Attempt],
@@ -225,6 +228,13 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "action_results": Annotated[
         list[ActionResult],
         Field(description='what the screenshot and evaluate steps produced; with "actions"'),
+    ],
+    "truncated": Annotated[
+        list[str],
+        Field(
+            description="the fields cut to their size limit (docs/api.md, Limits); only when "
+            "one was"
+        ),
     ],
     "markdown": Annotated[
         str | None,
@@ -257,13 +267,14 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
-    """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`
-    then :data:`OUTPUTS` order) after its own; the lists start empty, the outputs as None."""
+    """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`,
+    :data:`OUTPUTS` then :data:`TRUNCATED` order) after its own; the lists start empty, the
+    outputs as None."""
     if not outputs:
         return base
     extra: list[tuple[str, Any, Any]] = [
         (name, _OUTPUT_TYPES[name], field(default_factory=list))
-        if name in ATTEMPTS + ACTION_FIELDS
+        if name in ATTEMPTS + ACTION_FIELDS + TRUNCATED
         else (name, _OUTPUT_TYPES[name], field(default=None))
         for name in outputs
     ]
@@ -323,12 +334,26 @@ def new_result(
     return BlockedResult(**outcome, **page, block_reason=block_reason)
 
 
+def with_truncated(result: ScrapeResult, names: list[str]) -> ScrapeResult:
+    """``result`` with ``truncated`` naming the fields that were cut: a copy of another class
+    (a slotted dataclass takes no new attribute), so an answer cut nowhere costs nothing."""
+    blocked = isinstance(result, BlockedResult)
+    own = {f.name for f in fields(BlockedResult if blocked else ScrapeResult)}
+    values = {f.name: getattr(result, f.name) for f in fields(result)}
+    outputs = tuple(name for name in values if name not in own) + TRUNCATED
+    if blocked:
+        return result_class(BlockedResult, outputs)(**values, truncated=list(names))
+    return result_class(ScrapeResult, outputs)(**values, truncated=list(names))
+
+
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
     ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
     ``action_results`` only with actions, each output only when asked."""
     schema = _plain(
-        TypeAdapter(result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS)).json_schema()
+        TypeAdapter(
+            result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS + TRUNCATED)
+        ).json_schema()
     )
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema

@@ -32,6 +32,12 @@ DOWNLOAD_DELAY = 0
 CONCURRENT_ITEMS = 1
 DOWNLOAD_TIMEOUT = 20
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+# Scrapy stops taking requests to download while the responses in its pipelines pass this many
+# bytes (5 MB by default): two 3 MB pages of a batch waiting for their parse held another
+# caller's small scrape before its download for 9 to 13 s. What is in flight is bounded by the
+# service itself (SCRAPESPY_MAX_CONCURRENT_SCRAPES, SCRAPESPY_JOB_PAGES_IN_FLIGHT, each response
+# at most DOWNLOAD_MAXSIZE), and pages wait for their parse in turns (service.extraction.turns).
+SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1024 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 0
 RETRY_ENABLED = False
 REDIRECT_MAX_TIMES = 10

@@ -78,6 +78,7 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
         cookies=cookies,
         meta=meta,
         dont_filter=True,
+        priority=-1 if job.background else 0,  # a caller's scrape first (service.batches)
     )
 
 

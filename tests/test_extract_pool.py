@@ -12,24 +12,28 @@ from twisted.internet import reactor
 from twisted.internet.task import deferLater
 
 from harness.pages import article
-from service.extraction import compile_selectors, extract
+from service.extraction import compile_selectors, extract, worker
 from service.extraction import pool as extract_pool
+from service.extraction.bounds import AnswerBounds
 from service.extraction.outputs import OutputOptions
 from service.extraction.pool import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
     ExtractionFailed,
     ExtractionPool,
+    ExtractionTooLarge,
 )
 
 PAGE_URL = "http://example.com/news/article.html"
 # Deep enough that lexbor takes a good while on it: the page a hostile target would serve.
 HOSTILE = "<html><body>" + "<div>" * 60_000 + "x" + "</div>" * 60_000 + "</body></html>"
+# Without the parse bounds, which would refuse HOSTILE at once: these tests need a slow page.
+UNBOUNDED = AnswerBounds(max_depth=10**9, max_elements=10**9, max_seconds=600)
 
 
 @pytest.fixture
 def pool():
-    started = ExtractionPool(1)
+    started = ExtractionPool(1, bounds=UNBOUNDED)
     started.start()
     yield started
     if not started.stopping:
@@ -92,6 +96,7 @@ async def test_pages_queue_when_the_worker_is_busy_and_all_are_answered(pool):
 @pytest_twisted.ensureDeferred
 async def test_a_page_that_overruns_fails_and_the_worker_is_replaced(pool, monkeypatch):
     monkeypatch.setattr(extract_pool, "MIN_SECONDS", 0.05)
+    monkeypatch.setattr(extract_pool, "PIPELINE_MAX_BYTES", 10**9)
     first = worker_pid(pool)
     hostile = pool.extract(HOSTILE, PAGE_URL, None, 0.05)
     # sent to the same worker behind it: its time starts when the worker starts on it
@@ -132,7 +137,7 @@ async def test_stop_lets_the_workers_exit(pool):
 
 
 def test_a_worker_reports_a_bad_request_instead_of_dying():
-    reply = extract_pool.answer(b"not a request")
+    reply = worker.answer(b"not a request")
     assert reply[4:] == b'{"error":"ValueError"}'
 
 
@@ -152,3 +157,113 @@ async def test_a_worker_that_cannot_start_is_retried_once_a_second_not_in_a_loop
     await broken.stop()
     # the first start, then about one retry a second
     assert 2 <= len(spawned) <= 4
+
+
+# Nested deep enough to take a worker about a second (lexbor's parse of nesting is quadratic),
+# and too large to be sent to a worker behind another page.
+SLOW = "<html><body>" + "<div>" * 30_000 + "x" + "</div>" * 30_000 + "</body></html>"
+
+
+def finishing_order(pool: ExtractionPool, pages: list[tuple[str, str, int, bool]]) -> list:
+    """Queues each (name, page, account, background) in order; the Deferreds, and the list
+    of the names in the order their pages were answered."""
+    order: list[str] = []
+    waits = []
+    for name, page, account, background in pages:
+        d = pool.extract(page, PAGE_URL, None, 30, account=account, background=background)
+        d.addBoth(lambda result, name=name: order.append(name) or result)
+        waits.append(d)
+    return [waits, order]
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_account_with_many_slow_pages_does_not_hold_another_accounts_page(pool):
+    waits, order = finishing_order(
+        pool,
+        [("a1", SLOW, 1, False), ("a2", SLOW, 1, False), ("a3", SLOW, 1, False)]
+        + [("b", article(1), 2, False)],
+    )
+    for d in waits:
+        await d
+    # in one queue b came after every page of a; by turns it comes after the one being parsed
+    assert order == ["a1", "b", "a2", "a3"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_callers_page_goes_before_a_jobs_pages(pool):
+    waits, order = finishing_order(
+        pool,
+        [("job1", SLOW, 1, True), ("job2", SLOW, 1, True), ("job3", SLOW, 3, True)]
+        + [("scrape", article(2), 1, False)],
+    )
+    for d in waits:
+        await d
+    assert order[:2] == ["job1", "scrape"]
+    assert sorted(order[2:]) == ["job2", "job3"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_past_the_time_bound_is_too_large_and_its_worker_replaced():
+    pool = ExtractionPool(1, bounds=AnswerBounds(max_depth=10**9, max_seconds=2.0))
+    pool.start()
+    try:
+        first = worker_pid(pool)
+        with pytest.raises(ExtractionTooLarge, match="SCRAPESPY_EXTRACT_MAX_SECONDS"):
+            await pool.extract(HOSTILE, PAGE_URL, None, 20)
+        assert (await pool.extract(article(1), PAGE_URL, None, 10))["title"]
+        assert worker_pid(pool) != first
+    finally:
+        await pool.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_nested_past_the_depth_bound_is_refused_before_it_is_parsed():
+    pool = ExtractionPool(1)  # the default bounds
+    pool.start()
+    try:
+        first = worker_pid(pool)
+        with pytest.raises(ExtractionTooLarge, match="SCRAPESPY_EXTRACT_MAX_DEPTH"):
+            await pool.extract(HOSTILE, PAGE_URL, None, 20)
+        assert worker_pid(pool) == first  # refused, not killed after a long parse
+        # an ordinary page with more tags than the depth bound is parsed as before
+        page = "<html><body>" + article(40) * 6 + "<ul>" + "<li><b>item</b>" * 500 + "</ul>"
+        assert page.count("<") > AnswerBounds().max_depth
+        assert await pool.extract(page, PAGE_URL, None, 10) == extract(page, PAGE_URL)
+    finally:
+        await pool.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_worker_cuts_long_fields_and_names_them():
+    pool = ExtractionPool(1, bounds=AnswerBounds(field_chars=100, text_chars=1000))
+    pool.start()
+    try:
+        page = (
+            f"<html><head><title>{'t' * 5000}</title>"
+            f'<meta name="description" content="{"d" * 500}"></head>'
+            f"<body><h1>short</h1><p>{'w ' * 3000}</p></body></html>"
+        )
+        options = OutputOptions(frozenset({"markdown"}))
+        fields = await pool.extract(page, PAGE_URL, None, 10, options)
+        assert fields["title"] == "t" * 100
+        assert fields["meta"]["description"] == "d" * 100
+        assert fields["headings"] == {"h1": ["short"]}
+        assert len(fields["text"]) == 1000 and len(fields["markdown"]) == 1000
+        assert fields["truncated"] == ["title", "meta", "text", "markdown"]
+        # an ordinary page is not touched, and says nothing of it
+        plain = "<html><head><title>A title</title></head><body><p>Text.</p></body></html>"
+        assert "truncated" not in await pool.extract(plain, PAGE_URL, None, 10)
+    finally:
+        await pool.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_answer_past_its_bound_is_too_large():
+    pool = ExtractionPool(1, bounds=AnswerBounds(answer_bytes=4096))
+    pool.start()
+    try:
+        page = "<html><body>" + "<a href='/x'>link</a>" * 1000 + "</body></html>"
+        with pytest.raises(ExtractionTooLarge, match="SCRAPESPY_MAX_ANSWER_BYTES"):
+            await pool.extract(page, PAGE_URL, None, 10)
+    finally:
+        await pool.stop()

@@ -475,3 +475,15 @@ def test_fast_url_paths_agree_with_urljoin(base, tail, prefix):
     except ValueError:
         expected = url
     assert UrlResolver(base)(url) == expected
+
+
+def test_nesting_depth_counts_what_nests_and_not_what_closes_itself() -> None:
+    from service.extraction.bounds import nesting_depth
+
+    assert nesting_depth("<div>" * 3000 + "x" + "</div>" * 3000) == 3000
+    assert nesting_depth("<div>" * 3000, stop=10) == 11  # stops counting past the bound
+    # void elements and elements whose end tag may be left out do not nest what follows
+    flat = "<ul>" + "<li><p>item<br><img src=x>" * 5000 + "</ul>" + "<div></div>" * 5000
+    assert nesting_depth(flat) == 1
+    # a stray end tag does not make the page shallower than it is
+    assert nesting_depth("</div>" * 10 + "<section>" * 20) == 20

@@ -9,8 +9,9 @@ import pytest
 
 from service.extraction import compile_tags, extract
 from service.extraction.outputs import OutputOptions, extract_page
-from service.extraction.pool import _LENGTH, answer, encode_request
 from service.extraction.selectors import InvalidSelector
+from service.extraction.worker import FRAME_LENGTH as _LENGTH
+from service.extraction.worker import answer, encode_request
 
 PAGE = """<!doctype html><html><head><title>T</title><base href="/docs/">
 <script>var s = "script text"</script><style>p { color: red }</style></head><body>

@@ -75,8 +75,10 @@ from service.browser.screenshot import (
     wants_screenshot,
 )
 from service.browser.settle import PageWatch
+from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
 from service.config import Config, default_chromium_path
+from service.jobs import JOB
 from service.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
@@ -191,7 +193,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         )
         self.default_user_agent = (settings.get("USER_AGENT") or "").encode()
         self.screenshot_limits = ScreenshotLimits.from_settings(settings)
-        self.pages = asyncio.Semaphore(settings.getint("SCRAPESPY_MAX_PAGES", 4))
+        self.pages = PageSlots(settings.getint("SCRAPESPY_MAX_PAGES", 4))
         self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
         self.navigations = Navigations()
         self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
@@ -314,7 +316,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 left = self._time_left(request) - ANSWER_RESERVE
                 async with asyncio.timeout(max(left, 0.0)) as deadline:
                     render.deadline = deadline
-                    await self.pages.acquire()
+                    job = request.meta.get(JOB)
+                    await self.pages.acquire(background=getattr(job, "background", False))
                     slot = True
                     page = await self._page_for(request, render)
                     response = await self._download_request_with_page(request, page, self._spider)

@@ -8,15 +8,19 @@ its stdin and reads the fields back from its stdout; the reactor only moves byte
 holds up to ``PIPELINE`` pages, parsing the first, so that it never waits for the reactor to
 read a reply before it has another page to parse.
 
-Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
-``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
-reply is the orjson of the fields (``service.extraction.fields.extract``) or ``{"error": "..."}``.
-A header with ``outputs`` (``service.extraction.outputs.OutputOptions``) asks for markdown, html
-or main content too: the reply's fields then carry them (``extract_page``).
+The frames in both directions, and the worker's side of them, are
+:mod:`service.extraction.worker`.
 
 A worker that does not answer within the scrape's remaining time (at least
 ``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
-:class:`ExtractionFailed`, which the result pipeline reports as a failed, unbilled scrape.
+:class:`ExtractionFailed`, which the result pipeline reports as a failed, unbilled scrape. One
+past ``SCRAPESPY_EXTRACT_MAX_SECONDS`` first gets :class:`ExtractionTooLarge`, as does a page past
+the other bounds of :mod:`service.extraction.bounds`, which the worker checks before parsing;
+it also cuts the fields there, so that a padded field never crosses the pipe.
+
+Waiting pages take turns by account, the ones a caller waits on before a job's
+(:mod:`service.extraction.turns`); a worker parsing a large page is sent no second one, which
+would wait behind it.
 
 A small page (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``) is parsed right here when the pool's
 ``alone`` says no other scrape is in flight: a worker then protects no other caller, and the
@@ -33,7 +37,6 @@ import errno
 import logging
 import os
 import signal
-import struct
 import sys
 import time
 from collections import deque
@@ -47,14 +50,15 @@ from twisted.internet.main import CONNECTION_DONE, CONNECTION_LOST
 from twisted.internet.process import Process, ProcessReader
 from twisted.internet.protocol import ProcessProtocol
 
-from service.extraction.fields import extract
-from service.extraction.outputs import OutputOptions, extract_page
-from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
+from service.extraction.bounds import AnswerBounds, PageTooLarge
+from service.extraction.outputs import OutputOptions
+from service.extraction.selectors import CompiledSelectors
+from service.extraction.turns import Turns
+from service.extraction.worker import FRAME_LENGTH, encode_request, extract_within, serve
 from service.reactor import running
 
 log = logging.getLogger(__name__)
 
-_LENGTH = struct.Struct(">I")
 MIN_SECONDS = 5.0
 RESPAWN_DELAY = 1.0
 PROCESSING_FAILED = "the page could not be processed"
@@ -66,6 +70,8 @@ READ_SIZE = 64 * 1024
 # Pages sent to a worker before its reply to the first: it reads the next page as soon as it has
 # written a reply, instead of idling until the reactor has read that reply and sent another.
 PIPELINE = 2
+# A page this large is not followed by a second one in its worker: it may take a while.
+PIPELINE_MAX_BYTES = 256 * 1024
 
 
 _CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TMPDIR")
@@ -75,57 +81,8 @@ class ExtractionFailed(Exception):
     """The page could not be extracted: its worker timed out or died."""
 
 
-def encode_request(
-    text: str,
-    url: str,
-    selectors: CompiledSelectors | None,
-    options: OutputOptions | None = None,
-) -> bytes:
-    meta: dict[str, Any] = {"url": url, "selectors": selectors_to_wire(selectors)}
-    if options is not None:
-        meta["outputs"] = options.to_wire()
-    header = orjson.dumps(meta)
-    payload = header + b"\0" + text.encode("utf-8", "surrogatepass")
-    return _LENGTH.pack(len(payload)) + payload
-
-
-def answer(payload: bytes) -> bytes:
-    """A worker's reply to one request payload: the fields, or the reason there are none."""
-    try:
-        header, page = payload.split(b"\0", 1)
-        meta = orjson.loads(header)
-        fields = _extract(
-            page.decode("utf-8", "surrogatepass"),
-            meta["url"],
-            selectors_from_wire(meta["selectors"]),
-            OutputOptions.from_wire(meta.get("outputs")),
-        )
-        body = orjson.dumps(fields)
-    except Exception as exc:  # never take the worker down: report, and take the next page
-        body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
-    return _LENGTH.pack(len(body)) + body
-
-
-def _extract(
-    text: str, url: str, selectors: CompiledSelectors | None, options: OutputOptions | None
-) -> dict[str, Any]:
-    if options is None:
-        return extract(text, url, selectors)
-    return extract_page(text, url, selectors, options)
-
-
-def serve(stdin: Any, stdout: Any) -> None:
-    """The worker's loop: one request in, one reply out, until the parent closes stdin."""
-    while True:
-        head = stdin.read(_LENGTH.size)
-        if len(head) < _LENGTH.size:
-            return
-        (size,) = _LENGTH.unpack(head)
-        payload = stdin.read(size)
-        if len(payload) < size:
-            return
-        stdout.write(answer(payload))
-        stdout.flush()
+class ExtractionTooLarge(ExtractionFailed, PageTooLarge):
+    """The page is past a bound of service.extraction.bounds: a ``too_large`` failure."""
 
 
 @dataclass
@@ -134,6 +91,9 @@ class _Task:
     timeout: float
     deferred: Deferred[dict[str, Any]]
     timer: Any = None
+    account: int | None = None
+    background: bool = False  # a job's page: no caller waits on it
+    capped: bool = False  # ``timeout`` is the page's own bound, not its scrape's time left
 
 
 @dataclass
@@ -148,20 +108,27 @@ class _Worker:
 
 
 class ExtractionPool:
-    """Worker processes fed ``PIPELINE`` pages at a time each; pages queue in order when all
-    are busy."""
+    """Worker processes fed ``PIPELINE`` pages at a time each; pages wait their account's turn
+    when all are busy."""
 
     def __init__(
         self,
         workers: int,
         command: list[str] | None = None,
         alone: Callable[[], bool] | None = None,
+        bounds: AnswerBounds | None = None,
     ) -> None:
         self.size = workers
         self.alone = alone
-        self.command = command or [sys.executable, "-m", "service.extraction.pool"]
+        self.bounds = bounds or AnswerBounds()
+        self.command = command or [
+            sys.executable,
+            "-m",
+            "service.extraction.pool",
+            orjson.dumps(self.bounds.to_wire()).decode(),
+        ]
         self.workers: list[_Worker] = []
-        self.queue: deque[_Task] = deque()
+        self.queue: Turns[_Task] = Turns()
         self.stopping = False
         self._gone: Deferred[None] | None = None
         self._kill_timer: Any = None
@@ -197,18 +164,34 @@ class ExtractionPool:
         selectors: CompiledSelectors | None,
         timeout: float,
         options: OutputOptions | None = None,
+        account: int | None = None,
+        background: bool = False,
     ) -> Deferred[dict[str, Any]]:
         """A Deferred firing with the fields of ``text`` (and the outputs ``options`` asks
-        for), or failing with ExtractionFailed."""
+        for), or failing with ExtractionFailed (ExtractionTooLarge past the bounds). The page
+        waits for ``account``'s turn; ``background``: no caller waits on it (a job's page)."""
         if self._inline(text, options):
             try:
-                return succeed(_extract(text, url, selectors, options))
+                return succeed(extract_within(text, url, selectors, options, self.bounds))
+            except PageTooLarge as exc:
+                return fail(ExtractionTooLarge(str(exc)))
             except Exception as exc:  # extract does not raise; a bug must not lose the scrape
                 log.warning("extraction failed: %s", exc.__class__.__name__)
                 return fail(ExtractionFailed(PROCESSING_FAILED))
         d: Deferred[dict[str, Any]] = Deferred()
         frame = encode_request(text, url, selectors, options)
-        self.queue.append(_Task(frame, max(timeout, MIN_SECONDS), d))
+        left = max(timeout, MIN_SECONDS)
+        capped = self.bounds.max_seconds < left
+        self.queue.append(
+            _Task(
+                frame,
+                self.bounds.max_seconds if capped else left,
+                d,
+                account=account,
+                background=background,
+                capped=capped,
+            )
+        )
         self._dispatch()
         return d
 
@@ -232,6 +215,7 @@ class ExtractionPool:
                     worker.alive
                     and len(worker.tasks) < depth
                     and worker.protocol.transport is not None
+                    and (depth == 1 or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
                 ):
                     task = self.queue.popleft()
                     worker.tasks.append(task)
@@ -250,7 +234,8 @@ class ExtractionPool:
         if not worker.tasks:
             return None
         first = worker.tasks.popleft()
-        self.queue.extendleft(reversed(worker.tasks))
+        self.queue.done(first)
+        self.queue.put_back(worker.tasks)
         worker.tasks.clear()
         return first
 
@@ -258,7 +243,14 @@ class ExtractionPool:
         task = self._requeue(worker)
         log.warning("an extraction worker overran its page's time; replacing it")
         self._retire(worker)
-        if task is not None:
+        if task is not None and task.capped:
+            task.deferred.errback(
+                ExtractionTooLarge(
+                    f"the page took longer than {self.bounds.max_seconds:g} s to process "
+                    "(SCRAPESPY_EXTRACT_MAX_SECONDS)"
+                )
+            )
+        elif task is not None:
             task.deferred.errback(ExtractionFailed(PROCESSING_TIMED_OUT))
         self._dispatch()
 
@@ -277,20 +269,23 @@ class ExtractionPool:
 
     def received(self, worker: _Worker, data: bytes) -> None:
         worker.buffer += data
-        while len(worker.buffer) >= _LENGTH.size:
-            (size,) = _LENGTH.unpack_from(worker.buffer)
-            if len(worker.buffer) < _LENGTH.size + size:
+        while len(worker.buffer) >= FRAME_LENGTH.size:
+            (size,) = FRAME_LENGTH.unpack_from(worker.buffer)
+            if len(worker.buffer) < FRAME_LENGTH.size + size:
                 return
-            body = bytes(worker.buffer[_LENGTH.size : _LENGTH.size + size])
-            del worker.buffer[: _LENGTH.size + size]
+            body = bytes(worker.buffer[FRAME_LENGTH.size : FRAME_LENGTH.size + size])
+            del worker.buffer[: FRAME_LENGTH.size + size]
             if not worker.tasks:
                 continue
             task = worker.tasks.popleft()
+            self.queue.done(task)
             task.timer.cancel()
             if worker.tasks:
                 self._clock(worker)
             fields = orjson.loads(body)
-            if "error" in fields and len(fields) == 1:
+            if "too_large" in fields:
+                task.deferred.errback(ExtractionTooLarge(fields["too_large"]))
+            elif "error" in fields and len(fields) == 1:
                 log.warning("extraction failed in a worker: %s", fields["error"])
                 task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
             else:
@@ -403,4 +398,9 @@ if __name__ == "__main__":
     # a signal sent to the whole process group must not kill the worker first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    wire = sys.argv[1] if len(sys.argv) > 1 else None
+    serve(
+        sys.stdin.buffer,
+        sys.stdout.buffer,
+        AnswerBounds.from_wire(orjson.loads(wire)) if wire else None,
+    )

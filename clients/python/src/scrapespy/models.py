@@ -111,6 +111,8 @@ class ScrapeResult(Model):
     html: str | None = None
     raw_html: str | None = None
     screenshot: str | None = None
+    # the fields cut to their size limit, when any was (docs/api.md, "Size limits of an answer")
+    truncated: list[str] | None = None
     # not in the body: the X-Credits-Remaining header of a POST /scrape answer (the balance
     # once this scrape was settled); None for a job's page
     credits_remaining: int | None = None

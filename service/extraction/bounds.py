@@ -1,0 +1,212 @@
+"""How large a page may be to parse, and an answer to return (docs/api.md, "Limits").
+
+A page past the parse bounds is not parsed: nesting elements thousands deep makes lexbor's tree
+builder quadratic (100,000 nested ``div`` took 13.7 s to parse, 1.1 MB), and lexbor cannot be
+interrupted, so the depth is estimated from the tags before parsing, and the pool kills a worker
+past ``max_seconds`` (service.extraction.pool). Both are a ``too_large`` failure, unbilled.
+
+An answer's fields are cut where they are made, in the extraction worker, before they cross the
+pipe: a short field (title, a meta tag, a heading, a link's text or href, an image URL) at
+``field_chars``, a long one (text, markdown, html, each selector match) at ``text_chars``; the
+answer then names them in ``truncated``. Cutting keeps what a reader wants of the page, where
+failing would bill nothing for a page a script padded. The answer as a whole past
+``answer_bytes`` (a million links, a selector matching every nested element) is ``too_large``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from service.config import Config
+
+__all__ = [
+    "AnswerBounds",
+    "PageTooLarge",
+    "answer_too_large",
+    "bounded",
+    "check_parse",
+    "cut",
+    "nesting_depth",
+]
+
+LONG_FIELDS: Final = ("text", "markdown", "html")
+_TEXT: Final[Callable[[dict[str, str]], str]] = itemgetter("text")
+_HREF: Final[Callable[[dict[str, str]], str]] = itemgetter("href")
+
+# An opening or closing tag's name; comments and script text are counted too, which can only
+# make the depth seem larger. Linear: nothing here looks for a matching end.
+_TAG: Final = re.compile(r"<(/?)([a-zA-Z][^\s/>]*)")
+# Elements that do not nest what follows them: void ones, and those whose end tag may be left out
+# (the parser closes them at the next sibling), so a page of unclosed <p> or <li> is not deep.
+_FLAT: Final = frozenset(
+    "area base br col embed hr img input link meta param source track wbr keygen frame "
+    "html head body p li dt dd option optgroup tr td th thead tbody tfoot colgroup caption "
+    "rb rt rtc rp".split()
+)
+
+
+class PageTooLarge(Exception):
+    """The page, or its answer, is past a bound: a ``too_large`` failure, worded for the
+    caller."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerBounds:
+    field_chars: int = 8 * 1024
+    text_chars: int = 2 * 1024 * 1024
+    answer_bytes: int = 16 * 1024 * 1024
+    max_depth: int = 2000
+    max_elements: int = 1_000_000
+    max_seconds: float = 10.0
+
+    @classmethod
+    def of(cls, config: Config) -> AnswerBounds:
+        return cls(
+            config.max_field_chars,
+            config.max_text_chars,
+            config.max_answer_bytes,
+            config.extract_max_depth,
+            config.extract_max_elements,
+            config.extract_max_seconds,
+        )
+
+    def to_wire(self) -> list[Any]:
+        return [
+            self.field_chars,
+            self.text_chars,
+            self.answer_bytes,
+            self.max_depth,
+            self.max_elements,
+            self.max_seconds,
+        ]
+
+    @classmethod
+    def from_wire(cls, wire: list[Any]) -> AnswerBounds:
+        return cls(*wire)
+
+
+def check_parse(html: str, bounds: AnswerBounds) -> None:
+    """Raises :class:`PageTooLarge` for a page past the element or depth bound. A page with
+    fewer tags than ``max_depth`` cannot be that deep: it costs one count."""
+    tags = html.count("<")
+    if tags <= bounds.max_depth:
+        return
+    if tags > bounds.max_elements:
+        raise PageTooLarge(
+            f"the page has more than {bounds.max_elements} elements "
+            "(SCRAPESPY_EXTRACT_MAX_ELEMENTS)"
+        )
+    if nesting_depth(html, bounds.max_depth) > bounds.max_depth:
+        raise PageTooLarge(
+            f"the page nests elements more than {bounds.max_depth} deep "
+            "(SCRAPESPY_EXTRACT_MAX_DEPTH)"
+        )
+
+
+def nesting_depth(html: str, stop: int | None = None) -> int:
+    """How deep the page's tags nest, counted from its tags as written (at least the depth of
+    its tree); the count stops once past ``stop``."""
+    depth = deepest = 0
+    for match in _TAG.finditer(html):
+        if match.group(2).lower() in _FLAT:
+            continue
+        if match.group(1):
+            depth = depth - 1 if depth else 0
+        else:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if stop is not None and deepest > stop:
+                    break
+    return deepest
+
+
+def cut(page: dict[str, Any], bounds: AnswerBounds) -> tuple[list[str], int]:
+    """Cuts ``page``'s fields (as ``service.extraction.outputs.extract_page`` gives them) to
+    ``bounds``, in place; the names of those cut, and the characters of its strings in all."""
+    short, long = bounds.field_chars, bounds.text_chars
+    truncated: list[str] = []
+    size = 0
+    title = page["title"]
+    if title is not None:
+        size += min(len(title), short)
+        if len(title) > short:
+            page["title"] = title[:short]
+            truncated.append("title")
+    meta: dict[str, str] = page["meta"]
+    if meta:
+        if max(map(len, meta.values())) > short or max(map(len, meta)) > short:
+            page["meta"] = meta = {key[:short]: value[:short] for key, value in meta.items()}
+            truncated.append("meta")
+        size += sum(map(len, meta)) + sum(map(len, meta.values()))
+    headings: dict[str, list[str]] = page["headings"]
+    if headings:
+        cut_any = False
+        for level, texts in headings.items():
+            if max(map(len, texts)) > short:
+                headings[level] = texts = [text[:short] for text in texts]
+                cut_any = True
+            size += sum(map(len, texts))
+        if cut_any:
+            truncated.append("headings")
+    links: list[dict[str, str]] = page["links"]
+    if links:
+        # measured without a Python loop over every link: a page has hundreds
+        text_sizes = list(map(len, map(_TEXT, links)))
+        href_sizes = list(map(len, map(_HREF, links)))
+        if max(text_sizes) > short or max(href_sizes) > short:
+            for link in links:
+                link["text"], link["href"] = link["text"][:short], link["href"][:short]
+            text_sizes = list(map(len, map(_TEXT, links)))
+            href_sizes = list(map(len, map(_HREF, links)))
+            truncated.append("links")
+        size += sum(text_sizes) + sum(href_sizes) + 20 * len(links)
+    images: list[str] = page["images"]
+    if images:
+        if max(map(len, images)) > short:
+            page["images"] = images = [url[:short] for url in images]
+            truncated.append("images")
+        size += sum(map(len, images))
+    extracted: dict[str, list[str]] = page["extracted"]
+    if extracted:
+        cut_any = False
+        for name, values in extracted.items():
+            if values:
+                if max(map(len, values)) > long:
+                    extracted[name] = values = [value[:long] for value in values]
+                    cut_any = True
+                size += sum(map(len, values))
+        if cut_any:
+            truncated.append("extracted")
+    for name in LONG_FIELDS:
+        value = page.get(name)
+        if value:
+            size += min(len(value), long)
+            if len(value) > long:
+                page[name] = value[:long]
+                truncated.append(name)
+    return truncated, size
+
+
+def bounded(page: dict[str, Any], bounds: AnswerBounds) -> dict[str, Any]:
+    """``page`` cut to ``bounds``, with ``truncated`` when a field was cut; raises
+    :class:`PageTooLarge` when even so it is past ``answer_bytes`` (counted in characters here:
+    the worker checks the bytes it sends as well)."""
+    truncated, size = cut(page, bounds)
+    if size > bounds.answer_bytes:
+        raise answer_too_large(size, bounds)
+    if truncated:
+        page["truncated"] = truncated
+    return page
+
+
+def answer_too_large(size: int, bounds: AnswerBounds) -> PageTooLarge:
+    return PageTooLarge(
+        f"the page's answer is larger than the {bounds.answer_bytes}-byte limit "
+        "(SCRAPESPY_MAX_ANSWER_BYTES)"
+    )

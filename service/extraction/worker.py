@@ -1,0 +1,99 @@
+"""The extraction worker's side of the pipe: ``python -m service.extraction.pool`` runs
+:func:`serve` (service.extraction.pool starts it and sends the pages).
+
+Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
+``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
+reply is the orjson of the fields (``service.extraction.fields.extract``) or ``{"error": "..."}``
+(with ``too_large``, the message, for a page past a bound of service.extraction.bounds). A header
+with ``outputs`` (``service.extraction.outputs.OutputOptions``) asks for markdown, html or main
+content too: the reply's fields then carry them (``extract_page``). The fields are cut to the
+worker's bounds here, before they cross the pipe.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import orjson
+
+from service.extraction.bounds import (
+    AnswerBounds,
+    PageTooLarge,
+    answer_too_large,
+    bounded,
+    check_parse,
+)
+from service.extraction.fields import extract
+from service.extraction.outputs import OutputOptions, extract_page
+from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
+
+__all__ = ["FRAME_LENGTH", "answer", "encode_request", "extract_within", "serve"]
+
+FRAME_LENGTH = struct.Struct(">I")
+
+
+def encode_request(
+    text: str,
+    url: str,
+    selectors: CompiledSelectors | None,
+    options: OutputOptions | None = None,
+) -> bytes:
+    meta: dict[str, Any] = {"url": url, "selectors": selectors_to_wire(selectors)}
+    if options is not None:
+        meta["outputs"] = options.to_wire()
+    header = orjson.dumps(meta)
+    payload = header + b"\0" + text.encode("utf-8", "surrogatepass")
+    return FRAME_LENGTH.pack(len(payload)) + payload
+
+
+def answer(payload: bytes, bounds: AnswerBounds | None = None) -> bytes:
+    """A worker's reply to one request payload: the fields, or the reason there are none."""
+    bounds = bounds or AnswerBounds()
+    try:
+        header, page = payload.split(b"\0", 1)
+        meta = orjson.loads(header)
+        fields = extract_within(
+            page.decode("utf-8", "surrogatepass"),
+            meta["url"],
+            selectors_from_wire(meta["selectors"]),
+            OutputOptions.from_wire(meta.get("outputs")),
+            bounds,
+        )
+        body = orjson.dumps(fields)
+        if len(body) > bounds.answer_bytes:
+            raise answer_too_large(len(body), bounds)
+    except PageTooLarge as exc:
+        body = orjson.dumps({"error": "PageTooLarge", "too_large": str(exc)})
+    except Exception as exc:  # never take the worker down: report, and take the next page
+        body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
+    return FRAME_LENGTH.pack(len(body)) + body
+
+
+def extract_within(
+    text: str,
+    url: str,
+    selectors: CompiledSelectors | None,
+    options: OutputOptions | None,
+    bounds: AnswerBounds,
+) -> dict[str, Any]:
+    """The page's fields and outputs cut to ``bounds``; raises :class:`PageTooLarge` for a page,
+    or an answer, past them."""
+    check_parse(text, bounds)
+    if options is None:
+        return bounded(extract(text, url, selectors), bounds)
+    return bounded(extract_page(text, url, selectors, options), bounds)
+
+
+def serve(stdin: Any, stdout: Any, bounds: AnswerBounds | None = None) -> None:
+    """The worker's loop: one request in, one reply out, until the parent closes stdin."""
+    while True:
+        head = stdin.read(FRAME_LENGTH.size)
+        if len(head) < FRAME_LENGTH.size:
+            return
+        (size,) = FRAME_LENGTH.unpack(head)
+        payload = stdin.read(size)
+        if len(payload) < size:
+            return
+        stdout.write(answer(payload, bounds))
+        stdout.flush()
