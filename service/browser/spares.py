@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT = 5.0
+# Closes that outlived CLOSE_TIMEOUT, kept until the browser gets to them: a cancelled close
+# leaves its context open for good (a page that pushed 100,000 history entries kept its
+# renderer busy past 5 s; its context then stayed open as long as the browser).
+_late_closes: set[asyncio.Future[None]] = set()
 
 
 @dataclass(eq=False)
@@ -53,9 +57,21 @@ class Spare:
         return self.browser is browser and browser.is_connected() and not self.page.is_closed()
 
     async def close(self) -> None:
-        with suppress(Exception):
-            await asyncio.wait_for(self.context.close(), CLOSE_TIMEOUT)
-        self.route.close()
+        closing = asyncio.ensure_future(self.context.close())
+        try:
+            await asyncio.wait_for(asyncio.shield(closing), CLOSE_TIMEOUT)
+        except Exception:
+            if not closing.done():
+                _late_closes.add(closing)
+                closing.add_done_callback(_late_closed)
+        finally:
+            self.route.close()
+
+
+def _late_closed(closing: asyncio.Future[None]) -> None:
+    _late_closes.discard(closing)
+    if not closing.cancelled() and closing.exception() is not None:
+        log.debug("a browser context closed late with an error: %s", closing.exception())
 
 
 class Spares:
