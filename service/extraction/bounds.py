@@ -19,10 +19,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from service.config import Config
+from service.config import Config
 
 __all__ = [
     "AnswerBounds",
@@ -57,12 +56,14 @@ class PageTooLarge(Exception):
 
 @dataclass(frozen=True, slots=True)
 class AnswerBounds:
-    field_chars: int = 8 * 1024
-    text_chars: int = 2 * 1024 * 1024
-    answer_bytes: int = 16 * 1024 * 1024
-    max_depth: int = 2000
-    max_elements: int = 1_000_000
-    max_seconds: float = 10.0
+    """The bounds of one page's parse and answer; the defaults are Config's."""
+
+    field_chars: int = Config.max_field_chars
+    text_chars: int = Config.max_text_chars
+    answer_bytes: int = Config.max_answer_bytes
+    max_depth: int = Config.extract_max_depth
+    max_elements: int = Config.extract_max_elements
+    max_seconds: float = Config.extract_max_seconds
 
     @classmethod
     def of(cls, config: Config) -> AnswerBounds:
