@@ -39,7 +39,6 @@ from service.extraction.bounds import AnswerBounds
 from service.extraction.pool import ExtractionPool
 from service.jobs import ScrapeItem, ScrapeJob
 from service.observability import HOLDS_OPEN, record_scrape, watch_browser
-from service.public_suffixes import install as use_bundled_suffixes
 from service.reactor import running
 from service.results import ScrapeResult, new_result
 from service.scrapy_settings import from_config
@@ -91,7 +90,6 @@ class EngineBridge:
         return len(self._jobs) <= 1
 
     async def start(self) -> None:
-        use_bundled_suffixes()
         settings = crawler_settings(self.config)
         self.runner = CrawlerRunner(settings)
         self.crawler = self.runner.create_crawler(FeedSpider)

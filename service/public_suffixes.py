@@ -3,8 +3,8 @@
 A ``TLDExtract`` built with its defaults fetches the list from the internet on first use, with
 no timeout, and Scrapy's cookie middleware calls its own on the reactor thread for the first
 cookie: with the list's host unreachable but accepting connections, the whole service froze.
-Every user of the list takes :data:`SUFFIXES`, and :func:`install` hands it to Scrapy before the
-crawler starts (service.engine).
+Every user of the list takes :data:`SUFFIXES`, and :func:`install` hands it to Scrapy when a
+crawler builds its cookie middleware (middlewares.cookies).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ SUFFIXES = tldextract.TLDExtract(
 
 
 def install() -> None:
-    """Scrapy's cookie middleware uses :data:`SUFFIXES`; the list is read now, at start-up, not
-    on the reactor thread under the first cookie."""
+    """Scrapy's cookie middleware uses :data:`SUFFIXES`; the list is read now, as the crawler
+    is built, not under the first cookie."""
     SUFFIXES("example.com")
     cookies._split_domain = SUFFIXES

@@ -90,6 +90,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.decompression.DecompressionMiddleware": 590,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "middlewares.redirects.RedirectMiddleware": 600,
+    # Scrapy's own, on the bundled Public Suffix List: nothing fetched under the first cookie
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "middlewares.cookies.CookiesMiddleware": 700,
     # just below AntiBotMiddleware (580), which sees a page before its meta refresh, as before
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "middlewares.redirects.MetaRefreshMiddleware": 579,

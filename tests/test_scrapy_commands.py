@@ -10,12 +10,19 @@ from pathlib import Path
 
 from harness.service import ROOT
 from harness.site import ARTICLE, echo_request
+from tests.test_e2e_hostile_static import SilentHost
 
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 
 
-def run(*args: str, allow_private: bool) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "1" if allow_private else "0"}
+def run(
+    *args: str, allow_private: bool, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "1" if allow_private else "0",
+        **(env or {}),
+    }
     return subprocess.run(
         [SCRAPY, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
@@ -84,6 +91,30 @@ def test_crawl_page_sends_the_callers_headers_cookies_and_device(site):
     assert result["extracted"]["greeting"] == ["from the command line"]
     assert result["extracted"]["cookie"] == ["session=cli"]
     assert "Mobile Safari" in result["extracted"]["ua"][0]
+
+
+def test_crawl_page_reads_a_cookie_without_fetching_the_suffix_list(site, tmp_path):
+    """tldextract's cache empty, its list's address a host that never answers: a fetch of the
+    list would hang there (and be counted); the bundled list is read instead."""
+    site.routes["/echo"] = echo_request
+    silent = SilentHost()
+    try:
+        done = run(
+            "crawl",
+            "page",
+            "-a",
+            f"url={site.url('/echo')}",
+            allow_private=True,
+            env={
+                "TLDEXTRACT_CACHE": str(tmp_path),
+                "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": f"http://127.0.0.1:{silent.port}/psl.dat",
+            },
+        )
+    finally:
+        silent.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["success"] is True
+    assert silent.connections == 0
 
 
 def test_crawl_page_refuses_what_the_api_refuses_with_its_message(site):
