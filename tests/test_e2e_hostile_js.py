@@ -96,6 +96,11 @@ class HostileSite(ThreadingHTTPServer):
                     self.close_connection = True
                 elif path == "/redirect":
                     self.head(302, Location=query["to"][0], Content_Length="0")
+                elif path == "/framed":  # the endless body in a cross-site frame
+                    port = self.server.server_address[1]
+                    body = f"<iframe src='http://localhost:{port}/endless'></iframe>".encode()
+                    self.head(200, **html, Content_Length=str(len(body)))
+                    self.wfile.write(body)
                 else:
                     body = {"/push": PUSH_STATE, "/heap": HEAP_EATER}.get(path, OK_PAGE)
                     self.head(200, **html, Content_Length=str(len(body)))
@@ -202,7 +207,7 @@ def test_bombs_huge_and_endless_bodies_are_too_large_at_once_with_memory_bounded
     _, other_key = accounts.create(credits=100)
     assert service.process is not None
     service.scrape(other_key, js(hostile.url("/ok")))  # the browser is up before measuring
-    paths = ["/bomb", "/big", "/endless"]
+    paths = ["/bomb", "/big", "/endless", "/framed"]
     with PeakMemory(service.process.pid) as memory, ThreadPoolExecutor(4) as pool:
         started = time.monotonic()
         hostile_calls = [
