@@ -44,7 +44,9 @@ class QueueWorker:
         self.options = options
         self._worker: Any = None
         self._run: asyncio.Future[None] | None = None
-        self._reason = "its worker is starting"
+        # why there is no worker; none while the first one starts, which is no outage (a
+        # service that has just started answers /healthz 200, as it did before workers restarted)
+        self._reason: str | None = None
         self._stopping = False
         self._task: asyncio.Future[None] | None = None
 
@@ -53,7 +55,8 @@ class QueueWorker:
 
     @property
     def trouble(self) -> str | None:
-        """None while a worker is registered and running, else why there is none."""
+        """None while a worker is registered and running, or the first one starts; else why
+        there is none."""
         running = self._run is not None and not self._run.done()
         if running and self._worker is not None and self._worker.worker_id is not None:
             return None
