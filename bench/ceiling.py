@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from service.reactor import install
+from service.core.reactor import install
 
 install()
 

@@ -19,7 +19,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from service.reactor import install
+from service.core.reactor import install
 
 install()  # the asyncio reactor, as the service and bench/ceiling.py run
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from bench.run import postgres_database
 from harness.usage_rows import a_success
-from service import accounts, keys, ledger
-from service.config import Config
+from service.billing import accounts, keys, ledger
+from service.core.config import Config
 from service.db import Database
-from service.scraping import Scraper
+from service.scrape.scraper import Scraper
 
 
 def main(rounds: int = 1000) -> None:

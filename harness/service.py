@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service import accounts, keys, ledger
+from service.billing import accounts, keys, ledger
 from service.db import Database
 
 ROOT = Path(__file__).resolve().parent.parent

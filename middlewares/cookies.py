@@ -3,7 +3,7 @@
 Scrapy's ``CookiesMiddleware`` asks a module-level ``TLDExtract`` whether a cookie's domain is a
 public suffix; built with tldextract's defaults, that extractor fetches the list from the
 internet on its first use, with no timeout, on the reactor thread. This one hands it the
-bundled list (service.public_suffixes) when a crawler builds it, so the service, ``scrapy
+bundled list (service.core.public_suffixes) when a crawler builds it, so the service, ``scrapy
 shell`` and ``scrapy crawl page`` all read cookies without a fetch.
 
     DOWNLOADER_MIDDLEWARES = {
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares import cookies
 
-from service.public_suffixes import install
+from service.core.public_suffixes import install
 
 if TYPE_CHECKING:
     from typing import Self

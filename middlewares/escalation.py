@@ -1,6 +1,6 @@
 """``proxy_type: "auto"`` and ``engine: "auto"``: try again on the next step while it can help.
 
-An auto job carries its ladder (service.escalation): the (engine, tier) steps it may try, those
+An auto job carries its ladder (service.core.escalation): the (engine, tier) steps it may try, those
 over its ``max_credits`` left out. :func:`start_escalation` (spiders.feed) puts the first step
 in the meta. Each answer or failure of an attempt is recorded in ``job.attempts`` (tier used,
 engine, status, blocked, block reason, error code, elapsed time), and the next attempt is the
@@ -43,7 +43,7 @@ from middlewares.proxy_pool import (
     classify,
 )
 from service.extraction.shell import is_js_shell
-from service.jobs import JOB
+from service.scrape.order import JOB
 
 if TYPE_CHECKING:
     from typing import Self
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
 
-    from service.jobs import ScrapeJob
+    from service.scrape.order import ScrapeJob
 
 LADDER = "scrapespy_ladder"
 ATTEMPT_STARTED = "scrapespy_attempt_started"

@@ -1,4 +1,4 @@
-"""Why a download failed, as the ``error_code`` of a result (service.errors.FAILURE_CODES).
+"""Why a download failed, as the ``error_code`` of a result (service.core.errors.FAILURE_CODES).
 
 The one classification of failed downloads: the result pipeline gives it to the scrape's answer
 (pipelines.result) and the escalation middleware to each attempt of an auto request
@@ -31,7 +31,7 @@ from service.egress.addresses import EgressBlocked, UnsupportedScheme
 
 
 def failure_code(failure: Failure | BaseException) -> str:
-    """The ``error_code`` (service.errors.FAILURE_CODES) of a download that failed with
+    """The ``error_code`` (service.core.errors.FAILURE_CODES) of a download that failed with
     ``failure``, as ``pipelines.result.describe_failure`` words it for people."""
     exc = failure.value if isinstance(failure, Failure) else failure
     if isinstance(exc, DeadlineExceeded):

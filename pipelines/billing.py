@@ -4,21 +4,21 @@ Billed only when ``success`` is true and ``blocked`` is false, at the cost of th
 actually used (a fallback to a direct connection bills ``none``), and for an auto request of
 the engine that answered; its earlier attempts cost nothing. A residential trial that went
 through the residential pool costs nothing and uses up one trial. The usage row is written in
-the same transaction. Settling is at most once per hold (see ``service.ledger.settle``), so a
-late item after the watchdog answered, or after the sweeper expired the hold, charges nothing.
+the same transaction. Settling is at most once per hold (see ``service.billing.ledger.settle``), so
+a late item after the watchdog answered, or after the sweeper expired the hold, charges nothing.
 
 Two stages around the parsing of the page (pipelines.result.FieldsPipeline). On PostgreSQL the
 settlement is sent as soon as the outcome is known (:class:`SettlePipeline`), so its round trip
 overlaps the parse; :class:`BillingPipeline` waits for it before the answer goes out. When the
 page then could not be parsed, a success became a failure, and what was charged is given back
-(``service.ledger.refund``) before the answer too: the caller is never billed for it. So is
+(``service.billing.ledger.refund``) before the answer too: the caller is never billed for it. So is
 what was charged for a scrape whose caller was told something else first, while its parse or its
 settlement was still on its way: the watchdog's timeout, a shutdown's answer, or nothing at all
-when the caller went away (service.engine). The pipeline claims the answer it bills for
+when the caller went away (service.scrape.engine). The pipeline claims the answer it bills for
 (``ScrapeJob.claim``), and skips the settlement when another answer was claimed before.
 On SQLite :class:`BillingPipeline` settles after the parse.
 A page of a batch on PostgreSQL (``ScrapeJob.settle_later``) is settled by the batch with its
-result, in one call (service.batches, migration 0017): :class:`BillingPipeline` leaves what to
+result, in one call (service.jobs.batches, migration 0017): :class:`BillingPipeline` leaves what to
 settle on the job, computed on the final outcome.
 
 Needs the service's database on the crawler (``crawler.scrapespy_database``, set by the
@@ -39,10 +39,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from service import ledger
+from service.billing import ledger
 from service.db.tables import UsageRow
-from service.jobs import ScrapeItem, ScrapeJob
-from service.results import ScrapeResult
+from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.results import ScrapeResult
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,7 +59,7 @@ def charge_for(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> tuple[in
         return 0, False
     if job.trial and tier_used == "residential":
         return 0, True
-    if job.ladder is not None:  # auto: the engine that answered (service.escalation)
+    if job.ladder is not None:  # auto: the engine that answered (service.core.escalation)
         return job.ladder.costs[result.engine][tier_used], False
     return job.costs[tier_used], False
 
@@ -148,7 +148,7 @@ class BillingPipeline:
         if settling is None:
             if job.hold_id is None:
                 return item
-            if job.settle_later:  # by the batch, with the page's result (service.batches)
+            if job.settle_later:  # by the batch, with the page's result (service.jobs.batches)
                 return self._to_settle(item)
             if job.answer is not None:  # whoever answered the caller released the hold
                 return self._answered_otherwise(item)
@@ -178,7 +178,7 @@ class BillingPipeline:
 
     def _answered_otherwise(self, item: ScrapeItem) -> ScrapeItem:
         """A scrape whose caller was told something else first: its hold is released by whoever
-        answered (service.engine), and nothing is charged for this late result."""
+        answered (service.scrape.engine), and nothing is charged for this late result."""
         item.charged = item.result.credits_charged = 0
         if self.stats is not None:
             self.stats.inc_value("scrapespy/billing/answered_otherwise")

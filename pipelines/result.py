@@ -1,10 +1,10 @@
 """Builds the scrape result of the interface specification from what the download gave.
 
-The item is the feed spider's :class:`service.jobs.ScrapeItem`. Every field of its
-:class:`service.results.ScrapeResult` is filled from what was received, even for an error status
-(a 404 page still has its title and text).
+The item is the feed spider's :class:`service.scrape.order.ScrapeItem`. Every field of its
+:class:`service.scrape.results.ScrapeResult` is filled from what was received, even for an error
+status (a 404 page still has its title and text).
 
-Two stages, with the billing's settlement sent between them (service.scrapy_settings):
+Two stages, with the billing's settlement sent between them (service.scrape.scrapy_settings):
 :class:`ResultPipeline` sets ``item.result`` with everything the bill rests on (status,
 success, blocked, the tier used, ``elapsed_ms``) and leaves the page in ``item.page``;
 :class:`FieldsPipeline` then parses the page's fields while the settlement is on its way. A page
@@ -42,7 +42,7 @@ from middlewares.deadline import DeadlineExceeded
 from middlewares.decompression import too_large
 from middlewares.failure_codes import failure_code, tls_failed
 from service.browser.failures import BrowserError
-from service.config import Config
+from service.core.config import Config
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.outputs import OutputOptions
@@ -53,8 +53,8 @@ from service.extraction.pool import (
     ExtractionPool,
 )
 from service.extraction.worker import extract_within
-from service.jobs import ScrapeItem, ScrapeJob
-from service.results import new_result, with_truncated
+from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.results import new_result, with_truncated
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

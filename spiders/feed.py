@@ -17,8 +17,8 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.escalation import start_escalation
-from service.jobs import JOB, ScrapeItem, ScrapeJob
-from service.timings import CLOCK
+from service.scrape.order import JOB, ScrapeItem, ScrapeJob
+from service.scrape.timings import CLOCK
 
 if TYPE_CHECKING:
     from scrapy.http.request import VerboseCookie
@@ -78,7 +78,7 @@ def request_for(job: ScrapeJob, spider: Spider) -> Request:
         cookies=cookies,
         meta=meta,
         dont_filter=True,
-        priority=-1 if job.background else 0,  # a caller's scrape first (service.batches)
+        priority=-1 if job.background else 0,  # a caller's scrape first (service.jobs.batches)
     )
 
 

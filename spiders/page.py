@@ -31,12 +31,12 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from service.config import Config
-from service.errors import BadRequest
-from service.escalation import AUTO, ladder
-from service.jobs import ScrapeItem, ScrapeJob
-from service.results import ScrapeResult
-from service.schemas import checked_scrape
+from service.core.config import Config
+from service.core.errors import BadRequest
+from service.core.escalation import AUTO, ladder
+from service.core.schemas import checked_scrape
+from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.results import ScrapeResult
 from spiders.feed import item_for_failure, item_for_response, request_for
 
 

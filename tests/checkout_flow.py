@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from harness.service import Accounts, Reply, ServiceProcess, call
+from service.billing.payments import purchases
 from service.db.tables import ledger_entries, payments
-from service.payments import purchases
 from tests.stripe_standin import StripeStandin
 
 PUBLIC_URL = "https://spy.example.test"

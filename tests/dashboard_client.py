@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 from sqlalchemy import func, select
 
 from harness.service import Accounts, Reply, ServiceProcess
-from service import accounts as accounts_module
-from service import keys, ledger
+from service.billing import accounts as accounts_module
+from service.billing import keys, ledger
+from service.billing.passwords import hash_password
 from service.db.tables import payments
-from service.passwords import hash_password
 from tests.relay import Relay
 
 T = TypeVar("T")

@@ -1,4 +1,5 @@
-"""``service.answer_cache``: what is kept, for whom, and its bounds (entries, bytes, age). The
+"""``service.scrape.answer_cache``: what is kept, for whom, and its bounds (entries, bytes, age).
+The
 end-to-end tests (test_e2e_cost) show it through the service."""
 
 from __future__ import annotations
@@ -7,11 +8,11 @@ import time
 
 import orjson
 
-from service.answer_cache import AnswerCache, options_of
+from service.core.schemas import checked_scrape
 from service.extraction import empty_fields
-from service.jobs import ScrapeJob
-from service.results import ScrapeResult, new_result
-from service.schemas import checked_scrape
+from service.scrape.answer_cache import AnswerCache, options_of
+from service.scrape.order import ScrapeJob
+from service.scrape.results import ScrapeResult, new_result
 
 
 def answer(

@@ -17,15 +17,16 @@ import pytest_twisted
 from sqlalchemy import select, text, update
 
 from harness.usage_rows import a_success
-from service import accounts, batch_store, crawl_store, keys, ledger
-from service.batches import Batches, instance_name, is_dead
-from service.config import Config
-from service.crawl_rules import CrawlRules, Rules
+from service.billing import accounts, keys, ledger
+from service.core.config import Config
 from service.db import Database
 from service.db.hot import _SQL as hot_sql
 from service.db.tables import holds, jobs
-from service.jobs import ScrapeJob
-from service.results import ScrapeResult
+from service.jobs import batch_store, crawl_store
+from service.jobs.batches import Batches, instance_name, is_dead
+from service.jobs.crawl_rules import CrawlRules, Rules
+from service.scrape.order import ScrapeJob
+from service.scrape.results import ScrapeResult
 
 _n = iter(range(1, 10**9))
 

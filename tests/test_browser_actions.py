@@ -21,11 +21,11 @@ import pytest
 from scrapy.http import Request
 
 from harness.site import TargetSite
-from service import scrapy_settings
 from service.browser import handler as handler_module
 from service.browser.actions import MAX_EVALUATE_BYTES, ActionFailed
 from service.browser.failures import BrowserError
 from service.browser.settle import PageWatch
+from service.scrape import scrapy_settings
 from tests.test_browser_screenshot import all_let_go, on_asyncio, png_size
 from tests.test_browser_screenshot import rendering as screenshot_rendering
 
@@ -182,7 +182,7 @@ def pages(site: TargetSite) -> TargetSite:
 
 
 def rendering(**settings: Any) -> Any:
-    """The handler with the service's header hook, as service.scrapy_settings names it."""
+    """The handler with the service's header hook, as service.scrape.scrapy_settings names it."""
     return screenshot_rendering(
         PLAYWRIGHT_PROCESS_REQUEST_HEADERS=scrapy_settings.PLAYWRIGHT_PROCESS_REQUEST_HEADERS,
         **settings,

@@ -26,8 +26,8 @@ from harness.site import TargetSite
 from service.browser.failures import BrowserError
 from service.browser.handler import BrowserDownloadHandler
 from service.browser.screenshot import ScreenshotLimits
-from service.config import Config, ConfigError
-from service.engine import crawler_settings
+from service.core.config import Config, ConfigError
+from service.scrape.engine import crawler_settings
 
 pytestmark = pytest.mark.browser
 

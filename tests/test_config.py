@@ -7,8 +7,8 @@ import ast
 import pytest
 
 from harness.service import ROOT
-from service.config import Config, ConfigError
-from service.engine import crawler_settings
+from service.core.config import Config, ConfigError
+from service.scrape.engine import crawler_settings
 
 PACKAGES = ("service", "middlewares", "pipelines", "spiders")
 OURS = ("SCRAPESPY_", "STRIPE_")
@@ -65,7 +65,7 @@ def test_only_the_config_reads_the_services_variables_from_the_environment():
         lines = environment_reads(path.read_text(encoding="utf-8"))
         if lines and path != ROOT / "service" / "config.py":
             readers[str(path.relative_to(ROOT))] = lines
-    assert readers == {}, "read these through service.config.Config instead"
+    assert readers == {}, "read these through service.core.config.Config instead"
 
 
 def test_an_empty_environment_gives_the_defaults():

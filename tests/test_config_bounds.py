@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from service.config import ENGINES, TIERS, Config, ConfigError
+from service.core.config import ENGINES, TIERS, Config, ConfigError
 
 # the variables whose field is not their name without the prefix, lowercased
 FIELD_OF = {

@@ -1,10 +1,10 @@
-"""Which URLs a crawl or a map follows (service.crawl_rules), one module on its own."""
+"""Which URLs a crawl or a map follows (service.jobs.crawl_rules), one module on its own."""
 
 from __future__ import annotations
 
 import pytest
 
-from service.crawl_rules import Rules, normalised, url_key
+from service.jobs.crawl_rules import Rules, normalised, url_key
 
 
 @pytest.mark.parametrize(

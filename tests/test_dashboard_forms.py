@@ -7,6 +7,8 @@ from datetime import UTC, date, datetime
 import orjson
 import pytest
 
+from service.core.errors import BadRequest
+from service.core.schemas import ScrapeRequest, parse_json_object, validate
 from service.dashboard import export
 from service.dashboard.chart import BASELINE, TOP, daily_chart, nice_ceiling
 from service.dashboard.forms import (
@@ -20,8 +22,6 @@ from service.dashboard.forms import (
     shown_try_form,
 )
 from service.dashboard.usage import DayTotal
-from service.errors import BadRequest
-from service.schemas import ScrapeRequest, parse_json_object, validate
 
 
 def test_form_fields_keep_the_first_value_decoded():

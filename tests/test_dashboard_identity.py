@@ -7,7 +7,7 @@ from itertools import count
 import pytest
 import pytest_twisted
 
-from service import accounts
+from service.billing import accounts
 from service.dashboard import identity
 from service.db import Database
 

@@ -9,11 +9,11 @@ from itertools import count
 import pytest
 from sqlalchemy import func, select, update
 
-from service import accounts
+from service.billing import accounts
+from service.billing.ledger import now
 from service.dashboard import sessions
 from service.db import Database
 from service.db.tables import web_sessions
-from service.ledger import now
 
 _n = count(1)
 

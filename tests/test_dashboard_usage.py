@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import insert
 
 from harness.usage_rows import a_success
-from service import accounts, keys, ledger
+from service.billing import accounts, keys, ledger
+from service.billing.payments import purchases
 from service.dashboard import account, sessions
 from service.dashboard.usage import (
     daily_totals,
@@ -21,7 +22,6 @@ from service.dashboard.usage import (
 )
 from service.db import Database
 from service.db.tables import usage
-from service.payments import purchases
 
 _n = count(1)
 TODAY = date(2025, 6, 30)

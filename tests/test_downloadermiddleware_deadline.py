@@ -11,7 +11,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from middlewares.deadline import DeadlineExceeded, DeadlineMiddleware
-from service import scrapy_settings
+from service.scrape import scrapy_settings
 
 URL = "http://127.0.0.1:1/page"
 

@@ -13,10 +13,10 @@ from harness.site import ARTICLE, JS_ONLY
 from middlewares.deadline import DeadlineExceeded
 from middlewares.escalation import EscalationMiddleware, start_escalation
 from middlewares.failure_codes import failure_code
-from service.config import Config
+from service.core.config import Config
+from service.core.escalation import ladder
 from service.egress.addresses import EgressBlocked
-from service.escalation import ladder
-from service.jobs import JOB, ScrapeJob
+from service.scrape.order import JOB, ScrapeJob
 
 URL = "http://shop.example/item"
 CONFIG = dataclasses.replace(

@@ -16,7 +16,7 @@ from middlewares.redirects import (
     RedirectFailed,
     RedirectMiddleware,
 )
-from service import scrapy_settings
+from service.scrape import scrapy_settings
 
 URL = "http://127.0.0.1:1/start"
 

@@ -15,7 +15,7 @@ import pytest
 
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
-from service import keys
+from service.billing import keys
 from tests.checkout_flow import buy, post_form, start_service
 
 # an error answer as a client reads it (harness.service.Reply.error_answer): body, X-Error-Code

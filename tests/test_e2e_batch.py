@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
-from service import keys
+from service.billing import keys
 from service.db.tables import job_pages, jobs, usage
 from tests.conftest import BACKEND, a_database_of_its_own
 

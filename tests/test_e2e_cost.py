@@ -14,7 +14,7 @@ import pytest
 
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
-from service import keys
+from service.billing import keys
 
 CORPUS = Path(__file__).with_name("antibot_corpus")
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from harness.service import call
-from service import accounts as accounts_module
-from service.passwords import hash_password
+from service.billing import accounts as accounts_module
+from service.billing.passwords import hash_password
 from tests.dashboard_client import (
     ARTIFACTS,
     PAGES,

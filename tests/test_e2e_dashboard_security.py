@@ -13,9 +13,9 @@ import pytest
 
 from harness.service import ServiceProcess, call, paused
 from harness.site import echo_request
-from service import accounts as accounts_module
-from service.passwords import hash_password
-from service.payments.checkout_limit import CHECKOUTS_PER_MINUTE
+from service.billing import accounts as accounts_module
+from service.billing.passwords import hash_password
+from service.billing.payments.checkout_limit import CHECKOUTS_PER_MINUTE
 from tests.dashboard_client import (
     NEW_KEY,
     PAGES,

@@ -20,7 +20,7 @@ from parsel import Selector
 
 from harness.service import ROOT, Accounts, call
 from harness.site import TargetSite
-from service.errors import ERROR_CODES
+from service.core.errors import ERROR_CODES
 from service.reference.examples import JOB_ID, KEY, NOT_CALLED_BY_USERS, TARGET
 from service.reference.page import METHODS, anchor_of
 from tests.conftest import a_database_of_its_own

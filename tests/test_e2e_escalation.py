@@ -22,7 +22,7 @@ from sqlalchemy import update
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
-from service import accounts as service_accounts
+from service.billing import accounts as service_accounts
 from service.db.tables import accounts as accounts_table
 from tests.proxies import ForwardProxy
 

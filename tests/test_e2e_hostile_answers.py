@@ -18,7 +18,7 @@ import pytest
 
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
-from service.config import Config
+from service.core.config import Config
 from tests.conftest import a_database_of_its_own
 
 FIELD_CHARS = Config.max_field_chars

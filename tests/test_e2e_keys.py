@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness.service import SCRAPESPY, call
-from service import keys
+from service.billing import keys
 from tests.dashboard_client import (
     ARTIFACTS,
     NEW_KEY,

@@ -8,7 +8,7 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.service import call
-from service import keys
+from service.billing import keys
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

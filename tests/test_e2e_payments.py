@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from harness.service import ServiceProcess, call
-from service.payments.checkout_limit import CHECKOUTS_PER_MINUTE
+from service.billing.payments.checkout_limit import CHECKOUTS_PER_MINUTE
 from tests.checkout_flow import (
     PUBLIC_URL,
     assert_credited_once,

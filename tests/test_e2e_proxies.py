@@ -35,9 +35,9 @@ from scrapy.utils.test import get_crawler
 from harness.service import SCRAPESPY, Accounts, ServiceProcess
 from harness.site import TargetSite
 from middlewares.proxy_pool import ProxyPoolMiddleware
-from service import accounts as service_accounts
-from service import keys, ledger
-from service.errors import RESIDENTIAL_LOCKED
+from service.billing import accounts as service_accounts
+from service.billing import keys, ledger
+from service.core.errors import RESIDENTIAL_LOCKED
 from tests.proxies import DroppingProxy, ForwardProxy, closed_port
 
 DC_USER, DC_PASSWORD = "dc-user", "dc-pw-9f1c2e"

@@ -13,7 +13,7 @@ import pytest
 from harness.procinfo import tree
 from harness.service import Accounts, call
 from harness.site import TargetSite
-from service import keys, ledger
+from service.billing import keys, ledger
 from service.dashboard.usage import usage_page
 
 # an error answer as a client reads it (harness.service.Reply.error_answer): body, X-Error-Code
@@ -217,7 +217,7 @@ def test_a_refused_scrape_fetches_nothing_not_even_robots_txt(service, accounts)
 
 
 def test_regenerated_key_invalidates_the_old_one(service, site, accounts):
-    from service import keys
+    from service.billing import keys
 
     account_id, old = accounts.create(credits=10)
     assert service.scrape(old, {"url": site.url("/article")}).status == 200

@@ -28,8 +28,8 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
-from service import webhook_store
 from service.db.tables import jobs, webhook_deliveries
+from service.jobs import webhook_store
 from tests.dashboard_client import member, new_key
 from tests.test_e2e_batch import a_database_of_its_own, add_pages, batch, start, wait_finished
 

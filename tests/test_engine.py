@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 import pytest_twisted
 
-from service import ledger
-from service.config import Config
+from service.billing import ledger
+from service.core.config import Config
 from service.db import Database
-from service.engine import SHUTTING_DOWN, EngineBridge
-from service.jobs import ScrapeJob
+from service.scrape.engine import SHUTTING_DOWN, EngineBridge
+from service.scrape.order import ScrapeJob
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
-from service.errors import ERROR_CODES, ERROR_STATUSES
+from service.core.errors import ERROR_CODES, ERROR_STATUSES
 from tests.dashboard_client import member
 
 JSON = {"Content-Type": "application/json"}

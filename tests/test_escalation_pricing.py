@@ -1,5 +1,6 @@
-"""Tests for service.escalation and service.pricing.quote: what auto may try, what is held, and
-what PostgreSQL's authorize-and-hold is sent (service.scraping), no database."""
+"""Tests for service.core.escalation and service.billing.pricing.quote: what auto may try, what is
+held, and
+what PostgreSQL's authorize-and-hold is sent (service.scrape.scraper), no database."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from service.config import Config
-from service.errors import Forbidden, PaymentRequired
-from service.keys import Caller
-from service.pricing import quote
-from service.scraping import UNHOLDABLE, Scraper
+from service.billing.keys import Caller
+from service.billing.pricing import quote
+from service.core.config import Config
+from service.core.errors import Forbidden, PaymentRequired
+from service.scrape.scraper import UNHOLDABLE, Scraper
 
 POOLS = {"proxies_datacenter": ["http://dc:3128"], "proxies_residential": ["http://resi:8000"]}
 UNLOCKED = Caller(1, "h", True, 0, 1)

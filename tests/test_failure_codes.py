@@ -21,9 +21,9 @@ from middlewares.failure_codes import failure_code
 from pipelines.result import describe_failure
 from service.browser.actions import ActionFailed
 from service.browser.failures import BrowserError
+from service.core.errors import FAILURE_CODES
 from service.egress.addresses import EgressBlocked
-from service.errors import FAILURE_CODES
-from service.jobs import ScrapeJob
+from service.scrape.order import ScrapeJob
 
 
 class Declared(BrowserError):

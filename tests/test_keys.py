@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select, update
 
 from harness.usage_rows import a_success
-from service import accounts, keys, ledger
+from service.billing import accounts, keys, ledger
 from service.db import Database
 from service.db.tables import api_keys, usage
 
@@ -40,7 +40,7 @@ def caller(db: Database, key: str) -> keys.Caller:
 
 
 def hold(db: Database, who: keys.Caller, amount: int) -> int:
-    """A hold as the scrape's hot path makes it on SQLite (service.scraping)."""
+    """A hold as the scrape's hot path makes it on SQLite (service.scrape.scraper)."""
     return db.run_sync(
         ledger.hold,
         who.account_id,

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from harness.service import ROOT
 from harness.usage_rows import a_success
-from service import accounts, ledger
+from service.billing import accounts, ledger
 from service.db import Database
 from service.db.tables import USAGE_SETTLED, UsageRow, holds, usage
 from service.db.tables import accounts as accounts_table

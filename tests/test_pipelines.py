@@ -23,11 +23,11 @@ from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
 from pipelines.result import ResultPipeline
-from service import ledger
+from service.billing import ledger
 from service.browser.failures import BrowserError
-from service.jobs import JOB, ScrapeItem, ScrapeJob
-from service.schemas import checked_scrape
-from service.scrapy_settings import ITEM_PIPELINES
+from service.core.schemas import checked_scrape
+from service.scrape.order import JOB, ScrapeItem, ScrapeJob
+from service.scrape.scrapy_settings import ITEM_PIPELINES
 from spiders.feed import (
     MOBILE_USER_AGENT,
     FeedSpider,
@@ -146,7 +146,7 @@ async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back(
     database = Database()
     job, item, answered = await billed_scrape_under_way(database)
     timed_out = replace(item.result, success=False, error="timed out after 20 s")
-    assert job.finish(timed_out)  # what service.engine's watchdog does
+    assert job.finish(timed_out)  # what service.scrape.engine's watchdog does
     database.answer((1, False, True, 99))  # the capture was already on its way
     assert await answered is item and item.charged == 0
     assert database.sent[-1] == ("refund", {"args": (7, "timed out after 20 s")}, None)
@@ -165,7 +165,7 @@ async def test_the_answer_billed_for_is_claimed_so_a_late_watchdog_cannot_replac
 
 @pytest_twisted.ensureDeferred
 async def test_on_sqlite_a_scrape_answered_otherwise_first_sends_no_settlement():
-    # the caller went away (service.engine released the hold): the late page settles nothing
+    # the caller went away (service.scrape.engine released the hold): the late page settles nothing
     database = ThreadedDatabase()
     job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
     item = database.item = item_for(job)
@@ -181,7 +181,7 @@ async def test_on_sqlite_a_scrape_answered_otherwise_first_sends_no_settlement()
 
 @pytest_twisted.ensureDeferred
 async def test_a_batch_page_leaves_its_settlement_to_the_batch_on_the_final_outcome():
-    # service.batches settles it with the page's result, in one call (migration 0017)
+    # service.jobs.batches settles it with the page's result, in one call (migration 0017)
     database = Database()
     job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 2})
     job.settle_later = True

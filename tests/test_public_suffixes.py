@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from scrapy.downloadermiddlewares import cookies
 
-from service.crawl_rules import registrable
-from service.public_suffixes import SUFFIXES, install
+from service.core.public_suffixes import SUFFIXES, install
+from service.jobs.crawl_rules import registrable
 
 
 def test_scrapy_s_cookies_use_the_bundled_list_once_installed():

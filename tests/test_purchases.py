@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from service import accounts, ledger
+from service.billing import accounts, ledger
+from service.billing.payments import purchases
+from service.billing.payments.purchases import Confirmation
 from service.db import Database
 from service.db.tables import ledger_entries, payments, purchase_credits
-from service.payments import purchases
-from service.payments.purchases import Confirmation
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_a_disagreement_with_our_row_credits_nothing_and_is_logged_as_an_error(
 ):
     account_id = new_account(db)
     session_id = checkout(db, account_id, 750)
-    with caplog.at_level(logging.ERROR, logger="service.payments.purchases"):
+    with caplog.at_level(logging.ERROR, logger="service.billing.payments.purchases"):
         outcome = paid(db, session_id, cents, currency, account_reference=reference)
     assert outcome is Confirmation.MISMATCH
     assert balance(db, account_id) == 0

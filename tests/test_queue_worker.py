@@ -1,4 +1,4 @@
-"""service.queue_worker: a worker that stops on a database error is started again.
+"""service.jobs.queue_worker: a worker that stops on a database error is started again.
 
 procrastinate's ``Worker`` is replaced by a scripted stand-in here; the real worker against a
 real PostgreSQL restart is tests/test_e2e_pg_restart.py.
@@ -14,8 +14,8 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from service import queue_worker
-from service.queue_worker import QueueWorker, reason_of
+from service.jobs import queue_worker
+from service.jobs.queue_worker import QueueWorker, reason_of
 
 
 class DatabaseError(Exception):
@@ -101,7 +101,7 @@ async def test_a_worker_that_loses_the_database_is_started_again(
 ) -> None:
     app = App(["lose", "unreachable", "unreachable"])
     worker = QueueWorker(app, "the job queue")
-    with caplog.at_level(logging.WARNING, logger="service.queue_worker"):
+    with caplog.at_level(logging.WARNING, logger="service.jobs.queue_worker"):
         worker.start()
         await on_loop(working(worker, 4))
         await worker.stop()

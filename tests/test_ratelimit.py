@@ -8,7 +8,7 @@ import uuid
 import pytest
 import pytest_twisted
 
-from service.ratelimit import MemoryRateLimiter, RedisRateLimiter, retry_after_seconds
+from service.billing.ratelimit import MemoryRateLimiter, RedisRateLimiter, retry_after_seconds
 
 REDIS_URL = os.environ.get("SCRAPESPY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 

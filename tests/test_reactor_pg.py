@@ -17,10 +17,10 @@ from twisted.internet import defer
 
 from harness.service import Accounts
 from harness.usage_rows import a_success
-from service import keys, ledger
+from service.billing import keys, ledger
+from service.core.errors import ServiceUnavailable
 from service.db import Database
 from service.db.hot import HotPath
-from service.errors import ServiceUnavailable
 from tests.relay import Relay
 
 pytestmark = pytest.mark.postgres

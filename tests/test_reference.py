@@ -11,10 +11,10 @@ import re
 import pytest
 from parsel import Selector
 
-import service.batches  # noqa: F401  (its TooManyJobs is an ApiError of its own)
-from service import errors
-from service.config import ENGINES, TIERS, Config
-from service.openapi import document
+import service.jobs.batches  # noqa: F401  (its TooManyJobs is an ApiError of its own)
+from service.api.openapi import document
+from service.core import errors
+from service.core.config import ENGINES, TIERS, Config
 from service.reference.examples import KEY, NOT_CALLED_BY_USERS, TARGET
 from service.reference.fields import fields_of, kind_of
 from service.reference.page import METHODS, Reference, anchor_of

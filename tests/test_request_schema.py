@@ -12,9 +12,9 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from service.errors import BadRequest
-from service.openapi import document
-from service.schemas import checked_scrape
+from service.api.openapi import document
+from service.core.errors import BadRequest
+from service.core.schemas import checked_scrape
 
 ABSENT = object()
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import jsonschema_rs
 import orjson
 
+from service.api.openapi import document
 from service.extraction import compile_selectors, empty_fields
-from service.jobs import ScrapeJob
-from service.openapi import document
-from service.results import json_schema, new_result
+from service.scrape.order import ScrapeJob
+from service.scrape.results import json_schema, new_result
 
 SPEC_ORDER = [
     "url",

@@ -251,9 +251,7 @@ def refusals_the_schema_cannot_express(
         return True
     path = case.operation.path
     if response.status_code == 402:
-        return not (
-            path == "/scrape" and error_code(response) == "max_credits_exceeded"
-        )
+        return not (path == "/scrape" and error_code(response) == "max_credits_exceeded")
     if path == "/webhooks/stripe":
         return False
     if (

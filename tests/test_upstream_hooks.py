@@ -18,7 +18,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.test import get_crawler
 
 from middlewares.robots import ExpiringRobotsTxtMiddleware
-from service import scrapy_settings
+from service.scrape import scrapy_settings
 
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 PROVIDER = "scrapy_playwright.provider.PlaywrightBrowserProvider"

@@ -77,9 +77,9 @@ from service.browser.screenshot import (
 from service.browser.settle import PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
-from service.config import Config, default_chromium_path
-from service.jobs import JOB
-from service.timings import StaticDownload, TimedConnectionPool
+from service.core.config import Config, default_chromium_path
+from service.scrape.order import JOB
+from service.scrape.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
     from playwright._impl._api_structures import SetCookieParam

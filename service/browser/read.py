@@ -24,7 +24,7 @@ from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
 from service.browser.failures import BrowserError, RedirectFailed, exception_for
-from service.timings import render_started, rendered
+from service.scrape.timings import render_started, rendered
 
 if TYPE_CHECKING:
     from playwright.async_api import Page

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from service import accounts, keys
+from service.billing import accounts, keys
+from service.billing.payments import purchases
 from service.dashboard import sessions
-from service.payments import purchases
 
 
 @dataclass(frozen=True, slots=True)

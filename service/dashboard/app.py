@@ -15,7 +15,11 @@ from urllib.parse import quote
 from twisted.web.server import Request
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
-from service import keys, webhook_store
+from service.billing import keys
+from service.billing.payments import NOT_CONFIGURED
+from service.billing.pricing import CREDITS_PER_EURO
+from service.core.errors import ApiError
+from service.core.schemas import MIN_AMOUNT_EUR, PACKS
 from service.dashboard import account, export
 from service.dashboard.chart import daily_chart
 from service.dashboard.forms import (
@@ -33,10 +37,7 @@ from service.dashboard.preview import shown_json
 from service.dashboard.sessions import WebSession
 from service.dashboard.tryout import try_scrape
 from service.dashboard.usage import daily_totals, ledger_page, usage_batch, usage_page
-from service.errors import ApiError
-from service.payments import NOT_CONFIGURED
-from service.pricing import CREDITS_PER_EURO
-from service.schemas import MIN_AMOUNT_EUR, PACKS
+from service.jobs import webhook_store
 
 CSV_BATCH = 1000
 KEY_ID_DIGITS = 12

@@ -17,16 +17,16 @@ from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
-from service.accounts import normalise_email
-from service.config import Config
+from service.billing.accounts import normalise_email
+from service.billing.payments import PaymentProvider
+from service.billing.pricing import price_list
+from service.core.config import Config
+from service.core.errors import ApiError
 from service.dashboard import identity, throttle
 from service.dashboard.gate import FormRefused, Gate, LoginRequired, redirect
 from service.dashboard.pages import MOUNT, Pages
 from service.db import Database
-from service.errors import ApiError
-from service.payments import PaymentProvider
-from service.pricing import price_list
-from service.scraping import Scraper
+from service.scrape.scraper import Scraper
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class DashboardEntry:
     """The Klein app shared by every dashboard route, its error pages, and the way in."""
 
     app = Klein()
-    app.url_map.merge_slashes = False  # no redirect built from the Host header (service.app)
+    app.url_map.merge_slashes = False  # no redirect built from the Host header (service.api.app)
 
     def __init__(
         self,

@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from service.errors import BadRequest
-from service.schemas import MAX_AMOUNT_EUR, MIN_AMOUNT_EUR, BuyRequest, validate
+from service.core.errors import BadRequest
+from service.core.schemas import MAX_AMOUNT_EUR, MIN_AMOUNT_EUR, BuyRequest, validate
 
 MAX_FIELD = 16 * 1024
 

@@ -1,4 +1,4 @@
-"""Signing up and signing in with an email and a password (argon2id, ``service.passwords``).
+"""Signing up and signing in with an email and a password (argon2id, ``service.billing.passwords``).
 
 Nothing here tells a visitor whether an email has an account: a wrong password and an unknown
 email get the same answer after the same work (``verify_password`` hashes even when there is no
@@ -16,10 +16,10 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
-from service import accounts
+from service.billing import accounts
+from service.billing.passwords import hash_password, verify_password
 from service.db import Database
 from service.db.tables import accounts as accounts_table
-from service.passwords import hash_password, verify_password
 
 MIN_PASSWORD = 8
 # argon2 takes any length; a bound keeps one request from costing more than the others.

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from twisted.web.server import Request
 
-from service import batch_store
 from service.dashboard.entry import DashboardEntry
 from service.dashboard.forms import page_number
 from service.dashboard.gate import args_of, redirect
 from service.dashboard.jobs import job_of, jobs_page, results_page, stored_result
 from service.dashboard.pages import MOUNT
+from service.jobs import batch_store
 
 # an unfinished job's pages reload themselves this often, in seconds
 REFRESH_SECONDS = 5

@@ -2,7 +2,7 @@
 progress, and one job's pages with their results.
 
 Every query takes the signed-in account's id and filters on it: another account's job does not
-exist here, as in ``GET /jobs/{id}`` (service.batch_store). What a job charged is summed from
+exist here, as in ``GET /jobs/{id}`` (service.jobs.batch_store). What a job charged is summed from
 the usage rows of its pages' holds, as the API sums it, so the two never disagree.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, func, select
 
-from service.batch_store import ACTIVE, DONE_PAGE
 from service.dashboard.preview import shown_json
 from service.dashboard.usage import PAGE_SIZE, Page, as_utc, page_bounds
 from service.db.tables import job_pages, jobs, usage
+from service.jobs.batch_store import ACTIVE, DONE_PAGE
 
 RESULTS_PAGE_SIZE = 50
 # a stored result up to this many bytes is shown in the page (indented, bulky fields cut);

@@ -16,8 +16,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from twisted.web.server import Request
 
+from service.billing.pricing import CREDITS_PER_EURO
 from service.dashboard.preview import rendered_markdown
-from service.pricing import CREDITS_PER_EURO
 
 MOUNT = "/dashboard"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -50,7 +50,7 @@ PAGE_HEADERS = {
 
 def set_page_headers(request: Request) -> None:
     """The headers of every HTML page this service serves: the dashboard's and the demo
-    checkout's (``service.payments.demo``)."""
+    checkout's (``service.billing.payments.demo``)."""
     for name, value in PAGE_HEADERS.items():
         request.setHeader(name, value)
 

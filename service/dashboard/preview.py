@@ -14,7 +14,7 @@ import orjson
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from service.results import ScrapeResult
+from service.scrape.results import ScrapeResult
 
 # JSON fields longer than this are cut in the JSON view; the whole of them is shown below it
 SHOWN_CHARS = 2000

@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import Connection, delete, insert, select, update
 
+from service.billing.ledger import now
 from service.db.tables import accounts, web_sessions
-from service.ledger import now
 
 SESSION_COOKIE = b"scrapespy_session"
 FORM_COOKIE = b"scrapespy_form"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from service.core.errors import ApiError
 from service.dashboard.usage import newest_usage_id, usage_of_scrape
 from service.db import Database
-from service.errors import ApiError
-from service.results import ScrapeResult
-from service.scraping import Scraper
+from service.scrape.results import ScrapeResult
+from service.scrape.scraper import Scraper
 
 NOT_YOURS = "this API key belongs to another account; paste the key of the account you are in"
 

@@ -23,10 +23,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from twisted.internet.defer import Deferred
 
+from service.core.errors import ServiceUnavailable
 from service.db.hot import HotPath, RawConnection
 from service.db.reactor_pg import DATABASE_DOWN, ReactorPostgres
 from service.db.threads import DatabaseThreads
-from service.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 

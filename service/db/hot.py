@@ -100,8 +100,8 @@ _SQL: dict[str, str] = {
         " FROM scrapespy_settle_balance(:hold_id, :cost,"
         f" :consume_trial, :settled, :usage, {_params(UsageRow._fields)})"
     ),
-    # a job's page on PostgreSQL (service.batches, migration 0013): its claim with its hold, and
-    # its result with the job's completion, one call each
+    # a job's page on PostgreSQL (service.jobs.batches, migration 0013): its claim with its hold,
+    # and its result with the job's completion, one call each
     "pg_start_page": (
         "SELECT * FROM scrapespy_start_page(:page_id, :instance, CAST(:seen AS integer), :now,"
         " :digest, :residential, :amount, :trial_amount, :created_at, :expires_at)"
@@ -124,7 +124,7 @@ _SQL: dict[str, str] = {
         " CAST(:keys AS text[]), :max_pages, :max_depth, :slots, :task, :per_task)"
     ),
     "new_usage": f"INSERT INTO usage ({', '.join(_USAGE)}) VALUES ({_params(_USAGE)})",
-    # a job's page on SQLite (service.batches), for a job with neither webhook nor crawl:
+    # a job's page on SQLite (service.jobs.batches), for a job with neither webhook nor crawl:
     # claimed when no attempt started it and its job is active; its hold recorded; its result
     # stored; and the job completed once no page is left
     "page_claim": (

@@ -31,7 +31,7 @@ from twisted.internet.interfaces import IReadDescriptor, IWriteDescriptor
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from service.errors import ServiceUnavailable
+from service.core.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 

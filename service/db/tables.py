@@ -64,7 +64,7 @@ api_keys = Table(
     Column("prefix", String(16), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("label", String(KEY_LABEL_LENGTH), nullable=False, server_default=""),
-    # when the key last started a scrape, written at most once a minute (service.keys)
+    # when the key last started a scrape, written at most once a minute (service.billing.keys)
     Column("last_used_at", DateTime(timezone=True), nullable=True),
     # credits this key may spend per calendar month (UTC); None: no cap
     Column("monthly_cap", BigInteger, nullable=True),
@@ -103,7 +103,7 @@ holds = Table(
     Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=True),
     CheckConstraint("amount >= 0", name="amount_not_negative"),
     CheckConstraint("status IN ('held', 'captured', 'released', 'expired')", name="status_known"),
-    # also what a capped key holds now (service.ledger.hold): the holds still held are few
+    # also what a capped key holds now (service.billing.ledger.hold): the holds still held are few
     Index("ix_holds_status_expires", "status", "expires_at"),
 )
 
@@ -128,7 +128,7 @@ usage = Table(
     # the key of the hold it settled (the settlement copies it); None before 0007
     Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=True),
     Index("ix_usage_account_created_id", "account_id", "created_at", "id"),
-    # what a capped key spent this month, read from the index alone (service.ledger.hold)
+    # what a capped key spent this month, read from the index alone (service.billing.ledger.hold)
     Index("ix_usage_key_created", "key_id", "created_at", "credits"),
 )
 
@@ -150,7 +150,7 @@ class UsageRow(NamedTuple):
     elapsed_ms: int
 
 
-# The columns of ``usage`` that the settlement fills (service.ledger.settle).
+# The columns of ``usage`` that the settlement fills (service.billing.ledger.settle).
 USAGE_SETTLED = ("hold_id", "created_at", "credits", "trial", "key_id")
 
 payments = Table(
@@ -193,7 +193,7 @@ web_sessions = Table(
 )
 
 # Jobs (POST /batch): one row per job, one per page, in the database so that a restart or a dead
-# instance loses none (migration 0009, service.batches). ``seq`` orders and pages the listings;
+# instance loses none (migration 0009, service.jobs.batches). ``seq`` orders and pages the listings;
 # ``public_id`` is what a caller sees: random, so that ids cannot be guessed or counted.
 jobs = Table(
     "jobs",
@@ -213,7 +213,7 @@ jobs = Table(
     Column("enqueued", Boolean, nullable=False, default=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True), nullable=True),
-    # the job's webhook, {"url", "events"} as JSON, or None (migration 0011, service.webhooks)
+    # the job's webhook, {"url", "events"} as JSON, or None (migration 0011, service.jobs.webhooks)
     Column("webhook", Text, nullable=True),
     CheckConstraint(
         "status IN ('queued', 'running', 'completed', 'cancelled', 'failed',"
@@ -239,8 +239,8 @@ job_pages = Table(
     Column("instance", String(64), nullable=True),  # the instance of the current attempt
     Column("result", Text, nullable=True),  # the JSON POST /scrape would have answered
     Column("updated_at", DateTime(timezone=True), nullable=False),
-    # a crawl's page (migration 0010, service.crawls): the SHA-256 of its normalised URL, unique
-    # in its job so that no two instances add one page twice, and its links' hops from a seed
+    # a crawl's page (migration 0010, service.jobs.crawls): the SHA-256 of its normalised URL,
+    # unique in its job so that no two instances add one page twice, and its links' hops from a seed
     Column("url_key", String(64), nullable=True),
     Column("depth", Integer, nullable=True),
     CheckConstraint(
@@ -254,7 +254,8 @@ job_pages = Table(
     Index("uq_job_pages_job_seq_url_key", "job_seq", "url_key", unique=True),
 )
 
-# Idempotency-Key: the first answer to (account, key), replayed for 24 hours (service.idempotency)
+# Idempotency-Key: the first answer to (account, key), replayed for 24 hours
+# (service.billing.idempotency)
 idempotency_keys = Table(
     "idempotency_keys",
     metadata,
@@ -270,8 +271,9 @@ idempotency_keys = Table(
     Index("ix_idempotency_keys_created_at", "created_at"),
 )
 
-# Webhooks (migration 0011, service.webhooks): each account's signing secret, kept readable because
-# every delivery is signed with it (docs/operations.md says how it is protected), and one row
+# Webhooks (migration 0011, service.jobs.webhooks): each account's signing secret, kept readable
+# because every delivery is signed with it (docs/operations.md says how it is protected), and one
+# row
 # per delivery of a job's event, written in the transaction of the event itself so that a
 # restart loses none. A delivery is ``pending`` until it is ``delivered`` or, its attempts
 # spent, ``failed``; ``locked_until`` is the lease of the instance sending it.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Final
 
-from service.config import Config
+from service.core.config import Config
 
 __all__ = [
     "AnswerBounds",

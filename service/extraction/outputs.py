@@ -34,7 +34,7 @@ from service.extraction.text import visible_text
 
 if TYPE_CHECKING:
     from service.extraction.selectors import CompiledSelectors
-    from service.jobs import ScrapeJob
+    from service.scrape.order import ScrapeJob
 
 __all__ = ["CONVERTED", "OutputOptions", "extract_page", "render"]
 

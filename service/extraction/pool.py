@@ -50,12 +50,12 @@ from twisted.internet.main import CONNECTION_DONE, CONNECTION_LOST
 from twisted.internet.process import Process, ProcessReader
 from twisted.internet.protocol import ProcessProtocol
 
+from service.core.reactor import running
 from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.outputs import OutputOptions
 from service.extraction.selectors import CompiledSelectors
 from service.extraction.turns import Turns
 from service.extraction.worker import FRAME_LENGTH, encode_request, extract_within, serve
-from service.reactor import running
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """``GET /docs``: the API reference for people, rendered once from the OpenAPI document
-(service.openapi), the error codes (service.errors) and the running configuration's prices.
+(service.api.openapi), the error codes (service.core.errors) and the running configuration's prices.
 
 Rendered when the service starts and kept as bytes; answers carry an ``ETag`` and may be cached
 for a few minutes. Its stylesheet and script are this package's own, served under
@@ -18,12 +18,12 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from twisted.web.server import Request
 
-from service.config import ENGINES, TIERS, Config
+from service.api.openapi import ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODE_REF, document
+from service.billing.pricing import price_list
+from service.core.config import ENGINES, TIERS, Config
+from service.core.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
 from service.dashboard.pages import CONTENT_SECURITY_POLICY, Asset, credits_text, load_assets
 from service.dashboard.pages import STATIC as DASHBOARD_STATIC
-from service.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
-from service.openapi import ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODE_REF, document
-from service.pricing import price_list
 from service.reference import examples as examples_module
 from service.reference.fields import Fields, Kind, fields_of, kind_of, ref_name
 

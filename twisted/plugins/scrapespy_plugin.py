@@ -40,9 +40,9 @@ class ScrapespyServiceMaker:
 
         if not is_asyncio_reactor_installed():
             raise SystemExit("scrapespy needs the asyncio reactor: run twistd -r asyncio scrapespy")
-        from service.config import Config
-        from service.daemon import ScrapespyService
-        from service.observability import log_to_twisted
+        from service.core.config import Config
+        from service.process.daemon import ScrapespyService
+        from service.process.observability import log_to_twisted
 
         config = Config.from_env()
         # twistd owns the log file and captures stdout; Python logging goes into it directly

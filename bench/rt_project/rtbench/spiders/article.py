@@ -4,7 +4,7 @@ import os
 
 from scrapy import Spider
 
-from service.config import default_chromium_path
+from service.core.config import default_chromium_path
 from service.extraction import extract
 
 _ARGS = [

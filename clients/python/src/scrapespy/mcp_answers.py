@@ -17,7 +17,7 @@ from scrapespy.errors import ConnectionFailed, ScrapespyError
 
 T = TypeVar("T")
 
-# The service's defaults (service/config.py), for when GET /pricing cannot be read at start-up
+# The service's defaults (service/core/config.py), for when GET /pricing cannot be read at start-up
 DEFAULT_COSTS = {
     "static": {"none": 1, "datacenter": 2, "residential": 10},
     "js": {"none": 5, "datacenter": 6, "residential": 25},

@@ -6,7 +6,8 @@ Create Date: 2026-11-22 07:50:00
 
 On PostgreSQL every statement of the hot path was a round trip to the server (eleven per scrape
 with BEGIN and COMMIT), and the server's work per statement ran on the machine's cores too. Each
-function does what ``service.ledger.hold`` and ``service.ledger.settle`` do on SQLite, in one
+function does what ``service.billing.ledger.hold`` and ``service.billing.ledger.settle`` do on
+SQLite, in one
 statement, so in one transaction and one round trip. SQLite has no functions: nothing to do there.
 """
 

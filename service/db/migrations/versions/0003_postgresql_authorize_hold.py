@@ -8,8 +8,8 @@ A scrape's first database call looked its key up and then held its credits: two 
 PostgreSQL, each with its share of the server's and the driver's work on the machine's cores.
 ``scrapespy_authorize_hold`` does both in one statement. The price rule it needs (a residential
 request from an account that is not unlocked is a trial, which holds the ``none`` cost and needs
-a trial left) is ``service.pricing.quote``'s; the service checks the two agree on every call.
-SQLite has no functions: nothing to do there.
+a trial left) is ``service.billing.pricing.quote``'s; the service checks the two agree on every
+call. SQLite has no functions: nothing to do there.
 """
 
 from collections.abc import Sequence

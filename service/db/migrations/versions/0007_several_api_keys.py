@@ -13,8 +13,8 @@ meaning and its hash can never match again. Holds and usage rows record the key 
 
 The cap is checked at hold time, in the hold's own transaction: on PostgreSQL inside
 ``scrapespy_hold`` (so ``scrapespy_authorize_hold``, the service's one round trip, checks it
-too), on SQLite by ``service.ledger.hold``. For a key without a cap nothing is summed. A capped
-key's holds take its row's lock first, so that two requests at once cannot both fit under the
+too), on SQLite by ``service.billing.ledger.hold``. For a key without a cap nothing is summed. A
+capped key's holds take its row's lock first, so that two requests at once cannot both fit under the
 cap. ``scrapespy_settle`` copies the hold's key onto the usage row.
 
 The two hold functions return more columns (the hold: the key's spending when its cap refused

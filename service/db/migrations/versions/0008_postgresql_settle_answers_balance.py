@@ -13,7 +13,7 @@ same transaction (a statement of its own, so that it sees the settlement's updat
 ``scrapespy_settle`` itself is left as it is: instances of the previous release, still running
 during a rolling upgrade, call it and read its three columns; a function's result type cannot
 change in place. Whatever a later migration changes in ``scrapespy_settle`` applies to both.
-SQLite has no functions: ``service.ledger.settle`` reads the balance in its own transaction.
+SQLite has no functions: ``service.billing.ledger.settle`` reads the balance in its own transaction.
 """
 
 from collections.abc import Sequence

@@ -4,8 +4,8 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-11-24 10:00:00
 
-``POST /batch`` stores a job and one row per page (service.batches); ``Idempotency-Key`` stores
-the first answer to a key (service.idempotency). On PostgreSQL the pages are run through
+``POST /batch`` stores a job and one row per page (service.jobs.batches); ``Idempotency-Key`` stores
+the first answer to a key (service.billing.idempotency). On PostgreSQL the pages are run through
 procrastinate's queue, whose tables, functions and triggers this migration creates from the
 schema of the procrastinate release the service depends on (pyproject.toml pins its major
 version). A later procrastinate release that changes its schema ships SQL migrations of its

@@ -4,12 +4,12 @@ Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-24 10:30:00
 
-``POST /crawl`` (service.crawls) adds the pages it finds to its job as it goes. Each page keeps
+``POST /crawl`` (service.jobs.crawls) adds the pages it finds to its job as it goes. Each page keeps
 the SHA-256 of its normalised URL, unique within its job (NULL for a batch's pages, which may
 repeat a URL: NULLs never collide), so that two instances finding one link add one page; and
 its depth, the link hops from a seed.
 
-On PostgreSQL a crawl's page tasks carry procrastinate locks (service.crawl_store), and
+On PostgreSQL a crawl's page tasks carry procrastinate locks (service.jobs.crawl_store), and
 procrastinate tells its workers of new tasks but not of a lock set free: a task waiting behind
 one would wait for the workers' next poll (seconds). Triggers on its jobs table send the same
 "job inserted" notification when a crawl's task leaves ``doing``, once that commits, so the

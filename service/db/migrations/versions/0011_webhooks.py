@@ -4,7 +4,7 @@ Revision ID: 0011
 Revises: 0010
 Create Date: 2026-11-24 11:00:00
 
-A job may name a webhook (service.webhooks): its events are stored as deliveries in the
+A job may name a webhook (service.jobs.webhooks): its events are stored as deliveries in the
 transaction that makes each event, and sent, signed with the account's secret, by the service's
 delivery loop. The downgrade drops the tables and the column, and with them the secrets.
 """

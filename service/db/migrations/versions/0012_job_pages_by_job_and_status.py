@@ -4,8 +4,8 @@ Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-24 12:10:00
 
-Whether a job has a page left (service.batch_store, after every page's result) and its counts by
-status were read through the (job_seq, position) index, row by row over the job's pages: a
+Whether a job has a page left (service.jobs.batch_store, after every page's result) and its counts
+by status were read through the (job_seq, position) index, row by row over the job's pages: a
 1,000-page batch read half a million rows to finish. With this index each is a probe.
 """
 

@@ -8,7 +8,7 @@ A page of a batch was claimed, held and recorded in one transaction of several s
 its result stored in another, each statement a round trip from a database thread: a 1,000-page
 batch ran at a fifth of the rate of the same pages sent to ``POST /scrape``, whose hold and
 settlement are one function call each. These two functions do a page's work the same way
-(service.batches, for jobs with neither webhook nor crawl):
+(service.jobs.batches, for jobs with neither webhook nor crawl):
 
 - ``scrapespy_start_page`` claims a page no attempt started, of an active job (none: no row,
   and the service takes the general way), and holds its price by ``scrapespy_authorize_hold``,
@@ -17,7 +17,7 @@ settlement are one function call each. These two functions do a page's work the 
 - ``scrapespy_finish_page`` stores the attempt's result (only the attempt that holds the page
   may) and completes the job when no page is left. The job's row is locked before the pages
   left are counted, in a statement of its own: of two pages finishing at once, the later sees
-  both (as service.batch_store.finish_pages does).
+  both (as service.jobs.batch_store.finish_pages does).
 
 Both commit without waiting for their WAL flush, as the hold does (migration 0004): a crash of
 the database server may lose the last of them, and a lost claim or result leaves the page for

@@ -17,7 +17,7 @@ general way):
   crawl under ``max_pages``, adds the links (the service filtered them by the crawl's rules and
   normalised them) that are not pages yet, one hop deeper, in positions after the last, and
   queues them in procrastinate tasks of ``p_per_task`` pages, each under one of the crawl's
-  ``p_slots`` locks in turn (service.crawl_store.add_pages does the same);
+  ``p_slots`` locks in turn (service.jobs.crawl_store.add_pages does the same);
 - completes the crawl when no page is left.
 
 It commits without waiting for its WAL flush, as the batch's finish does (migration 0013).

@@ -1,0 +1,773 @@
+"""``GET /openapi.json``: built from the same pydantic models that validate the requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.api.account import DEFAULT_LIMIT, MAX_LIMIT
+from service.core.config import ENGINES, TIERS
+from service.core.errors import ERROR_CODE_HEADER, ERROR_CODES
+from service.core.schemas import PACKS, BuyRequest, ScrapeRequest
+from service.jobs.batches import JOBS_LIMIT, MAX_URLS, RESULTS_LIMIT
+from service.jobs.crawl_rules import MAX_URLS as MAX_MAP_URLS
+from service.jobs.crawl_rules import CrawlRules, MapRequest
+from service.jobs.webhooks import WebhookSpec
+from service.scrape import results
+
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"type": "string", "description": "what went wrong, for people"}},
+    "additionalProperties": False,
+    "description": f"Every error answer; what went wrong, for programs, is its {ERROR_CODE_HEADER} "
+    "header",
+}
+# the header of every error answer, described once (components.headers) and referred to
+ERROR_CODE_HEADER_DESCRIPTION = "what went wrong, for programs: one of the error codes"
+ERROR_CODE_REF = "#/components/headers/ErrorCode"
+_ERROR_CODE = {
+    "required": True,
+    "description": ERROR_CODE_HEADER_DESCRIPTION
+    + " ("
+    + "; ".join(f"{code}: {meaning}" for code, meaning in ERROR_CODES.items())
+    + ")",
+    "schema": {"enum": list(ERROR_CODES)},
+}
+
+_TIER_COSTS = {
+    "type": "object",
+    "required": list(TIERS),
+    "properties": {tier: {"type": "integer", "minimum": 0} for tier in TIERS},
+    "additionalProperties": False,
+}
+
+PRICE_LIST: dict[str, Any] = {
+    "type": "object",
+    "required": ["currency", "credits_per_euro", "packs", "min_amount_eur", "costs", "map_credits"],
+    "properties": {
+        "currency": {"const": "EUR"},
+        "credits_per_euro": {"type": "integer", "minimum": 1},
+        "packs": {"type": "array", "items": {"enum": list(PACKS)}},
+        "min_amount_eur": {"type": "number", "minimum": 0},
+        "costs": {
+            "type": "object",
+            "description": "credits per billed scrape, by engine and proxy tier",
+            "required": list(ENGINES),
+            "properties": {engine: _TIER_COSTS for engine in ENGINES},
+            "additionalProperties": False,
+        },
+        "map_credits": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "credits per POST /map that found at least one URL",
+        },
+    },
+}
+
+
+_BUCKET = {
+    "type": "object",
+    "required": ["per_second", "burst"],
+    "properties": {
+        "per_second": {"type": "number", "exclusiveMinimum": 0},
+        "burst": {"type": "integer", "minimum": 1},
+    },
+    "additionalProperties": False,
+}
+
+ACCOUNT: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "account_id",
+        "email",
+        "balance",
+        "held",
+        "available",
+        "residential_trials_left",
+        "residential_unlocked",
+        "rate_limits",
+    ],
+    "properties": {
+        "account_id": {"type": "integer"},
+        "email": {"type": "string"},
+        "balance": {"type": "integer", "minimum": 0, "description": "the sum of the ledger"},
+        "held": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "credits reserved by scrapes in flight",
+        },
+        "available": {"type": "integer", "minimum": 0, "description": "balance - held"},
+        "residential_trials_left": {"type": "integer", "minimum": 0},
+        "residential_unlocked": {"type": "boolean"},
+        "rate_limits": {
+            "type": "object",
+            "description": "the key's buckets: burst requests at once, then per_second",
+            "required": ["scrape", "reads"],
+            "properties": {"scrape": _BUCKET, "reads": _BUCKET},
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+
+USAGE_ROW: dict[str, Any] = {
+    "type": "object",
+    "description": "one scrape as billed",
+    "required": [
+        "id",
+        "created_at",
+        "url",
+        "engine",
+        "tier_requested",
+        "tier_used",
+        "status_code",
+        "success",
+        "blocked",
+        "error",
+        "elapsed_ms",
+        "credits",
+        "trial",
+        "reference",
+    ],
+    "properties": {
+        "id": {"type": "integer"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "url": {"type": "string"},
+        "engine": {
+            "enum": [*ENGINES, "map"],
+            "description": "the engine that answered; map for a POST /map",
+        },
+        "tier_requested": {"enum": [*TIERS, "auto"]},
+        "tier_used": {"enum": list(TIERS)},
+        "status_code": {"type": ["integer", "null"]},
+        "success": {"type": "boolean"},
+        "blocked": {"type": "boolean"},
+        "error": _NULLABLE_STRING,
+        "elapsed_ms": {"type": "integer", "minimum": 0},
+        "credits": {"type": "integer", "minimum": 0, "description": "credits charged"},
+        "trial": {"type": "boolean", "description": "a residential trial was used"},
+        "reference": {
+            **_NULLABLE_STRING,
+            "description": "hold:<id>, which the charge's ledger entry names too",
+        },
+    },
+    "additionalProperties": False,
+}
+
+LEDGER_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "description": "one change of balance",
+    "required": ["id", "created_at", "kind", "amount", "balance_after", "reference"],
+    "properties": {
+        "id": {"type": "integer"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "kind": {"enum": ["grant", "purchase", "scrape"]},
+        "amount": {"type": "integer", "description": "credits added (negative: charged)"},
+        "balance_after": {"type": "integer", "minimum": 0},
+        "reference": _NULLABLE_STRING,
+    },
+    "additionalProperties": False,
+}
+
+
+CREDIT_HEADERS: dict[str, Any] = {
+    "X-Credits-Charged": {
+        "description": "credits this answer cost (credits_charged): 0 for a failure, a blocked "
+        "page, a residential trial, a cached answer or an Idempotency-Key replay",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    "X-Credits-Remaining": {
+        "description": "the account's balance once this scrape was settled (for a cached "
+        "answer, when it was given; for an Idempotency-Key replay, now); other scrapes' holds "
+        "are not subtracted",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    },
+}
+
+
+def _page_of(item: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["items", "next_cursor"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "maxItems": MAX_LIMIT,
+                "items": {"$ref": f"#/components/schemas/{item}"},
+            },
+            "next_cursor": {
+                **_NULLABLE_STRING,
+                "description": "the next page's cursor; null on the last page",
+            },
+        },
+        "additionalProperties": False,
+    }
+
+
+_TIME_BOUND = {
+    "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}]
+}
+
+LISTING_PARAMETERS: list[dict[str, Any]] = [
+    {
+        "name": "since",
+        "in": "query",
+        "description": "rows at or after this time (a date-time with an offset, or a date: "
+        "midnight UTC)",
+        "schema": _TIME_BOUND,
+    },
+    {
+        "name": "until",
+        "in": "query",
+        "description": "rows before this time",
+        "schema": _TIME_BOUND,
+    },
+    {
+        "name": "cursor",
+        "in": "query",
+        "description": "the next_cursor of the previous page; anything else is a 400",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "limit",
+        "in": "query",
+        "description": "rows per page",
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    },
+]
+
+
+def _listing(summary: str, item: str, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "security": secured,
+            "parameters": LISTING_PARAMETERS,
+            "responses": {
+                "200": {
+                    "description": "one page, newest first",
+                    "content": {"application/json": {"schema": _page_of(item)}},
+                },
+                **_errors(400, 401, 429, 500, 503),
+            },
+        }
+    }
+
+
+JOB_STATUSES = ["queued", "running", "completed", "cancelled", "failed", "insufficient_credits"]
+_TIME = {"type": "string", "format": "date-time"}
+_NULLABLE_TIME = {"anyOf": [_TIME, {"type": "null"}]}
+
+JOB_ITEM: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "kind", "status", "total", "created_at", "finished_at"],
+    "properties": {
+        "id": {"type": "string"},
+        "kind": {"enum": ["batch", "crawl"]},
+        "status": {"enum": JOB_STATUSES},
+        "total": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "pages in the job (a crawl's grow as it finds them)",
+        },
+        "created_at": _TIME,
+        "finished_at": _NULLABLE_TIME,
+    },
+    "additionalProperties": False,
+}
+
+_COUNT = {"type": "integer", "minimum": 0}
+JOB_SUMMARY: dict[str, Any] = {
+    "type": "object",
+    "required": [*JOB_ITEM["required"], "error", "counts", "credits_charged"],
+    "properties": {
+        **JOB_ITEM["properties"],
+        "error": {**_NULLABLE_STRING, "description": "why the job stopped early"},
+        "counts": {
+            "type": "object",
+            "description": "pages by outcome; pending counts those queued and in flight, "
+            "skipped those a stopped job will not scrape",
+            "required": ["done", "failed", "blocked", "pending", "skipped"],
+            "properties": {
+                name: _COUNT for name in ("done", "failed", "blocked", "pending", "skipped")
+            },
+            "additionalProperties": False,
+        },
+        "credits_charged": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "what the job's pages charged so far, from the ledger",
+        },
+    },
+    "additionalProperties": False,
+}
+
+JOB: dict[str, Any] = {
+    **JOB_SUMMARY,
+    "required": [*JOB_SUMMARY["required"], "results", "next_cursor"],
+    "properties": {
+        **JOB_SUMMARY["properties"],
+        "results": {
+            "type": "array",
+            "maxItems": RESULTS_LIMIT,
+            "description": "the finished pages, in the order of the job's URLs",
+            "items": {
+                "type": "object",
+                "required": ["index", "url", "status", "credits", "result"],
+                "properties": {
+                    "index": {"type": "integer", "minimum": 0},
+                    "url": {"type": "string"},
+                    "status": {"enum": ["done", "failed", "blocked"]},
+                    "credits": {"type": "integer", "minimum": 0},
+                    "result": {
+                        "description": "what POST /scrape answers for the URL",
+                        "anyOf": [
+                            {"$ref": "#/components/schemas/ScrapeResult"},
+                            {"type": "null"},
+                        ],
+                    },
+                },
+                "additionalProperties": False,
+            },
+        },
+        "next_cursor": {
+            **_NULLABLE_STRING,
+            "description": "the next page of results; null on the last one so far",
+        },
+    },
+}
+
+
+def batch_request() -> dict[str, Any]:
+    """A scrape request with ``urls`` in place of ``url``: the options apply to every URL."""
+    schema: dict[str, Any] = ScrapeRequest.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    schema.pop("$defs", None)
+    properties = dict(schema["properties"])
+    url = properties.pop("url")
+    schema["properties"] = {
+        "urls": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_URLS,
+            "items": url,
+            "description": "each URL is scraped as POST /scrape would with the other fields",
+        },
+        **properties,
+        "webhook": {"$ref": "#/components/schemas/Webhook"},
+    }
+    schema["required"] = ["urls", *(name for name in schema.get("required", []) if name != "url")]
+    schema["title"] = "BatchRequest"
+    return schema
+
+
+def crawl_request() -> dict[str, Any]:
+    """A scrape request (its options apply to every page) with the crawl's own fields."""
+    schema: dict[str, Any] = ScrapeRequest.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    schema.pop("$defs", None)
+    rules = CrawlRules.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema["properties"] = {
+        **schema["properties"],
+        **rules["properties"],
+        "webhook": {"$ref": "#/components/schemas/Webhook"},
+    }
+    schema["title"] = "CrawlRequest"
+    return schema
+
+
+MAP_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": ["url", "urls", "count", "error", "error_code"],
+    "properties": {
+        "url": {"type": "string"},
+        "urls": {
+            "type": "array",
+            "items": {"type": "string"},
+            "maxItems": MAX_MAP_URLS,
+            "description": "normalised, without duplicates: the sitemaps' first, then the "
+            "start page's links",
+        },
+        "count": {"type": "integer", "minimum": 0},
+        "error": {
+            **_NULLABLE_STRING,
+            "description": "why no URL was found (then nothing was charged); null otherwise",
+        },
+        "error_code": {"anyOf": [{"const": "map_failed"}, {"type": "null"}]},
+    },
+    "additionalProperties": False,
+}
+
+
+def webhook_schema() -> dict[str, Any]:
+    """A job's ``webhook`` (service.jobs.webhooks): where its signed events go, and which."""
+    schema: dict[str, Any] = WebhookSpec.model_json_schema()
+    schema["properties"]["events"]["uniqueItems"] = True
+    schema["properties"]["url"] = {
+        **ScrapeRequest.model_json_schema()["properties"]["url"],
+        "description": "http or https; not a private address unless the service allows those",
+    }
+    schema["title"] = "Webhook"
+    schema["description"] = (
+        "POSTs the job's events, signed under the Standard Webhooks scheme with the account's "
+        "secret (on the dashboard); all four events when 'events' is left out"
+    )
+    return schema
+
+
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "description": "the same key with the same body within 24 hours answers what the first "
+    "call answered, charging nothing more; another body is a 422",
+    "schema": {"type": "string", "pattern": "^[!-~]{1,255}$"},
+}
+
+
+def _cursor_and_limit(most: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "cursor",
+            "in": "query",
+            "description": "the next_cursor of the previous page; anything else is a 400",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "limit",
+            "in": "query",
+            "schema": {"type": "integer", "minimum": 1, "maximum": most, "default": most},
+        },
+    ]
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_ACCEPTED: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "status_url"],
+    "properties": {"id": {"type": "string"}, "status_url": {"type": "string"}},
+    "additionalProperties": False,
+}
+
+
+def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    job_id = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    return {
+        "/batch": {
+            "post": {
+                "summary": "Scrape up to 1,000 URLs with the same options, asynchronously",
+                "security": secured,
+                "parameters": [IDEMPOTENCY_KEY],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/BatchRequest"}
+                        }
+                    },
+                },
+                "responses": {
+                    "202": _json("the job is stored and queued", _ACCEPTED),
+                    **_errors(400, 401, 409, 422, 429, 500, 503),
+                },
+            }
+        },
+        "/crawl": {
+            "post": {
+                "summary": "Crawl a site from a URL and its sitemap, asynchronously",
+                "security": secured,
+                "parameters": [IDEMPOTENCY_KEY],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/CrawlRequest"}
+                        }
+                    },
+                },
+                "responses": {
+                    "202": _json("the crawl is stored and queued", _ACCEPTED),
+                    **_errors(400, 401, 409, 422, 429, 500, 503),
+                },
+            }
+        },
+        "/map": {
+            "post": {
+                "summary": "A site's URLs from its sitemaps and start page, without scraping them",
+                "security": secured,
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/MapRequest"}}
+                    },
+                },
+                "responses": {
+                    "200": _json("the URLs found", {"$ref": "#/components/schemas/MapResult"}),
+                    **_errors(400, 401, 402, 429, 500, 503),
+                },
+            }
+        },
+        "/jobs": {
+            "get": {
+                "summary": "The account's jobs, newest first",
+                "security": secured,
+                "parameters": _cursor_and_limit(JOBS_LIMIT),
+                "responses": {
+                    "200": _json("one page of jobs", _page_of("JobItem")),
+                    **_errors(400, 401, 429, 500, 503),
+                },
+            }
+        },
+        "/jobs/{job_id}": {
+            "get": {
+                "summary": "A job: status, counts, credits charged, and a page of results",
+                "security": secured,
+                "parameters": [job_id, *_cursor_and_limit(RESULTS_LIMIT)],
+                "responses": {
+                    "200": _json("the job", {"$ref": "#/components/schemas/Job"}),
+                    **_errors(400, 401, 404, 429, 500, 503),
+                },
+            },
+            "delete": {
+                "summary": "Cancel a job: its pending pages are not scraped",
+                "security": secured,
+                "parameters": [job_id],
+                "responses": {
+                    "200": _json(
+                        "the job, cancelled (or as it was, when it had finished)",
+                        {"$ref": "#/components/schemas/JobSummary"},
+                    ),
+                    **_errors(401, 404, 429, 500, 503),
+                },
+            },
+        },
+    }
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    meanings = {
+        400: "invalid input",
+        401: "missing or invalid X-API-Key",
+        402: "insufficient credits, the API key's monthly cap reached, or a price over the "
+        "request's max_credits; nothing scraped, "
+        "nothing billed",
+        403: "free residential trials used up and residential not unlocked",
+        404: "no such job for this account",
+        409: "the first request with this Idempotency-Key is still running; see Retry-After",
+        422: "this Idempotency-Key was used with another body",
+        429: "rate limit exceeded (scrapes or reads per key, checkouts per account; see "
+        "Retry-After), or the account's jobs in flight at their limit (too_many_jobs)",
+        500: "unexpected error",
+        502: "the payment provider failed",
+        503: "temporarily unavailable (database down, at capacity, payments not configured)",
+    }
+    out: dict[str, Any] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {
+            "description": meanings[status],
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "headers": {ERROR_CODE_HEADER: {"$ref": ERROR_CODE_REF}},
+        }
+        if status in (409, 429):
+            entry["headers"]["Retry-After"] = {"schema": {"type": "integer", "minimum": 1}}
+        out[str(status)] = entry
+    return out
+
+
+def _schemas(*models: type) -> dict[str, Any]:
+    """Each model's schema by its name, with the models they refer to (a scrape's steps and
+    cookies) beside them."""
+    out: dict[str, Any] = {}
+    for model in models:
+        schema: dict[str, Any] = model.model_json_schema(  # type: ignore[attr-defined]
+            ref_template="#/components/schemas/{model}"
+        )
+        out.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    return out
+
+
+def document(public_url: str) -> dict[str, Any]:
+    secured: list[dict[str, list[str]]] = [{"ApiKey": []}]
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "scrapespy", "version": "0.1.0"},
+        "servers": [{"url": public_url}],
+        "components": {
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}},
+            "headers": {"ErrorCode": _ERROR_CODE},
+            "schemas": {
+                **_schemas(ScrapeRequest, BuyRequest, MapRequest),
+                "CrawlRequest": crawl_request(),
+                "MapResult": MAP_RESULT,
+                "ScrapeResult": results.json_schema(),
+                "Error": _ERROR,
+                "Account": ACCOUNT,
+                "UsageRow": USAGE_ROW,
+                "LedgerEntry": LEDGER_ENTRY,
+                "BatchRequest": batch_request(),
+                "Webhook": webhook_schema(),
+                "JobItem": JOB_ITEM,
+                "JobSummary": JOB_SUMMARY,
+                "Job": JOB,
+            },
+        },
+        "paths": {
+            "/scrape": {
+                "post": {
+                    "summary": "Fetch one URL and return structured JSON",
+                    "security": secured,
+                    "parameters": [IDEMPOTENCY_KEY],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/ScrapeRequest"}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "the scrape result (success may be false)",
+                            "headers": CREDIT_HEADERS,
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/ScrapeResult"}
+                                }
+                            },
+                        },
+                        **_errors(400, 401, 402, 403, 409, 422, 429, 500, 503),
+                    },
+                }
+            },
+            **_job_paths(secured),
+            "/account": {
+                "get": {
+                    "summary": "The key's account: balance, held, available, trials, rate limits",
+                    "security": secured,
+                    "responses": {
+                        "200": {
+                            "description": "the account's figures, as the ledger has them",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/Account"}
+                                }
+                            },
+                        },
+                        **_errors(400, 401, 429, 500, 503),
+                    },
+                }
+            },
+            "/usage": _listing("The account's scrapes, newest first", "UsageRow", secured),
+            "/ledger": _listing(
+                "The account's changes of balance, newest first", "LedgerEntry", secured
+            ),
+            "/credits/buy": {
+                "post": {
+                    "summary": "Start a credit purchase; returns the hosted checkout URL",
+                    "security": secured,
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/BuyRequest"}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "checkout created",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["url"],
+                                        "properties": {"url": {"type": "string"}},
+                                    }
+                                }
+                            },
+                        },
+                        **_errors(400, 401, 429, 500, 502, 503),
+                    },
+                }
+            },
+            "/webhooks/stripe": {
+                "post": {
+                    "summary": "Stripe's payment confirmations (called by Stripe, not by users)",
+                    "description": "The raw body is verified against the Stripe-Signature header "
+                    "with STRIPE_WEBHOOK_SECRET (300 s tolerance). checkout.session.completed "
+                    "with payment_status paid and checkout.session.async_payment_succeeded "
+                    "credit the account once per session; async_payment_failed and expired mark "
+                    "the payment failed; other events are acknowledged and ignored.",
+                    "parameters": [
+                        {
+                            "name": "Stripe-Signature",
+                            "in": "header",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "event received (replays included)",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "properties": {
+                                            "received": {"type": "boolean"},
+                                            "outcome": {"type": "string"},
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        **_errors(400, 500, 503),
+                    },
+                }
+            },
+            "/pricing": {
+                "get": {
+                    "summary": "Public price list",
+                    "responses": {
+                        "200": {
+                            "description": "prices",
+                            "content": {"application/json": {"schema": PRICE_LIST}},
+                        }
+                    },
+                }
+            },
+            "/healthz": {
+                "get": {
+                    "summary": "Liveness, database and job queue check",
+                    "responses": {
+                        "200": {
+                            "description": "healthy",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["status"],
+                                        "properties": {"status": {"const": "ok"}},
+                                    }
+                                }
+                            },
+                        },
+                        **_errors(503),
+                    },
+                }
+            },
+        },
+    }

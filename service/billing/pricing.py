@@ -1,0 +1,79 @@
+"""What a scrape costs, what is held for it, and the public price list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.billing.keys import Caller
+from service.core.config import Config
+from service.core.errors import RESIDENTIAL_LOCKED, Forbidden, max_credits_exceeded
+from service.core.escalation import AUTO, Ladder, ladder
+from service.core.schemas import MIN_AMOUNT_EUR, PACKS
+
+CREDITS_PER_EURO = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    hold: int
+    trial: bool
+    costs: dict[str, int]
+    ladder: Ladder | None = None  # the steps an auto request may try (service.core.escalation)
+
+
+def quote(
+    config: Config, engine: str, tier: str, caller: Caller, max_credits: int | None = None
+) -> Quote:
+    """The hold is the most the request can end up billed; fallback only ever goes cheaper.
+
+    A residential trial may fall back to a direct connection, which is billed, so its hold is
+    the ``none`` cost. An account with no trial left and residential not unlocked is refused.
+    A request that may cost more than its ``max_credits`` is refused; an auto request is held
+    for the dearest step it may end on (service.core.escalation), and refused only when even its
+    cheapest step is over ``max_credits``.
+    """
+    if engine == AUTO or tier == AUTO:
+        return _auto_quote(config, engine, tier, caller, max_credits)
+    costs = config.costs[engine]
+    if tier == "residential" and not caller.residential_unlocked:
+        if caller.residential_trials_left <= 0:
+            raise Forbidden(RESIDENTIAL_LOCKED)
+        price = Quote(costs["none"], True, costs)
+    else:
+        price = Quote(costs[tier], False, costs)
+    if max_credits is not None and price.hold > max_credits:
+        raise max_credits_exceeded(price.hold, max_credits)
+    return price
+
+
+def _auto_quote(
+    config: Config, engine: str, tier: str, caller: Caller, max_credits: int | None
+) -> Quote:
+    if tier == "residential" and not caller.residential_unlocked:
+        if caller.residential_trials_left <= 0:
+            raise Forbidden(RESIDENTIAL_LOCKED)
+    steps, least, trial = ladder(
+        config,
+        engine,
+        tier,
+        unlocked=caller.residential_unlocked,
+        trials_left=caller.residential_trials_left,
+        max_credits=max_credits,
+    )
+    if steps is None:
+        assert max_credits is not None  # without a cap every step is allowed
+        raise max_credits_exceeded(least, max_credits)
+    first_engine = steps.first[0]
+    return Quote(steps.hold, trial, steps.costs[first_engine], steps)
+
+
+def price_list(config: Config) -> dict[str, Any]:
+    return {
+        "currency": "EUR",
+        "credits_per_euro": CREDITS_PER_EURO,
+        "packs": list(PACKS),
+        "min_amount_eur": MIN_AMOUNT_EUR,
+        "costs": config.costs,
+        "map_credits": config.map_credits,
+    }

@@ -1,0 +1,86 @@
+"""What an ``auto`` request may try, in which order, and the most each step can bill.
+
+``proxy_type: "auto"`` climbs the tiers: direct, then datacenter, then residential, each only
+when the operator has a pool for it, residential only for an account that may use it (unlocked,
+or with a residential trial left). ``engine: "auto"`` starts ``static`` and may switch to ``js``
+at the tier it is on. A step is an (engine, tier) pair; its price is the most it can be billed:
+its cost, or for a residential trial the ``none`` cost (a trial is free through the pool and
+billed direct after a fallback). Steps over the request's ``max_credits`` are left out, so they
+are never tried; the hold is the highest price left (``service.billing.pricing.quote``), which
+covers whatever step the request ends on. ``middlewares.escalation`` walks the ladder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.core.config import Config
+
+AUTO = "auto"
+ENGINE_ORDER = ("static", "js")
+TIER_ORDER = ("none", "datacenter", "residential")
+
+
+@dataclass(frozen=True, slots=True)
+class Ladder:
+    engines: tuple[str, ...]
+    tiers: tuple[str, ...]
+    prices: dict[tuple[str, str], int]  # (engine, tier) -> the most it bills; the steps allowed
+    costs: dict[str, dict[str, int]]  # engine -> tier -> credits, what billing charges
+
+    @property
+    def hold(self) -> int:
+        return max(self.prices.values())
+
+    @property
+    def first(self) -> tuple[str, str]:
+        """The first step: the first engine's cheapest tier (the other engine's if none)."""
+        return next(step for step in self.prices)
+
+    def next_tier(self, engine: str, tier: str) -> str | None:
+        """The tier after ``tier`` that ``engine`` may be tried on, if any."""
+        later = self.tiers[self.tiers.index(tier) + 1 :] if tier in self.tiers else ()
+        return next((t for t in later if (engine, t) in self.prices), None)
+
+    def renders_at(self, tier: str) -> bool:
+        """Whether a static answer at ``tier`` may be rendered again with ``js``."""
+        return len(self.engines) > 1 and ("js", tier) in self.prices
+
+
+def ladder(
+    config: Config,
+    engine: str,
+    tier: str,
+    *,
+    unlocked: bool,
+    trials_left: int,
+    max_credits: int | None,
+) -> tuple[Ladder | None, int, bool]:
+    """The ladder of a request with ``engine`` or ``tier`` auto, for an account in that state.
+
+    Returns (the ladder, or None when every step is over ``max_credits``; the least a step
+    could bill, for the refusal's message; whether a residential trial is reserved).
+    """
+    engines = ENGINE_ORDER if engine == AUTO else (engine,)
+    if tier == AUTO:
+        pools = {"datacenter": config.proxies_datacenter, "residential": config.proxies_residential}
+        tiers = tuple(t for t in TIER_ORDER if t == "none" or pools[t])
+        if not unlocked and trials_left <= 0:
+            tiers = tuple(t for t in tiers if t != "residential")
+    else:
+        tiers = (tier,)
+    trial = "residential" in tiers and not unlocked  # a trial's residential step bills none
+    every = {
+        (e, t): config.costs[e]["none" if trial and t == "residential" else t]
+        for e in engines
+        for t in tiers
+    }
+    prices = {
+        step: price for step, price in every.items() if max_credits is None or price <= max_credits
+    }
+    least = min(every.values())
+    if not prices:
+        return None, least, False
+    costs = {e: config.costs[e] for e in engines}
+    reserves_trial = trial and any(t == "residential" for _, t in prices)
+    return Ladder(engines, tiers, prices, costs), least, reserves_trial

@@ -1,0 +1,253 @@
+"""The engine bridge: one long-lived Scrapy crawler, fed one request per API call.
+
+The HTTP front talks to Scrapy only through this module. :meth:`EngineBridge.start` builds the
+crawler once; :meth:`EngineBridge.submit` turns a :class:`ScrapeJob`, whose credits are held
+already, into one request for the running engine and returns the job's Deferred, which fires
+with the result once the pipelines (result building, billing) are through. A watchdog answers a
+job that overran its timeout by a margin, and releases its hold, whatever Scrapy is doing with
+it; so does the shutdown's :meth:`EngineBridge.drain`, after which a job is answered and its hold
+released without entering the engine, and so does a caller who went away (the HTTP front cancels
+the answer it waits for). A scrape that finishes after its caller was answered so bills nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler, CrawlerRunner
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+from scrapy.settings import Settings
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.task import deferLater
+
+from pipelines.billing import usage_row
+from pipelines.result import timed_out
+from service.billing import ledger
+from service.browser import (
+    BrowserDownloadHandler,
+    chromium_launch_options,
+    remote_browser_settings,
+)
+from service.core.config import Config
+from service.core.reactor import running
+from service.db import Database
+from service.extraction import empty_fields
+from service.extraction.bounds import AnswerBounds
+from service.extraction.pool import ExtractionPool
+from service.process.observability import HOLDS_OPEN, record_scrape, watch_browser
+from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.results import ScrapeResult, new_result
+from service.scrape.scrapy_settings import from_config
+from spiders.feed import FeedSpider, request_for
+
+log = logging.getLogger(__name__)
+
+WATCHDOG_MARGIN = 5.0
+SHUTTING_DOWN = "the service is shutting down; the scrape was not completed and not billed"
+CALLER_GONE = "the caller went away before the answer; the scrape was not billed"
+
+
+def crawler_settings(config: Config) -> Settings:
+    settings = Settings()
+    settings.setmodule("service.scrape.scrapy_settings", priority="project")
+    settings.update(from_config(config), priority="project")
+    remote = remote_browser_settings(config.browser_url)
+    for name, value in remote.items():
+        settings.set(name, value)
+    if not remote:
+        options = chromium_launch_options(
+            config.chromium_path,
+            as_root=os.geteuid() == 0,
+            max_heap_mb=config.browser_max_heap_mb,
+        )
+        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", options)
+    return settings
+
+
+class EngineBridge:
+    def __init__(self, config: Config, database: Database | None):
+        self.config = config
+        self.database = database
+        self.runner: CrawlerRunner | None = None
+        self.crawler: Crawler | None = None
+        self.spider: FeedSpider | None = None
+        self._finished: Deferred[None] | None = None
+        self._watchdogs: dict[int, Any] = {}  # job id -> IDelayedCall
+        self._jobs: dict[int, ScrapeJob] = {}
+        self._drained = False  # the shutdown answered what was in flight; nothing more goes in
+        self._cookie_jars: Any = None
+        self.extractor: ExtractionPool | None = None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._jobs)
+
+    def _alone_in_flight(self) -> bool:
+        return len(self._jobs) <= 1
+
+    async def start(self) -> None:
+        settings = crawler_settings(self.config)
+        self.runner = CrawlerRunner(settings)
+        self.crawler = self.runner.create_crawler(FeedSpider)
+        # Settings are deep-copied, so the database (a live pool) travels on the crawler.
+        self.crawler.scrapespy_database = self.database  # type: ignore[attr-defined]
+        if self.config.extract_workers > 0:
+            self.extractor = ExtractionPool(
+                self.config.extract_workers,
+                alone=self._alone_in_flight,
+                bounds=AnswerBounds.of(self.config),
+            )
+            self.extractor.start()
+            self.crawler.scrapespy_extractor = self.extractor  # type: ignore[attr-defined]
+        opened: Deferred[None] = Deferred()
+
+        def on_opened(spider: FeedSpider) -> None:
+            if not opened.called:
+                opened.callback(None)
+
+        self._on_opened = on_opened  # signals hold weak references
+        self.crawler.signals.connect(self._on_opened, signal=signals.spider_opened)
+        self.crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
+        self.crawler.signals.connect(self._item_failed, signal=signals.item_error)
+        self._finished = self.runner.crawl(self.crawler)
+        self._finished.addErrback(self._crawl_failed, opened)
+        await opened
+        assert self.crawler.spider is not None and self.crawler.engine is not None
+        self.spider = self.crawler.spider  # type: ignore[assignment]
+        for mw in self.crawler.engine.downloader.middleware.middlewares:
+            if isinstance(mw, CookiesMiddleware):
+                self._cookie_jars = mw.jars
+        browser = BrowserDownloadHandler._shared.get(self.crawler)
+        if browser is not None:
+            watch_browser(browser)
+
+    def _crawl_failed(self, failure: Any, opened: Deferred[None]) -> None:
+        log.error("the crawler stopped: %s", failure.getErrorMessage())
+        if not opened.called:
+            opened.errback(failure)
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.stop()
+            self.runner = None
+        if self.extractor is not None:
+            await self.extractor.stop()
+            self.extractor = None
+
+    def submit(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
+        """Scrape ``job``, whose credits (if any) are held already. Returns its answer."""
+        if self._drained:
+            # the hold came in after the shutdown's drain: give it back and fetch nothing
+            self._abandon(job, SHUTTING_DOWN)
+            return job.done
+        assert self.crawler is not None and self.crawler.engine is not None
+        assert self.spider is not None
+        if job.hold_id is not None:
+            HOLDS_OPEN.inc()
+        self._jobs[job.id] = job
+        self._watchdogs[job.id] = running().callLater(
+            job.timeout + WATCHDOG_MARGIN, self._overran, job
+        )
+        job.done.addBoth(self._forget, job)
+        self.crawler.engine.crawl(request_for(job, self.spider))
+        return self._answer_for_caller(job)
+
+    def _answer_for_caller(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
+        """``job``'s answer, for a caller who may go away: cancelling it (the HTTP front does
+        when the client disconnects) answers the job without it and releases its hold, so a
+        scrape that finishes later bills nothing."""
+        answer: Deferred[ScrapeResult] = Deferred(lambda _: self._caller_gone(job))
+        job.done.chainDeferred(answer)
+        return answer
+
+    def _caller_gone(self, job: ScrapeJob) -> None:
+        if job.done.called:
+            return
+        log.info(
+            "the caller of scrape %s went away; releasing its hold",
+            job.id,
+            extra={"event": "scrape_caller_gone", "request_id": job.request_id},
+        )
+        self._abandon(job, CALLER_GONE)
+
+    def _forget(self, result: Any, job: ScrapeJob) -> Any:
+        if job.hold_id is not None:
+            HOLDS_OPEN.dec()
+        self._jobs.pop(job.id, None)
+        watchdog = self._watchdogs.pop(job.id, None)
+        if watchdog is not None and watchdog.active():
+            watchdog.cancel()
+        if self._cookie_jars is not None:
+            self._cookie_jars.pop(job.id, None)
+        return result
+
+    def _item_scraped(self, item: ScrapeItem, **_: Any) -> None:
+        job = item.job
+        if job.finish(item.result):
+            record_scrape(item.result, job.proxy_type, item.tier_used, item.charged)
+
+    def _item_failed(self, item: ScrapeItem, failure: Any, **_: Any) -> None:
+        if not item.job.done.called:
+            item.job.done.errback(failure)
+
+    def _overran(self, job: ScrapeJob) -> None:
+        self._watchdogs.pop(job.id, None)
+        if job.done.called:
+            return
+        log.warning(
+            "scrape %s overran its timeout of %s s; answering without it",
+            job.id,
+            job.timeout,
+            extra={"event": "scrape_overran", "request_id": job.request_id},
+        )
+        self._abandon(job, timed_out(job), "timeout")
+
+    def _abandon(self, job: ScrapeJob, error: str, code: str = "unavailable") -> Deferred[Any]:
+        """Answer a job that Scrapy has not finished, and release its hold (at most once),
+        unless its own answer was claimed first (pipelines.billing): then that one goes out."""
+        result = new_result(
+            job,
+            empty_fields(job.selectors),
+            final_url=job.url,
+            status_code=0,
+            error=error,
+            error_code=code,
+        )
+        if not job.claim(result):
+            return succeed(None)
+        if job.hold_id is None or self.database is None:
+            job.finish(result)
+            return succeed(None)
+        return self._release(job, result).addCallbacks(
+            lambda _: job.finish(result), job.done.errback
+        )
+
+    def _release(self, job: ScrapeJob, result: ScrapeResult) -> Deferred[Any]:
+        """Release ``job``'s hold, unbilled, with a usage row for the answer ``result``."""
+        assert self.database is not None and job.hold_id is not None
+
+        def released(settlement: ledger.Settlement) -> None:
+            job.balance_after = settlement.balance
+
+        return self.database.run_hot(
+            ledger.release, job.hold_id, usage_row(job, result, "none")
+        ).addCallback(released)
+
+    async def drain(self, grace: float) -> int:
+        """Wait up to ``grace`` seconds for the scrapes in flight; answer and release the rest.
+        A scrape submitted afterwards is answered and released the same way, unfetched.
+
+        Returns how many had to be abandoned.
+        """
+        deadline = time.monotonic() + grace
+        while self._jobs and time.monotonic() < deadline:
+            await deferLater(running(), 0.05)
+        self._drained = True
+        left = [job for job in self._jobs.values() if not job.done.called]
+        for job in left:
+            await self._abandon(job, SHUTTING_DOWN)
+        return len(left)

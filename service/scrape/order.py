@@ -1,0 +1,172 @@
+"""One scrape on its way through the engine: what was asked, who pays, and where to answer."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.defer import Deferred
+
+from service.scrape.timings import Clock
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.http import Response, TextResponse
+    from twisted.python.failure import Failure
+
+    from service.billing.keys import Caller
+    from service.billing.ledger import Settlement
+    from service.billing.pricing import Quote
+    from service.core.escalation import Ladder
+    from service.core.schemas import ScrapeRequest
+    from service.db.tables import UsageRow
+    from service.scrape.results import ScrapeResult
+
+_ids = itertools.count(1)
+
+JOB = "scrapespy_job"  # the request's meta key of its ScrapeJob
+
+
+@dataclass(eq=False)
+class ScrapeJob:
+    url: str
+    engine: str = "static"
+    selectors: Any = None  # service.extraction.CompiledSelectors
+    respect_robots: bool = True
+    timeout: float = 20.0
+    proxy_type: str = "none"
+    # outputs beyond the specification's fields (docs/api.md); the defaults ask for none
+    formats: frozenset[str] = frozenset()
+    only_main_content: bool = False
+    include_tags: tuple[str, ...] = ()
+    exclude_tags: tuple[str, ...] = ()
+    screenshot_full_page: bool = False
+    # what the page is asked to do and be sent (docs/api.md), as spiders.feed hands it on: plain
+    # JSON-like values, validated; the defaults ask for nothing and cost nothing per request
+    wait_for: dict[str, Any] | None = None
+    actions: tuple[dict[str, Any], ...] = ()
+    device: str = "desktop"
+    headers: dict[str, str] | None = None
+    cookies: tuple[dict[str, str], ...] = ()
+    # billing; None when nothing is billed (``scrapy crawl page``)
+    account_id: int | None = None
+    hold_id: int | None = None
+    trial: bool = False
+    costs: dict[str, int] = field(default_factory=dict)  # tier -> credits for this engine
+    # engine or proxy_type auto: the steps it may try (service.core.escalation), and each attempt
+    # as middlewares.escalation records it; None for any other request
+    ladder: Ladder | None = None
+    attempts: list[dict[str, Any]] | None = None
+    request_id: str | None = None
+    # a job's page (service.jobs.batches): no caller waits on it, so a caller's scrape goes first
+    background: bool = False
+    id: int = field(default_factory=lambda: next(_ids))
+    started: float = field(default_factory=time.monotonic)
+    done: Deferred[ScrapeResult] = field(default_factory=Deferred)
+    answer: ScrapeResult | None = None  # what the caller was told, once ``done`` fired
+    clock: Clock = field(default_factory=Clock)  # where the time went (service.scrape.timings)
+    balance_after: int | None = None  # the account's balance once the scrape was settled
+    # a batch's page on PostgreSQL settles with its result, in one call (service.jobs.batches):
+    # pipelines.billing leaves here what to settle, (cost, consume trial, usage row)
+    settle_later: bool = False
+    to_settle: tuple[int, bool, UsageRow] | None = None
+
+    @classmethod
+    def asked(cls, request: ScrapeRequest, selectors: Any, **billing: Any) -> ScrapeJob:
+        """The job a checked request (``service.core.schemas.checked_scrape``) asks for; ``billing``
+        gives who pays, when anyone does."""
+        return cls(
+            url=request.url,
+            engine=request.engine,
+            selectors=selectors,
+            respect_robots=request.respect_robots,
+            timeout=request.timeout,
+            proxy_type=request.proxy_type,
+            formats=frozenset(request.formats),
+            only_main_content=request.only_main_content,
+            include_tags=tuple(request.include_tags),
+            exclude_tags=tuple(request.exclude_tags),
+            screenshot_full_page=request.screenshot_full_page,
+            wait_for=request.wait_for.model_dump(exclude_none=True) if request.wait_for else None,
+            actions=tuple(step.model_dump(exclude_none=True) for step in request.actions)
+            if request.actions
+            else (),
+            device=request.device,
+            headers=dict(request.headers) if request.headers else None,
+            cookies=tuple(cookie.model_dump(exclude_none=True) for cookie in request.cookies)
+            if request.cookies
+            else (),
+            **billing,
+        )
+
+    @classmethod
+    def held(
+        cls,
+        request: ScrapeRequest,
+        selectors: Any,
+        caller: Caller,
+        price: Quote,
+        hold_id: int,
+        **more: Any,
+    ) -> ScrapeJob:
+        """The job of a request whose price (``service.billing.pricing.quote``) is held for
+        ``caller``: who pays, what each tier costs and, for auto, the steps it may take. ``POST
+        /scrape``
+        and a job's page build theirs here, so both bill alike."""
+        return cls.asked(
+            request,
+            selectors,
+            account_id=caller.account_id,
+            hold_id=hold_id,
+            trial=price.trial,
+            costs=price.costs,
+            ladder=price.ladder,
+            **more,
+        )
+
+    @property
+    def deadline(self) -> float:
+        return self.started + self.timeout
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+    def claim(self, result: ScrapeResult) -> bool:
+        """Decide that the caller is told ``result``, unless another answer was decided first.
+        The watchdog, a caller who went away and the billing pipeline each claim before they
+        settle, so that a late finish bills nothing when the caller was told something else."""
+        if self.answer is not None or self.done.called:
+            return self.answer is result
+        self.answer = result
+        return True
+
+    def finish(self, result: ScrapeResult) -> bool:
+        """Fire ``done`` once, with the answer claimed; a late result (an item after the
+        watchdog answered) is dropped."""
+        if self.done.called or not self.claim(result):
+            return False
+        self.done.callback(result)
+        return True
+
+
+@dataclass(slots=True, eq=False)
+class ScrapeItem:
+    """The item of one scrape: what the spider received, and what the pipelines add to it in
+    their order (service.scrape.scrapy_settings' ``ITEM_PIPELINES``)."""
+
+    job: ScrapeJob
+    request: Request
+    response: Response | None = None  # or, when nothing was received:
+    failure: Failure | None = None
+    # pipelines.result.ResultPipeline: the answer, and the page that FieldsPipeline parses into it
+    result: ScrapeResult = field(init=False)
+    tier_used: str = "none"
+    page: TextResponse | None = None
+    # pipelines.billing: the settlement on its way, then what it charged
+    settlement: Deferred[Settlement] | None = None
+    charged: int = 0
+
+    def __repr__(self) -> str:
+        return f"<scrape {self.job.id} of {self.job.url}>"

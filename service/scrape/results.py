@@ -1,0 +1,397 @@
+"""The scrape result of the interface specification (docs/api.md), typed once.
+
+The pipelines fill a :class:`ScrapeResult` (pipelines.result), the watchdog answers one
+(service.scrape.engine), the API writes it out as it is (orjson serialises dataclasses natively, in
+field order) and ``/openapi.json`` documents it (:func:`json_schema`). After the specification's
+fields come what the answer cost and how it went: ``error_code``, ``tier_used``,
+``credits_charged``, ``cached`` and ``timings``. A blocked scrape is a :class:`BlockedResult`,
+whose ``block_reason`` comes after those; any other answer has none, not a null. The outputs a
+request asks for in ``formats`` (``markdown``, ``html``, ``raw_html``, ``screenshot``) come last,
+each only when asked: the answer is then an instance of a subclass with those fields
+(:func:`result_class`), so a request without ``formats`` gets no field of theirs. A request
+with ``actions`` gets ``actions`` (each step's outcome) and ``action_results`` the same way,
+between ``block_reason`` and the outputs; an auto request (``engine`` or ``proxy_type`` auto)
+gets ``attempts`` before them, and its ``engine`` is the engine that answered. An answer with
+a field cut to its bound (service.extraction.bounds) ends with ``truncated``, naming them
+(:func:`with_truncated`); any other answer has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, make_dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired, TypeVar
+
+from pydantic import Field, TypeAdapter
+from typing_extensions import TypedDict
+
+from service.core.config import ENGINES, TIERS
+from service.core.errors import FAILURE_CODES
+from service.core.schemas import ACTION_TYPES
+
+if TYPE_CHECKING:
+    from service.scrape.order import ScrapeJob
+
+
+class Link(TypedDict):
+    text: str
+    href: str
+
+
+class Timings(TypedDict):
+    """Where the scrape's time went, in milliseconds (service.scrape.timings); null: the phase did
+    not
+    happen for this scrape."""
+
+    queue: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            description="from the scrape's acceptance until its download (static) or its "
+            "navigation (js) began: robots.txt, the proxy, a page of the browser",
+        ),
+    ]
+    connect: Annotated[
+        float | None,
+        Field(ge=0, description="static: resolving and connecting, 0 on a kept connection"),
+    ]
+    first_byte: Annotated[
+        float | None,
+        Field(ge=0, description="static: the request sent (TLS included) until the headers"),
+    ]
+    download: Annotated[
+        float | None,
+        Field(ge=0, description="static: the response's headers until its body was complete"),
+    ]
+    render: Annotated[
+        float | None,
+        Field(ge=0, description="js: the navigation until the rendered page was read"),
+    ]
+    extraction: Annotated[
+        float | None,
+        Field(ge=0, description="the parse of the page's fields and outputs, after elapsed_ms"),
+    ]
+
+
+class ActionOutcome(TypedDict):
+    index: Annotated[int, Field(ge=0)]
+    type: Annotated[str, Field(json_schema_extra={"enum": list(ACTION_TYPES)})]
+    ok: bool
+    elapsed_ms: Annotated[int, Field(ge=0)]
+    error: NotRequired[Annotated[str, Field(description="why the step failed; when ok is false")]]
+
+
+class ActionResult(TypedDict):
+    index: Annotated[int, Field(ge=0, description="the step that produced it")]
+    type: Annotated[str, Field(json_schema_extra={"enum": ["screenshot", "evaluate"]})]
+    screenshot: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="base64 PNG (a screenshot step)",
+                json_schema_extra={"contentEncoding": "base64", "contentMediaType": "image/png"},
+            ),
+        ]
+    ]
+    value: NotRequired[Annotated[Any, Field(description="the script's value (an evaluate step)")]]
+
+
+# recorded by middlewares.escalation; the docstring is the schema's description
+class Attempt(TypedDict):
+    """One attempt of an auto request: the tier and engine it went through, and its outcome."""
+
+    tier: Annotated[str, Field(json_schema_extra={"enum": list(TIERS)})]
+    engine: Annotated[str, Field(json_schema_extra={"enum": list(ENGINES)})]
+    status_code: Annotated[int, Field(ge=0, description="0 when no response was received")]
+    blocked: bool
+    block_reason: str | None
+    error_code: Annotated[
+        str | None, Field(description="why the attempt failed (an error code); null if it did not")
+    ]
+    elapsed_ms: Annotated[int, Field(ge=0)]
+
+
+@dataclass(slots=True)
+class ScrapeResult:
+    url: Annotated[str, Field(description="the requested URL")]
+    final_url: Annotated[str, Field(description="the URL after redirects")]
+    status_code: Annotated[
+        int, Field(description="HTTP status of the target; 0 when no response was received")
+    ]
+    success: Annotated[bool, Field(description="whether the fetch succeeded")]
+    engine: Annotated[
+        str,
+        Field(
+            description="the engine that produced the answer (never auto)",
+            json_schema_extra={"enum": list(ENGINES)},
+        ),
+    ]
+    elapsed_ms: Annotated[int, Field(ge=0, description="the scrape's time in milliseconds")]
+    error: Annotated[str | None, Field(description="why it failed; null on success")]
+    blocked: Annotated[bool, Field(description="the target answered with an anti-bot page")]
+    proxy_used: Annotated[
+        bool,
+        Field(
+            description="a proxy carried the answer's request (false after a fallback to direct)"
+        ),
+    ]
+    # the page's fields (service.extraction), empty when nothing was received
+    title: Annotated[str | None, Field(description="the page's title")]
+    meta: Annotated[
+        dict[str, str], Field(description="meta tags: name, property or http-equiv to content")
+    ]
+    headings: Annotated[
+        dict[str, list[str]], Field(description="h1 to h6, each a list of the headings' text")
+    ]
+    links: Annotated[list[Link], Field(description="the page's links; href is absolute")]
+    images: Annotated[list[str], Field(description="absolute image URLs")]
+    text: Annotated[
+        str | None, Field(description="the visible text; no scripts, styles or hidden elements")
+    ]
+    extracted: Annotated[
+        dict[str, list[str]],
+        Field(description="each of the request's selectors by its name, to what it matched"),
+    ]
+    # what the answer cost and how it went (after the specification's fields)
+    error_code: Annotated[
+        str | None,
+        Field(
+            description="why the scrape is not billed, for programs (see error); null exactly "
+            "when it is billable: a success that is not blocked",
+            json_schema_extra={"enum": [*FAILURE_CODES, None]},
+        ),
+    ]
+    tier_used: Annotated[
+        str,
+        Field(
+            description="the proxy tier the page came through (none after a fallback to direct)",
+            json_schema_extra={"enum": list(TIERS)},
+        ),
+    ]
+    credits_charged: Annotated[
+        int,
+        Field(ge=0, description="what this answer cost; the same as X-Credits-Charged"),
+    ]
+    cached: Annotated[
+        bool, Field(description="answered from this account's recent scrape (max_age), free")
+    ]
+    timings: Timings
+
+    def fill(self, page: Mapping[str, Any]) -> None:
+        """Takes the page's fields as ``service.extraction.extract`` gives them, and the
+        converted outputs as ``service.extraction.outputs.extract_page`` adds them."""
+        self.title = page["title"]
+        self.meta = page["meta"]
+        self.headings = page["headings"]
+        self.links = page["links"]
+        self.images = page["images"]
+        self.text = page["text"]
+        self.extracted = page["extracted"]
+        # fields of the result_class that the request's formats chose
+        if "markdown" in page:
+            setattr(self, "markdown", page["markdown"])  # noqa: B010
+        if "html" in page:
+            setattr(self, "html", page["html"])  # noqa: B010
+
+
+@dataclass(slots=True)
+class BlockedResult(ScrapeResult):
+    block_reason: Annotated[
+        str,
+        Field(
+            description="vendor of the anti-bot page when blocked is true (an addition to the "
+            "interface specification)"
+        ),
+    ]
+
+
+R = TypeVar("R", bound=ScrapeResult)
+OUTPUTS: Final = ("markdown", "html", "raw_html", "screenshot")
+ATTEMPTS: Final = ("attempts",)
+ACTION_FIELDS: Final = ("actions", "action_results")
+TRUNCATED: Final = ("truncated",)
+_OUTPUT_TYPES: Final[dict[str, Any]] = {
+    "attempts": Annotated[
+        list[Attempt],
+        Field(
+            description='every attempt, in order; with "engine" or "proxy_type" "auto". The '
+            "last one is the answer's, the only one billed"
+        ),
+    ],
+    "actions": Annotated[
+        list[ActionOutcome],
+        Field(
+            description='one entry per step that ran, in order; with "actions" (js engine). A '
+            "failed step is the last one, and the scrape failed"
+        ),
+    ],
+    "action_results": Annotated[
+        list[ActionResult],
+        Field(description='what the screenshot and evaluate steps produced; with "actions"'),
+    ],
+    "truncated": Annotated[
+        list[str],
+        Field(
+            description="the fields cut to their size limit (docs/api.md, Limits); only when "
+            "one was"
+        ),
+    ],
+    "markdown": Annotated[
+        str | None,
+        Field(description='GitHub-flavoured markdown of the page; with "formats": ["markdown"]'),
+    ],
+    "html": Annotated[
+        str | None,
+        Field(
+            description="the page's HTML without scripts, styles, comments, hidden elements and "
+            'event attributes, with absolute URLs; with "formats": ["html"]'
+        ),
+    ],
+    "raw_html": Annotated[
+        str | None,
+        Field(
+            description="the document as received (static) or as rendered (js), decoded; "
+            'with "formats": ["raw_html"]'
+        ),
+    ],
+    "screenshot": Annotated[
+        str | None,
+        Field(
+            description='base64 PNG of the viewport, or of the page with "screenshot_full_page";'
+            ' with "formats": ["screenshot"] (js engine)',
+            json_schema_extra={"contentEncoding": "base64", "contentMediaType": "image/png"},
+        ),
+    ],
+}
+
+
+@cache
+def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
+    """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`,
+    :data:`OUTPUTS` then :data:`TRUNCATED` order) after its own; the lists start empty, the
+    outputs as None."""
+    if not outputs:
+        return base
+    extra: list[tuple[str, Any, Any]] = [
+        (name, _OUTPUT_TYPES[name], field(default_factory=list))
+        if name in ATTEMPTS + ACTION_FIELDS + TRUNCATED
+        else (name, _OUTPUT_TYPES[name], field(default=None))
+        for name in outputs
+    ]
+    made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
+    return made
+
+
+def new_result(
+    job: ScrapeJob,
+    page: Mapping[str, Any],
+    *,
+    final_url: str,
+    status_code: int,
+    error: str | None,
+    error_code: str | None = None,
+    tier_used: str = "none",
+    block_reason: str | None = None,
+    engine: str | None = None,
+) -> ScrapeResult:
+    """The answer to ``job``: a success unless there is an ``error`` (whose ``error_code`` says
+    why; ``blocked`` for a blocked page); ``page`` gives the page's fields
+    (``service.extraction.empty_fields`` until the page is parsed). Nothing is charged yet.
+    ``engine`` is the one that answered an auto job (by default the one it starts with)."""
+    if engine is None:
+        engine = job.engine if job.ladder is None else job.ladder.first[0]
+    outcome: dict[str, Any] = {
+        "url": job.url,
+        "final_url": final_url,
+        "status_code": status_code,
+        "success": error is None,
+        "engine": engine,
+        # the billing basis: the same figure in the usage row and in the answer
+        "elapsed_ms": job.elapsed_ms(),
+        "error": error,
+        "error_code": "blocked"
+        if block_reason is not None
+        else (error_code or "internal" if error is not None else None),
+        "blocked": block_reason is not None,
+        "proxy_used": tier_used != "none",
+        "tier_used": tier_used,
+        "credits_charged": 0,
+        "cached": False,
+        "timings": job.clock.timings(job.started),
+    }
+    if job.formats or job.actions or job.ladder is not None:
+        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in job.formats)
+        if job.actions:
+            outputs = ACTION_FIELDS + outputs
+        if job.ladder is not None:
+            outputs = ATTEMPTS + outputs
+            outcome["attempts"] = list(job.attempts or ())
+        if block_reason is None:
+            return result_class(ScrapeResult, outputs)(**outcome, **page)
+        return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)
+    if block_reason is None:
+        return ScrapeResult(**outcome, **page)
+    return BlockedResult(**outcome, **page, block_reason=block_reason)
+
+
+def with_truncated(result: ScrapeResult, names: list[str]) -> ScrapeResult:
+    """``result`` with ``truncated`` naming the fields that were cut: a copy of another class
+    (a slotted dataclass takes no new attribute), so an answer cut nowhere costs nothing."""
+    blocked = isinstance(result, BlockedResult)
+    own = {f.name for f in fields(BlockedResult if blocked else ScrapeResult)}
+    values = {f.name: getattr(result, f.name) for f in fields(result)}
+    outputs = tuple(name for name in values if name not in own) + TRUNCATED
+    if blocked:
+        return result_class(BlockedResult, outputs)(**values, truncated=list(names))
+    return result_class(ScrapeResult, outputs)(**values, truncated=list(names))
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
+    ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
+    ``action_results`` only with actions, each output only when asked."""
+    schema = _plain(
+        TypeAdapter(
+            result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS + TRUNCATED)
+        ).json_schema()
+    )
+    schema["required"] = [field.name for field in fields(ScrapeResult)]
+    return schema
+
+
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without pydantic's titles, with its definitions inlined and ``X | None``
+    written as ``{"type": [X, "null"]}``."""
+    definitions = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            return walk(definitions[ref.rsplit("/", 1)[-1]])
+        node = {
+            key: {name: walk(sub) for name, sub in value.items()}
+            if key == "properties"
+            else walk(value)
+            for key, value in node.items()
+            if key != "title"
+        }
+        either = node.get("anyOf")
+        if (
+            isinstance(either, list)
+            and len(either) == 2
+            and {"type": "null"} in either
+            and all(set(option) == {"type"} for option in either)
+        ):
+            del node["anyOf"]
+            node["type"] = [option["type"] for option in either if option["type"] != "null"] + [
+                "null"
+            ]
+        return node
+
+    plain: dict[str, Any] = walk(schema)
+    return plain

@@ -1,0 +1,156 @@
+"""Scrapy settings of the service's crawler; ``scrapy.cfg`` points ``scrapy shell`` here too.
+
+The component order lives here and nowhere else. What the operator configures comes from
+:class:`service.core.config.Config` through :func:`from_config`: the service applies it to the
+Config it was started with (service.scrape.engine), and ``scrapy shell`` / ``scrapy crawl`` get it
+here,
+from ``Config.from_env()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from service.core.config import Config
+
+BOT_NAME = "scrapespy"
+SPIDER_MODULES = ["spiders"]
+NEWSPIDER_MODULE = "spiders"
+
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+USER_AGENT = "Mozilla/5.0 (compatible; scrapespy/0.1)"
+
+ROBOTSTXT_OBEY = True
+
+# One API call is one request: the service bounds concurrency itself, so Scrapy must not
+# throttle a single busy target behind a per-domain queue.
+CONCURRENT_REQUESTS = 512
+CONCURRENT_REQUESTS_PER_DOMAIN = 512
+DOWNLOAD_DELAY = 0
+# Every response yields exactly one item; Scrapy starts CONCURRENT_ITEMS asyncio tasks per
+# response to process its items, and the default (100) cost ~15% of the reactor thread.
+CONCURRENT_ITEMS = 1
+DOWNLOAD_TIMEOUT = 20
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+# Scrapy stops taking requests to download while the responses in its pipelines pass this many
+# bytes (5 MB by default): two 3 MB pages of a batch waiting for their parse held another
+# caller's small scrape before its download for 9 to 13 s. What is in flight is bounded by the
+# service itself (SCRAPESPY_MAX_CONCURRENT_SCRAPES, SCRAPESPY_JOB_PAGES_IN_FLIGHT, each response
+# at most DOWNLOAD_MAXSIZE), and pages wait for their parse in turns (service.extraction.turns).
+SCRAPER_SLOT_MAX_ACTIVE_SIZE = 1024 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 0
+RETRY_ENABLED = False
+REDIRECT_MAX_TIMES = 10
+HTTPERROR_ALLOW_ALL = True
+HTTPCACHE_ENABLED = False
+COOKIES_ENABLED = True
+# The js engine: a request with meta["playwright"] renders in the system Chromium, one browser
+# context per request (service.browser); every other request goes to Scrapy's HTTP/1.1 handler.
+DOWNLOAD_HANDLERS = {
+    "http": "service.browser.handler.BrowserDownloadHandler",
+    "https": "service.browser.handler.BrowserDownloadHandler",
+}
+PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
+PLAYWRIGHT_ABORT_REQUEST = "service.browser.launch.abort_heavy_resource"
+PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.launch.browser_request_headers"
+SCRAPESPY_BROWSER_SETTLE_SECONDS = 2.0
+SCRAPESPY_BROWSER_SPARES = 2  # fresh contexts made ahead of demand, each used once
+
+# Both open a control channel into the process (telnet, and an HTTP code-execution server in
+# Scrapy 2.19); a service must not expose either.
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+LOGSTATS_INTERVAL = 300.0
+REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
+SCHEDULER_PRIORITY_QUEUE = "scrapy.pqueues.ScrapyPriorityQueue"
+
+# The egress guard runs after HttpProxyMiddleware (750) so that it sees the proxy chosen for a
+# request and can check the target's own addresses there; direct downloads are guarded by the
+# resolver it installs, on the address actually connected to.
+DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's defaults that do nothing for one request per API call cost reactor time on each:
+    # no allowed_domains, no http_user, and byte counts nobody reads (request_httprepr per
+    # request). /metrics keeps the service's own figures.
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
+    "scrapy.downloadermiddlewares.stats.DownloaderStats": None,
+    "middlewares.egress_guard.EgressGuardMiddleware": 760,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.robots.ExpiringRobotsTxtMiddleware": 100,
+    "middlewares.deadline.DeadlineMiddleware": 120,
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "middlewares.antibot.AntiBotMiddleware": 580,
+    # Below the anti-bot middleware: sees an answer once it is marked blocked (or not).
+    "middlewares.escalation.EscalationMiddleware": 560,
+    # Just before HttpProxyMiddleware (750), which turns the chosen proxy's credentials into
+    # Proxy-Authorization (and removes a stale one when the request falls back to direct).
+    "middlewares.proxy_pool.ProxyPoolMiddleware": 740,
+    # Scrapy's own, with a bomb, a redirect loop and an unfollowable redirect as clean failures
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "middlewares.decompression.DecompressionMiddleware": 590,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "middlewares.redirects.RedirectMiddleware": 600,
+    # Scrapy's own, on the bundled Public Suffix List: nothing fetched under the first cookie
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "middlewares.cookies.CookiesMiddleware": 700,
+    # just below AntiBotMiddleware (580), which sees a page before its meta refresh, as before
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "middlewares.redirects.MetaRefreshMiddleware": 579,
+}
+
+# The spiders yield one item per response and never a request, which is all these look at:
+# each one wrapped every response's output in another async generator.
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.start.StartSpiderMiddleware": None,
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,  # HTTPERROR_ALLOW_ALL
+    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+}
+# CoreStats counts every response and item through signal handlers; the service counts its own.
+EXTENSIONS = {"scrapy.extensions.corestats.CoreStats": None}
+
+# The settlement goes out as soon as the outcome is known and travels while the page is parsed.
+ITEM_PIPELINES = {
+    "pipelines.result.ResultPipeline": 100,
+    "pipelines.billing.SettlePipeline": 200,
+    "pipelines.result.FieldsPipeline": 300,
+    "pipelines.billing.BillingPipeline": 400,
+}
+
+
+def proxy_hosts(config: Config) -> list[str]:
+    """The operator's own proxies may sit on a private network; the guard lets them through."""
+    urls = config.proxies_datacenter + config.proxies_residential
+    # "host:port" without a scheme is a valid pool entry (middlewares.proxy_pool reads it so).
+    hosts = {urlsplit(url if "://" in url else f"http://{url}").hostname for url in urls}
+    return sorted(host for host in hosts if host)
+
+
+def from_config(config: Config) -> dict[str, Any]:
+    """The settings that the operator's configuration decides."""
+    return {
+        "SCRAPESPY_ALLOW_PRIVATE_TARGETS": config.allow_private_targets,
+        "SCRAPESPY_ROBOTS_TTL": float(config.robots_ttl_seconds),
+        "SCRAPESPY_PROXIES_DATACENTER": list(config.proxies_datacenter),
+        "SCRAPESPY_PROXIES_RESIDENTIAL": list(config.proxies_residential),
+        "SCRAPESPY_EGRESS_ALLOW_HOSTS": proxy_hosts(config),
+        "SCRAPESPY_PROXY_BENCH_SECONDS": config.proxy_bench_seconds,
+        "SCRAPESPY_CHROMIUM_PATH": config.chromium_path,
+        "SCRAPESPY_BROWSER_URL": config.browser_url,
+        "SCRAPESPY_MAX_PAGES": config.max_pages,
+        "SCRAPESPY_BLOCK_HEAVY_RESOURCES": config.block_heavy_resources,
+        "SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS": list(config.egress_test_public_hosts),
+        "LOG_LEVEL": config.log_level,
+        "SCRAPESPY_MAX_SCREENSHOT_BYTES": config.max_screenshot_bytes,
+        "SCRAPESPY_SCREENSHOT_MAX_HEIGHT": config.screenshot_max_height,
+        "SCRAPESPY_MAX_RAW_HTML_BYTES": config.max_raw_html_bytes,
+        "SCRAPESPY_BROWSER_MAX_PAGE_BYTES": config.browser_max_page_bytes,
+        "SCRAPESPY_BROWSER_MAX_HEAP_MB": config.browser_max_heap_mb,
+    }
+
+
+# ``scrapy shell`` and ``scrapy crawl`` read this module's upper-case names as the settings.
+globals().update(from_config(Config.from_env()))
