@@ -2,7 +2,7 @@
 
 An auto job carries its ladder (service.core.escalation): the (engine, tier) steps it may try, those
 over its ``max_credits`` left out. :func:`start_escalation` (spiders.feed) puts the first step
-in the meta. Each answer or failure of an attempt is recorded in ``job.attempts`` (tier used,
+in the meta. Each answer or failure of an attempt is recorded in ``order.attempts`` (tier used,
 engine, status, blocked, block reason, error code, elapsed time), and the next attempt is the
 same request, from its URL again, for:
 
@@ -43,7 +43,7 @@ from middlewares.proxy_pool import (
     classify,
 )
 from service.extraction.shell import is_js_shell
-from service.scrape.order import JOB
+from service.scrape.order import ORDER
 
 if TYPE_CHECKING:
     from typing import Self
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
 
-    from service.scrape.order import ScrapeJob
+    from service.scrape.order import ScrapeOrder
 
 LADDER = "scrapespy_ladder"
 ATTEMPT_STARTED = "scrapespy_attempt_started"
@@ -74,14 +74,14 @@ _STALE = (
 STATS_PREFIX = "scrapespy/escalation"
 
 
-def start_escalation(job: ScrapeJob, meta: dict[str, Any]) -> str:
+def start_escalation(order: ScrapeOrder, meta: dict[str, Any]) -> str:
     """Puts the first step of auto ``job`` in its request's ``meta``; returns its engine."""
-    assert job.ladder is not None
-    engine, tier = job.ladder.first
+    assert order.ladder is not None
+    engine, tier = order.ladder.first
     meta[TIER_REQUESTED] = tier
-    meta[LADDER] = job.ladder
-    meta[ATTEMPT_STARTED] = job.started
-    job.attempts = []
+    meta[LADDER] = order.ladder
+    meta[ATTEMPT_STARTED] = order.started
+    order.attempts = []
     return engine
 
 
@@ -133,9 +133,9 @@ class EscalationMiddleware:
         self, request: Request, engine: str, status: int, reason: str | None, code: str | None
     ) -> None:
         meta = request.meta
-        job: ScrapeJob = meta[JOB]
-        assert job.attempts is not None
-        job.attempts.append(
+        order: ScrapeOrder = meta[ORDER]
+        assert order.attempts is not None
+        order.attempts.append(
             {
                 "tier": meta.get(TIER_USED, meta[TIER_REQUESTED]),
                 "engine": engine,
@@ -152,8 +152,8 @@ class EscalationMiddleware:
         deadline = request.meta.get(DEADLINE)
         if deadline is not None and deadline - self.clock() <= MIN_LEFT:
             return None
-        job: ScrapeJob = request.meta[JOB]
-        retry = request.replace(url=job.url, dont_filter=True)
+        order: ScrapeOrder = request.meta[ORDER]
+        retry = request.replace(url=order.url, dont_filter=True)
         meta = retry.meta
         for key in _STALE:
             meta.pop(key, None)
@@ -163,12 +163,12 @@ class EscalationMiddleware:
             # as spiders.feed asks for js (engine auto takes no steps for the browser); every
             # attempt renders in a fresh context
             meta["playwright"] = True
-            meta["playwright_context"] = f"scrape-{job.id}-{len(job.attempts or ())}"
+            meta["playwright_context"] = f"scrape-{order.id}-{len(order.attempts or ())}"
             meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
-            if job.device == "mobile":
+            if order.device == "mobile":
                 meta["scrapespy_device"] = "mobile"
-            if job.cookies:  # a static attempt had them in its jar, the browser in its context
-                meta["scrapespy_cookies"] = [dict(cookie) for cookie in job.cookies]
+            if order.cookies:  # a static attempt had them in its jar, the browser in its context
+                meta["scrapespy_cookies"] = [dict(cookie) for cookie in order.cookies]
         if self.stats is not None:
             self.stats.inc_value(f"{STATS_PREFIX}/{why}")
         return retry

@@ -15,9 +15,9 @@ page then could not be parsed, a success became a failure, and what was charged 
 what was charged for a scrape whose caller was told something else first, while its parse or its
 settlement was still on its way: the watchdog's timeout, a shutdown's answer, or nothing at all
 when the caller went away (service.scrape.engine). The pipeline claims the answer it bills for
-(``ScrapeJob.claim``), and skips the settlement when another answer was claimed before.
+(``ScrapeOrder.claim``), and skips the settlement when another answer was claimed before.
 On SQLite :class:`BillingPipeline` settles after the parse.
-A page of a batch on PostgreSQL (``ScrapeJob.settle_later``) is settled by the batch with its
+A page of a batch on PostgreSQL (``ScrapeOrder.settle_later``) is settled by the batch with its
 result, in one call (service.jobs.batches, migration 0017): :class:`BillingPipeline` leaves what to
 settle on the job, computed on the final outcome.
 
@@ -41,7 +41,7 @@ from twisted.internet.defer import Deferred
 
 from service.billing import ledger
 from service.db.tables import UsageRow
-from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.order import ScrapeItem, ScrapeOrder
 from service.scrape.results import ScrapeResult
 
 if TYPE_CHECKING:
@@ -53,15 +53,15 @@ if TYPE_CHECKING:
 UNANSWERED = "the scrape's caller got no answer"
 
 
-def charge_for(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> tuple[int, bool]:
+def charge_for(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> tuple[int, bool]:
     """(credits to capture, whether a residential trial is consumed)."""
     if not result.success or result.blocked:
         return 0, False
-    if job.trial and tier_used == "residential":
+    if order.trial and tier_used == "residential":
         return 0, True
-    if job.ladder is not None:  # auto: the engine that answered (service.core.escalation)
-        return job.ladder.costs[result.engine][tier_used], False
-    return job.costs[tier_used], False
+    if order.ladder is not None:  # auto: the engine that answered (service.core.escalation)
+        return order.ladder.costs[result.engine][tier_used], False
+    return order.costs[tier_used], False
 
 
 @overload
@@ -73,12 +73,12 @@ def _storable(text: str | None) -> str | None:
     return text.replace("\x00", "%00") if text is not None else None
 
 
-def usage_row(job: ScrapeJob, result: ScrapeResult, tier_used: str) -> UsageRow:
+def usage_row(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> UsageRow:
     return UsageRow(
-        account_id=job.account_id,
-        url=_storable(job.url[:4000]),
+        account_id=order.account_id,
+        url=_storable(order.url[:4000]),
         engine=result.engine,  # the engine that answered, for an auto request too
-        tier_requested=job.proxy_type,
+        tier_requested=order.proxy_type,
         tier_used=tier_used,
         status_code=result.status_code or None,
         success=result.success,
@@ -97,16 +97,16 @@ def database_of(crawler: Crawler) -> Database:
 
 def send_settlement(database: Database, item: ScrapeItem) -> Deferred[ledger.Settlement]:
     """Settles ``item``'s hold on the outcome in ``item.result``."""
-    job = item.job
-    assert job.hold_id is not None
-    cost, consume_trial = charge_for(job, item.result, item.tier_used)
-    usage = usage_row(job, item.result, item.tier_used)
+    order = item.order
+    assert order.hold_id is not None
+    cost, consume_trial = charge_for(order, item.result, item.tier_used)
+    usage = usage_row(order, item.result, item.tier_used)
     if database.reactor_calls:  # PostgreSQL: one statement, on the reactor
         return database.call(
-            "pg_settle", ledger.settle_params(job.hold_id, cost, consume_trial, usage)
+            "pg_settle", ledger.settle_params(order.hold_id, cost, consume_trial, usage)
         ).addCallback(ledger.settlement)
     return database.run_hot(
-        ledger.settle, job.hold_id, cost=cost, consume_trial=consume_trial, usage_row=usage
+        ledger.settle, order.hold_id, cost=cost, consume_trial=consume_trial, usage_row=usage
     )
 
 
@@ -124,9 +124,9 @@ class SettlePipeline:
         return cls(database_of(crawler))
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
-        job = item.job
-        if job.hold_id is not None and self.database.reactor_calls and not job.settle_later:
-            if job.answer is None:  # else whoever answered the caller released the hold
+        order = item.order
+        if order.hold_id is not None and self.database.reactor_calls and not order.settle_later:
+            if order.answer is None:  # else whoever answered the caller released the hold
                 item.settlement = send_settlement(self.database, item)
         return item
 
@@ -144,13 +144,13 @@ class BillingPipeline:
 
     async def process_item(self, item: ScrapeItem) -> ScrapeItem:
         settling, item.settlement = item.settlement, None
-        job = item.job
+        order = item.order
         if settling is None:
-            if job.hold_id is None:
+            if order.hold_id is None:
                 return item
-            if job.settle_later:  # by the batch, with the page's result (service.jobs.batches)
+            if order.settle_later:  # by the batch, with the page's result (service.jobs.batches)
                 return self._to_settle(item)
-            if job.answer is not None:  # whoever answered the caller released the hold
+            if order.answer is not None:  # whoever answered the caller released the hold
                 return self._answered_otherwise(item)
             settling = send_settlement(self.database, item)
         settlement = await maybe_deferred_to_future(settling)
@@ -158,18 +158,18 @@ class BillingPipeline:
         # What the caller is told: this result, claimed now, or the answer that the watchdog,
         # a caller who went away or a shutdown claimed first, while the parse or the settlement
         # was still on its way.
-        told = item.result if job.claim(item.result) else job.answer
-        billable = told is not None and charge_for(job, told, item.tier_used) != (0, False)
+        told = item.result if order.claim(item.result) else order.answer
+        billable = told is not None and charge_for(order, told, item.tier_used) != (0, False)
         balance = settlement.balance
         if (charged or settlement.trial_consumed) and not billable:
             why = told.error if told is not None else UNANSWERED
-            refund = self.database.run(ledger.refund, job.hold_id, _storable(why))
+            refund = self.database.run(ledger.refund, order.hold_id, _storable(why))
             given_back = await maybe_deferred_to_future(refund)
             charged -= given_back
             if balance is not None:  # this scrape's own entries: the capture, then the refund
                 balance += given_back
         item.charged = item.result.credits_charged = charged
-        job.balance_after = balance  # X-Credits-Remaining
+        order.balance_after = balance  # X-Credits-Remaining
         if self.stats is not None:
             self.stats.inc_value("scrapespy/billing/captured", charged)
             if not settlement.settled_here:
@@ -188,9 +188,9 @@ class BillingPipeline:
         """What the batch settles with the page's result, on the final outcome: the result
         says what it costs, which the settlement charges unless the hold was settled before
         (then the batch stores the result with what was charged)."""
-        job = item.job
-        cost, consume_trial = charge_for(job, item.result, item.tier_used)
-        job.to_settle = (cost, consume_trial, usage_row(job, item.result, item.tier_used))
+        order = item.order
+        cost, consume_trial = charge_for(order, item.result, item.tier_used)
+        order.to_settle = (cost, consume_trial, usage_row(order, item.result, item.tier_used))
         item.charged = item.result.credits_charged = cost
         if self.stats is not None:
             self.stats.inc_value("scrapespy/billing/captured", cost)

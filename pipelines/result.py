@@ -53,7 +53,7 @@ from service.extraction.pool import (
     ExtractionPool,
 )
 from service.extraction.worker import extract_within
-from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.order import ScrapeItem, ScrapeOrder
 from service.scrape.results import new_result, with_truncated
 
 if TYPE_CHECKING:
@@ -64,14 +64,14 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_RAW_HTML_BYTES = Config.max_raw_html_bytes
 
 
-def timed_out(job: ScrapeJob) -> str:
-    return f"timed out after {job.timeout:g} s"
+def timed_out(order: ScrapeOrder) -> str:
+    return f"timed out after {order.timeout:g} s"
 
 
-def describe_failure(failure: Failure, job: ScrapeJob, download_limit: int = 0) -> str:
+def describe_failure(failure: Failure, order: ScrapeOrder, download_limit: int = 0) -> str:
     exc = failure.value
     if isinstance(exc, DeadlineExceeded):
-        return timed_out(job)
+        return timed_out(order)
     if isinstance(exc, IgnoreRequest):
         message = str(exc) or "request refused"
         if "robots.txt" in message.lower():
@@ -79,7 +79,7 @@ def describe_failure(failure: Failure, job: ScrapeJob, download_limit: int = 0) 
         return message
     timeouts = (DownloadTimeoutError, net_error.TimeoutError, DeferredTimeoutError, TimeoutError)
     if isinstance(exc, timeouts) or exc.__class__.__name__ == "TimeoutError":  # playwright's too
-        return timed_out(job)
+        return timed_out(order)
     if isinstance(exc, DownloadCancelledError):  # Scrapy's DOWNLOAD_MAXSIZE (download_limit)
         return too_large(download_limit) if download_limit else "the page is too large"
     if isinstance(exc, (CannotResolveHostError, net_error.DNSLookupError)):
@@ -95,7 +95,7 @@ def describe_failure(failure: Failure, job: ScrapeJob, download_limit: int = 0) 
     if isinstance(exc, (DownloadFailedError, ResponseDataLossError)):
         return "the target closed the connection without a complete response"
     name = exc.__class__.__name__
-    log.info("scrape of %s failed: %s", job.url, name)
+    log.info("scrape of %s failed: %s", order.url, name)
     return f"fetch failed ({name})"
 
 
@@ -128,46 +128,46 @@ class ResultPipeline:
         )
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
-        job, response, meta = item.job, item.response, item.request.meta
+        order, response, meta = item.order, item.response, item.request.meta
         block_reason = meta.get("scrapespy_block_reason")
         item.tier_used = meta.get("scrapespy_tier_used", "none")
         code: str | None = None
         if response is None:
             assert item.failure is not None
             limit = meta.get("download_maxsize", self.download_limit)
-            error: str | None = describe_failure(item.failure, job, limit)
+            error: str | None = describe_failure(item.failure, order, limit)
             code = failure_code(item.failure)
         elif response.status >= 400:
             error = f"the target answered HTTP {response.status}"
             code = "http_error"
-        elif "raw_html" in job.formats and len(response.body) > self.max_raw_html_bytes:
+        elif "raw_html" in order.formats and len(response.body) > self.max_raw_html_bytes:
             error = raw_html_too_large(len(response.body), self.max_raw_html_bytes)
             code = "too_large"
         else:
             error = None
         item.result = new_result(
-            job,
-            empty_fields(job.selectors),
-            final_url=response.url if response is not None else job.url,
+            order,
+            empty_fields(order.selectors),
+            final_url=response.url if response is not None else order.url,
             status_code=response.status if response is not None else 0,
             error=error,
             error_code=code,
             tier_used=item.tier_used,
             block_reason=block_reason,
-            engine=None if job.ladder is None else ("js" if meta.get("playwright") else "static"),
+            engine=None if order.ladder is None else ("js" if meta.get("playwright") else "static"),
         )
         if isinstance(response, TextResponse):
             item.page = response
-        if job.formats and response is not None:
+        if order.formats and response is not None:
             self._received(item, response)
-        if job.actions:  # what service.browser reported, on a success as on a failure
+        if order.actions:  # what service.browser reported, on a success as on a failure
             result = item.result
             setattr(result, "actions", list(meta.get("scrapespy_action_outcomes", ())))  # noqa: B010
             setattr(result, "action_results", list(meta.get("scrapespy_action_results", ())))  # noqa: B010
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:
-        formats, result = item.job.formats, item.result
+        formats, result = item.order.formats, item.result
         if "raw_html" in formats and isinstance(response, TextResponse):
             if len(response.body) <= self.max_raw_html_bytes:
                 setattr(result, "raw_html", response.text)  # noqa: B010 - a result_class field
@@ -196,25 +196,25 @@ class FieldsPipeline:
         return cls(crawler)
 
     async def process_item(self, item: ScrapeItem) -> ScrapeItem:
-        job, page = item.job, item.page
+        order, page = item.order, item.page
         if page is None:
             return self._counted(item)
         item.page = None
         parsing_started = time.monotonic()
         try:
-            options = OutputOptions.for_job(job)
+            options = OutputOptions.for_order(order)
             if self.extractor is None:
-                fields = extract_within(page.text, page.url, job.selectors, options, self.bounds)
+                fields = extract_within(page.text, page.url, order.selectors, options, self.bounds)
             else:
-                left = job.deadline - time.monotonic()
+                left = order.deadline - time.monotonic()
                 parsing = self.extractor.extract(
                     page.text,
                     page.url,
-                    job.selectors,
+                    order.selectors,
                     left,
                     options,
-                    account=job.account_id,
-                    background=job.background,
+                    account=order.account_id,
+                    background=order.background,
                 )
                 fields = await maybe_deferred_to_future(parsing)
         except Exception as exc:
@@ -224,7 +224,7 @@ class FieldsPipeline:
             if "truncated" in fields:
                 item.result = with_truncated(item.result, fields["truncated"])
         extraction = time.monotonic() - parsing_started
-        job.clock.extraction = extraction
+        order.clock.extraction = extraction
         item.result.timings["extraction"] = round(extraction * 1000, 1)
         return self._counted(item)
 
@@ -252,5 +252,5 @@ class FieldsPipeline:
         if self.stats is not None:
             result = item.result
             outcome = "blocked" if result.blocked else ("success" if result.success else "failed")
-            self.stats.inc_value(f"scrapespy/result/{item.job.engine}/{outcome}")
+            self.stats.inc_value(f"scrapespy/result/{item.order.engine}/{outcome}")
         return item

@@ -17,7 +17,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.escalation import start_escalation
-from service.scrape.order import JOB, ScrapeItem, ScrapeJob
+from service.scrape.order import ORDER, ScrapeItem, ScrapeOrder
 from service.scrape.timings import CLOCK
 
 if TYPE_CHECKING:
@@ -31,66 +31,66 @@ MOBILE_USER_AGENT = (
 )
 
 
-def request_for(job: ScrapeJob, spider: Spider) -> Request:
+def request_for(order: ScrapeOrder, spider: Spider) -> Request:
     """The Scrapy request of ``job``. What a caller may add (headers, cookies, a device, steps
     for the browser) is looked at only when asked, so a plain scrape builds nothing more."""
     meta: dict[str, Any] = {
-        JOB: job,
-        "scrapespy_deadline": job.deadline,
-        "download_timeout": job.timeout,
-        "dont_obey_robotstxt": not job.respect_robots,
-        "cookiejar": job.id,
-        "scrapespy_proxy_tier": job.proxy_type,
-        CLOCK: job.clock,
+        ORDER: order,
+        "scrapespy_deadline": order.deadline,
+        "download_timeout": order.timeout,
+        "dont_obey_robotstxt": not order.respect_robots,
+        "cookiejar": order.id,
+        "scrapespy_proxy_tier": order.proxy_type,
+        CLOCK: order.clock,
     }
-    engine = job.engine if job.ladder is None else start_escalation(job, meta)
+    engine = order.engine if order.ladder is None else start_escalation(order, meta)
     if engine == "js":
         meta["playwright"] = True
         # Its own browser context, closed when the request ends (service.browser); the
         # deadline middleware adds the navigation's timeout.
-        meta["playwright_context"] = f"scrape-{job.id}"
+        meta["playwright_context"] = f"scrape-{order.id}"
         meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
-        if "screenshot" in job.formats:  # taken by service.browser after the page is read
-            meta["scrapespy_screenshot"] = {"full_page": job.screenshot_full_page}
+        if "screenshot" in order.formats:  # taken by service.browser after the page is read
+            meta["scrapespy_screenshot"] = {"full_page": order.screenshot_full_page}
         # run by service.browser; it reports back in the same meta
-        if job.wait_for is not None:
-            meta["scrapespy_wait_for"] = dict(job.wait_for)
-        if job.actions:
-            meta["scrapespy_actions"] = [dict(step) for step in job.actions]
-        if job.device == "mobile":
+        if order.wait_for is not None:
+            meta["scrapespy_wait_for"] = dict(order.wait_for)
+        if order.actions:
+            meta["scrapespy_actions"] = [dict(step) for step in order.actions]
+        if order.device == "mobile":
             meta["scrapespy_device"] = "mobile"
-        if job.cookies:  # set in the scrape's own browser context
-            meta["scrapespy_cookies"] = [dict(cookie) for cookie in job.cookies]
+        if order.cookies:  # set in the scrape's own browser context
+            meta["scrapespy_cookies"] = [dict(cookie) for cookie in order.cookies]
         cookies = None
     else:
         # Into the job's own jar (meta["cookiejar"]), which the engine drops after the job.
-        cookies = [cast("VerboseCookie", dict(c)) for c in job.cookies] if job.cookies else None
-    headers = job.headers
-    if job.device == "mobile" and engine != "js":
+        cookies = [cast("VerboseCookie", dict(c)) for c in order.cookies] if order.cookies else None
+    headers = order.headers
+    if order.device == "mobile" and engine != "js":
         headers = {**headers} if headers else {}
         if not any(name.lower() == "user-agent" for name in headers):  # the caller's wins
             headers["User-Agent"] = MOBILE_USER_AGENT
     return Request(
-        job.url,
+        order.url,
         callback=spider.parse,
         errback=spider.failed,  # type: ignore[attr-defined]
         headers=headers,
         cookies=cookies,
         meta=meta,
         dont_filter=True,
-        priority=-1 if job.background else 0,  # a caller's scrape first (service.jobs.batches)
+        priority=-1 if order.background else 0,  # a caller's scrape first (service.jobs.batches)
     )
 
 
 def item_for_response(response: Response) -> ScrapeItem:
     request = response.request
     assert request is not None  # Scrapy sets it on every response it hands a callback
-    return ScrapeItem(request.meta[JOB], request, response=response)
+    return ScrapeItem(request.meta[ORDER], request, response=response)
 
 
 def item_for_failure(failure: Failure) -> ScrapeItem:
     request = failure.request  # type: ignore[attr-defined]
-    return ScrapeItem(request.meta[JOB], request, failure=failure)
+    return ScrapeItem(request.meta[ORDER], request, failure=failure)
 
 
 class FeedSpider(Spider):

@@ -35,7 +35,7 @@ from service.core.config import Config
 from service.core.errors import BadRequest
 from service.core.escalation import AUTO, ladder
 from service.core.schemas import checked_scrape
-from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.order import ScrapeItem, ScrapeOrder
 from service.scrape.results import ScrapeResult
 from spiders.feed import item_for_failure, item_for_response, request_for
 
@@ -119,7 +119,7 @@ class PageSpider(Spider):
             steps, _, _ = ladder(
                 config, AUTO, request.proxy_type, unlocked=True, trials_left=0, max_credits=None
             )
-        self.job = ScrapeJob.asked(request, compiled, ladder=steps)
+        self.order = ScrapeOrder.asked(request, compiled, ladder=steps)
         self.result: ScrapeResult | None = None
 
     @classmethod
@@ -129,7 +129,7 @@ class PageSpider(Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
-        yield request_for(self.job, self)
+        yield request_for(self.order, self)
 
     def parse(self, response: Response, **kwargs: Any) -> Any:
         yield item_for_response(response)

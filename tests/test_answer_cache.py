@@ -11,16 +11,16 @@ import orjson
 from service.core.schemas import checked_scrape
 from service.extraction import empty_fields
 from service.scrape.answer_cache import AnswerCache, options_of
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult, new_result
 
 
 def answer(
     url: str = "http://example.com/", *, error: str | None = None, text: str = ""
 ) -> ScrapeResult:
-    job = ScrapeJob(url=url)
+    order = ScrapeOrder(url=url)
     result = new_result(
-        job, {**empty_fields(None), "text": text}, final_url=url, status_code=200, error=error
+        order, {**empty_fields(None), "text": text}, final_url=url, status_code=200, error=error
     )
     result.credits_charged = 1
     return result

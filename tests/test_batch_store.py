@@ -25,7 +25,7 @@ from service.db.tables import holds, jobs
 from service.jobs import batch_store, crawl_store
 from service.jobs.batches import Batches, instance_name, is_dead
 from service.jobs.crawl_rules import CrawlRules, Rules
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
 
 _n = iter(range(1, 10**9))
@@ -215,7 +215,7 @@ async def test_a_batch_page_settles_with_its_result_in_one_call(database_url: st
             if settled_before:
                 db.run_sync(ledger.release, hold_id)
             result = a_result(f"http://127.0.0.1/{index}")
-            job = ScrapeJob(result.url, account_id=account_id, hold_id=hold_id)
+            job = ScrapeOrder(result.url, account_id=account_id, hold_id=hold_id)
             job.to_settle = (1, False, a_success(account_id))
             stored = batches.stored(result)
             finish = batch_store.Finish(claim.page_id, claim.attempt, "done", stored)

@@ -16,7 +16,7 @@ from middlewares.failure_codes import failure_code
 from service.core.config import Config
 from service.core.escalation import ladder
 from service.egress.addresses import EgressBlocked
-from service.scrape.order import JOB, ScrapeJob
+from service.scrape.order import ORDER, ScrapeOrder
 
 URL = "http://shop.example/item"
 CONFIG = dataclasses.replace(
@@ -34,14 +34,14 @@ class Clock:
 
 def auto_request(
     engine: str = "static", tier: str = "auto", max_credits: int | None = None
-) -> tuple[Request, ScrapeJob]:
+) -> tuple[Request, ScrapeOrder]:
     steps, _, _ = ladder(
         CONFIG, engine, tier, unlocked=True, trials_left=0, max_credits=max_credits
     )
-    job = ScrapeJob(URL, engine=engine, proxy_type=tier, ladder=steps, started=999.5)
-    meta: dict[str, Any] = {JOB: job, "scrapespy_deadline": 1020.0}
-    start_escalation(job, meta)
-    return Request(URL, meta=meta, dont_filter=True), job
+    order = ScrapeOrder(URL, engine=engine, proxy_type=tier, ladder=steps, started=999.5)
+    meta: dict[str, Any] = {ORDER: order, "scrapespy_deadline": 1020.0}
+    start_escalation(order, meta)
+    return Request(URL, meta=meta, dont_filter=True), order
 
 
 def answered(request: Request, status: int = 200, body: str = ARTICLE) -> HtmlResponse:
@@ -60,7 +60,7 @@ def test_a_request_without_auto_is_left_alone() -> None:
 def test_a_blocked_answer_goes_to_the_next_tier_from_the_url_again() -> None:
     clock = Clock()
     middleware = EscalationMiddleware(clock=clock)
-    request, job = auto_request()
+    request, order = auto_request()
     redirected = request.replace(url=URL + "/moved")
     redirected.meta.update(
         {
@@ -77,7 +77,7 @@ def test_a_blocked_answer_goes_to_the_next_tier_from_the_url_again() -> None:
     for stale in ("scrapespy_tier_used", "scrapespy_block_reason", "proxy", "redirect_times"):
         assert stale not in retry.meta
     assert retry.meta["scrapespy_attempt_started"] == clock.now
-    assert job.attempts == [
+    assert order.attempts == [
         {
             "tier": "none",
             "engine": "static",
@@ -97,19 +97,19 @@ def test_403_and_429_climb_other_errors_do_not() -> None:
         request.meta["scrapespy_tier_used"] = "none"
         assert isinstance(middleware.process_response(request, answered(request, status)), Request)
     for status in (404, 500, 200):
-        request, job = auto_request()
+        request, order = auto_request()
         response = answered(request, status)
         assert middleware.process_response(request, response) is response
-        assert job.attempts is not None and len(job.attempts) == 1
+        assert order.attempts is not None and len(order.attempts) == 1
 
 
 def test_the_last_tier_answers_as_it_is() -> None:
     middleware = EscalationMiddleware(clock=Clock())
-    request, job = auto_request(max_credits=2)  # residential (10) is left out
+    request, order = auto_request(max_credits=2)  # residential (10) is left out
     request.meta["scrapespy_proxy_tier"] = "datacenter"
     response = answered(request, 403)
     assert middleware.process_response(request, response) is response
-    assert job.attempts is not None and job.attempts[0]["error_code"] == "http_error"
+    assert order.attempts is not None and order.attempts[0]["error_code"] == "http_error"
 
 
 def test_no_new_attempt_when_the_time_is_up() -> None:
@@ -123,17 +123,17 @@ def test_no_new_attempt_when_the_time_is_up() -> None:
 
 def test_a_javascript_shell_is_rendered_at_the_same_tier() -> None:
     middleware = EscalationMiddleware(clock=Clock())
-    request, job = auto_request(engine="auto", tier="datacenter")
+    request, order = auto_request(engine="auto", tier="datacenter")
     request.meta["scrapespy_tier_used"] = "datacenter"
     retry = middleware.process_response(request, answered(request, 200, JS_ONLY))
     assert isinstance(retry, Request)
     assert retry.meta["playwright"] is True and retry.meta["scrapespy_proxy_tier"] == "datacenter"
-    assert retry.meta["playwright_context"] == f"scrape-{job.id}-1"
+    assert retry.meta["playwright_context"] == f"scrape-{order.id}-1"
     # The rendered answer is the job's, shell or not.
     rendered = answered(retry, 200, JS_ONLY)
     assert middleware.process_response(retry, rendered) is rendered
-    assert job.attempts is not None
-    assert [(a["engine"], a["tier"]) for a in job.attempts] == [
+    assert order.attempts is not None
+    assert [(a["engine"], a["tier"]) for a in order.attempts] == [
         ("static", "datacenter"),
         ("js", "datacenter"),
     ]
@@ -141,8 +141,8 @@ def test_a_javascript_shell_is_rendered_at_the_same_tier() -> None:
 
 def test_the_js_attempt_gets_the_device_and_cookies_the_static_one_had() -> None:
     middleware = EscalationMiddleware(clock=Clock())
-    request, job = auto_request(engine="auto", tier="none")
-    job.device, job.cookies = "mobile", ({"name": "session", "value": "s1"},)
+    request, order = auto_request(engine="auto", tier="none")
+    order.device, order.cookies = "mobile", ({"name": "session", "value": "s1"},)
     retry = middleware.process_response(request, answered(request, 200, JS_ONLY))
     assert isinstance(retry, Request)
     assert retry.meta["scrapespy_device"] == "mobile"
@@ -161,12 +161,12 @@ def test_a_page_stays_static_and_a_shell_over_the_cap_too() -> None:
 
 def test_a_reset_connection_climbs_a_refused_one_does_not() -> None:
     middleware = EscalationMiddleware(clock=Clock())
-    request, job = auto_request()
+    request, order = auto_request()
     retry = middleware.process_exception(request, DownloadFailedError("reset"))
     assert isinstance(retry, Request) and retry.meta["scrapespy_proxy_tier"] == "datacenter"
     assert middleware.process_exception(request, DownloadConnectionRefusedError()) is None
-    assert job.attempts is not None
-    assert [(a["status_code"], a["error_code"]) for a in job.attempts] == [
+    assert order.attempts is not None
+    assert [(a["status_code"], a["error_code"]) for a in order.attempts] == [
         (0, "connection_error"),
         (0, "connection_error"),
     ]

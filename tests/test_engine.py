@@ -12,7 +12,7 @@ from service.billing import ledger
 from service.core.config import Config
 from service.db import Database
 from service.scrape.engine import SHUTTING_DOWN, EngineBridge
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 
 
 @pytest.fixture
@@ -33,8 +33,8 @@ async def test_a_hold_that_comes_in_after_the_drain_is_released_and_nothing_is_f
     bridge = EngineBridge(Config.from_env({}), database)
     assert await bridge.drain(0) == 0  # the shutdown found nothing in flight
     before = site.count("/article")
-    job = ScrapeJob(url=site.url("/article"), account_id=account_id, hold_id=hold_id)
-    result = await bridge.submit(job)
+    order = ScrapeOrder(url=site.url("/article"), account_id=account_id, hold_id=hold_id)
+    result = await bridge.submit(order)
     assert (result.success, result.status_code, result.error) == (False, 0, SHUTTING_DOWN)
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"]) == (5, 0)

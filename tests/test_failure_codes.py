@@ -23,7 +23,7 @@ from service.browser.actions import ActionFailed
 from service.browser.failures import BrowserError
 from service.core.errors import FAILURE_CODES
 from service.egress.addresses import EgressBlocked
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 
 
 class Declared(BrowserError):
@@ -70,14 +70,15 @@ def test_each_failure_has_its_documented_code(exc, code):
 
 
 def test_a_failed_handshake_says_so():
-    job = ScrapeJob(url="https://example.com/")
+    order = ScrapeOrder(url="https://example.com/")
     assert (
-        describe_failure(Failure(tls_failure()), job) == "the TLS handshake with the target failed"
+        describe_failure(Failure(tls_failure()), order)
+        == "the TLS handshake with the target failed"
     )
 
 
 def test_a_download_over_the_cap_says_so_in_words():
-    job = ScrapeJob(url="http://example.com/")
+    order = ScrapeOrder(url="http://example.com/")
     failure = Failure(DownloadCancelledError("Received 17000000 bytes which is larger than ..."))
-    assert describe_failure(failure, job, 1000) == too_large(1000)
+    assert describe_failure(failure, order, 1000) == too_large(1000)
     assert too_large(1000) == "the page is larger than the download limit of 1000 bytes"

@@ -26,7 +26,7 @@ from pipelines.result import ResultPipeline
 from service.billing import ledger
 from service.browser.failures import BrowserError
 from service.core.schemas import checked_scrape
-from service.scrape.order import JOB, ScrapeItem, ScrapeJob
+from service.scrape.order import ORDER, ScrapeItem, ScrapeOrder
 from service.scrape.scrapy_settings import ITEM_PIPELINES
 from spiders.feed import (
     MOBILE_USER_AGENT,
@@ -93,9 +93,9 @@ def pipelines(database: Database | None) -> list[Any]:
     return stages
 
 
-def item_for(job: ScrapeJob) -> ScrapeItem:
-    request = Request(job.url, meta={JOB: job})
-    return item_for_response(HtmlResponse(job.url, status=200, body=PAGE, request=request))
+def item_for(order: ScrapeOrder) -> ScrapeItem:
+    request = Request(order.url, meta={ORDER: order})
+    return item_for_response(HtmlResponse(order.url, status=200, body=PAGE, request=request))
 
 
 async def chain(stages: list[Any], item: ScrapeItem) -> ScrapeItem:
@@ -116,19 +116,19 @@ async def turns(count: int = 5) -> None:
 
 async def billed_scrape_under_way(
     database: Database,
-) -> tuple[ScrapeJob, ScrapeItem, Deferred[ScrapeItem]]:
+) -> tuple[ScrapeOrder, ScrapeItem, Deferred[ScrapeItem]]:
     """A scrape holding 7 (1 credit) whose page arrived, left to go through the pipelines."""
-    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
-    item = database.item = item_for(job)
+    order = ScrapeOrder(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
+    item = database.item = item_for(order)
     answered = through(pipelines(database), item)
     await turns()
-    return job, item, answered
+    return order, item, answered
 
 
 @pytest_twisted.ensureDeferred
 async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_before_the_answer():
     database = Database()
-    job, item, answered = await billed_scrape_under_way(database)
+    order, item, answered = await billed_scrape_under_way(database)
 
     [(statement, params, title_when_sent)] = database.sent
     assert statement == "pg_settle"
@@ -144,9 +144,9 @@ async def test_the_settlement_is_sent_before_the_page_is_parsed_and_awaited_befo
 @pytest_twisted.ensureDeferred
 async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back():
     database = Database()
-    job, item, answered = await billed_scrape_under_way(database)
+    order, item, answered = await billed_scrape_under_way(database)
     timed_out = replace(item.result, success=False, error="timed out after 20 s")
-    assert job.finish(timed_out)  # what service.scrape.engine's watchdog does
+    assert order.finish(timed_out)  # what service.scrape.engine's watchdog does
     database.answer((1, False, True, 99))  # the capture was already on its way
     assert await answered is item and item.charged == 0
     assert database.sent[-1] == ("refund", {"args": (7, "timed out after 20 s")}, None)
@@ -155,41 +155,41 @@ async def test_a_capture_for_a_scrape_the_watchdog_answered_first_is_given_back(
 @pytest_twisted.ensureDeferred
 async def test_the_answer_billed_for_is_claimed_so_a_late_watchdog_cannot_replace_it():
     database = Database()
-    job, item, answered = await billed_scrape_under_way(database)
+    order, item, answered = await billed_scrape_under_way(database)
     database.answer((1, False, True, 99))
     assert await answered is item and item.charged == 1
     timed_out = replace(item.result, success=False, error="timed out after 20 s")
-    assert not job.claim(timed_out)  # the watchdog, firing now, answers nothing
-    assert job.finish(item.result) and job.answer is item.result
+    assert not order.claim(timed_out)  # the watchdog, firing now, answers nothing
+    assert order.finish(item.result) and order.answer is item.result
 
 
 @pytest_twisted.ensureDeferred
 async def test_on_sqlite_a_scrape_answered_otherwise_first_sends_no_settlement():
     # the caller went away (service.scrape.engine released the hold): the late page settles nothing
     database = ThreadedDatabase()
-    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
-    item = database.item = item_for(job)
+    order = ScrapeOrder(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 1})
+    item = database.item = item_for(order)
     result_stage, *later_stages = pipelines(database)
     result_stage.process_item(item)
     gone = replace(item.result, success=False, error="the caller went away")
-    assert job.claim(gone)
+    assert order.claim(gone)
     assert await through(later_stages, item) is item
     assert database.sent == []
     assert (item.charged, item.result.credits_charged) == (0, 0)
-    assert not job.finish(item.result)
+    assert not order.finish(item.result)
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_batch_page_leaves_its_settlement_to_the_batch_on_the_final_outcome():
     # service.jobs.batches settles it with the page's result, in one call (migration 0017)
     database = Database()
-    job = ScrapeJob(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 2})
-    job.settle_later = True
-    item = database.item = item_for(job)
+    order = ScrapeOrder(url="http://example.com/", hold_id=7, account_id=3, costs={"none": 2})
+    order.settle_later = True
+    item = database.item = item_for(order)
     assert await through(pipelines(database), item) is item
     assert database.sent == []  # nothing settled here
-    assert job.to_settle is not None
-    cost, consume_trial, usage = job.to_settle
+    assert order.to_settle is not None
+    cost, consume_trial, usage = order.to_settle
     assert (cost, consume_trial, item.charged, item.result.credits_charged) == (2, False, 2, 2)
     assert (usage.account_id, usage.success, usage.elapsed_ms) == (3, True, item.result.elapsed_ms)
 
@@ -198,7 +198,7 @@ async def test_a_batch_page_leaves_its_settlement_to_the_batch_on_the_final_outc
 async def test_on_sqlite_the_settlement_waits_for_the_parse():
     # its database thread shares the GIL with the parse: nothing would travel meanwhile
     database = ThreadedDatabase()
-    job, item, answered = await billed_scrape_under_way(database)
+    order, item, answered = await billed_scrape_under_way(database)
     [(statement, params, title_when_sent)] = database.sent
     assert (statement, params["cost"], title_when_sent) == ("settle", 1, "Parsed")
     assert not answered.called
@@ -208,27 +208,27 @@ async def test_on_sqlite_the_settlement_waits_for_the_parse():
 
 @pytest_twisted.ensureDeferred
 async def test_without_a_database_the_page_is_still_parsed():
-    item = await through(pipelines(None), item_for(ScrapeJob(url="http://example.com/")))
+    item = await through(pipelines(None), item_for(ScrapeOrder(url="http://example.com/")))
     assert item.result.title == "Parsed" and item.result.success is True
     assert item.page is None and item.settlement is None
 
 
 def test_the_screenshot_the_browser_left_is_answered_as_base64():
-    job = ScrapeJob(url="http://example.com/", engine="js", formats=frozenset({"screenshot"}))
-    request = request_for(job, FeedSpider())
+    order = ScrapeOrder(url="http://example.com/", engine="js", formats=frozenset({"screenshot"}))
+    request = request_for(order, FeedSpider())
     assert request.meta["scrapespy_screenshot"] == {"full_page": False}
     png = b"\x89PNG\r\n\x1a\nnot really an image"
     request.meta["scrapespy_screenshot_png"] = png
-    response = HtmlResponse(job.url, body=b"<title>t</title>", request=request)
+    response = HtmlResponse(order.url, body=b"<title>t</title>", request=request)
     item = ResultPipeline().process_item(item_for_response(response))
     assert item.result.screenshot == "iVBORw0KGgpub3QgcmVhbGx5IGFuIGltYWdl"  # type: ignore[attr-defined]
-    plain = request_for(replace(job, formats=frozenset()), FeedSpider())
+    plain = request_for(replace(order, formats=frozenset()), FeedSpider())
     assert "scrapespy_screenshot" not in plain.meta
 
 
-def asked(**body: Any) -> ScrapeJob:
+def asked(**body: Any) -> ScrapeOrder:
     request, compiled = checked_scrape({"url": "http://example.com/", **body})
-    return ScrapeJob.asked(request, compiled)
+    return ScrapeOrder.asked(request, compiled)
 
 
 BROWSER_KEYS = ("scrapespy_wait_for", "scrapespy_actions", "scrapespy_device", "scrapespy_cookies")
@@ -247,7 +247,7 @@ STEPS = [
 
 
 def test_a_js_job_hands_the_browser_its_steps_device_and_cookies_in_the_requests_meta():
-    job = asked(
+    order = asked(
         engine="js",
         wait_for={"selector": "#prices", "ms": None},
         actions=STEPS,
@@ -255,7 +255,7 @@ def test_a_js_job_hands_the_browser_its_steps_device_and_cookies_in_the_requests
         headers={"X-Greeting": "hi"},
         cookies=[{"name": "a", "value": "1"}, {"name": "b", "value": "2", "path": "/x"}],
     )
-    request = request_for(job, FeedSpider())
+    request = request_for(order, FeedSpider())
     meta = request.meta
     assert meta["scrapespy_wait_for"] == {"selector": "#prices"}
     assert meta["scrapespy_actions"] == [
@@ -291,10 +291,10 @@ def test_a_plain_request_carries_nothing_more():
 
 
 def test_a_static_job_sends_the_cookies_from_its_own_jar_and_a_phones_user_agent():
-    job = asked(device="mobile", cookies=[{"name": "a", "value": "1", "domain": "example.com"}])
-    request = request_for(job, FeedSpider())
+    order = asked(device="mobile", cookies=[{"name": "a", "value": "1", "domain": "example.com"}])
+    request = request_for(order, FeedSpider())
     assert request.cookies == [{"name": "a", "value": "1", "domain": "example.com"}]
-    assert request.meta["cookiejar"] == job.id
+    assert request.meta["cookiejar"] == order.id
     assert request.headers.get("User-Agent") == MOBILE_USER_AGENT.encode()
     assert not set(BROWSER_KEYS) & set(request.meta)
     own = request_for(asked(device="mobile", headers={"user-agent": "Mine/1"}), FeedSpider())
@@ -308,11 +308,11 @@ OUTCOMES = [
 
 
 def test_the_steps_outcomes_the_browser_left_are_answered_on_a_success():
-    job = asked(engine="js", actions=STEPS[:1] + STEPS[-1:], formats=["markdown"])
-    request = request_for(job, FeedSpider())
+    order = asked(engine="js", actions=STEPS[:1] + STEPS[-1:], formats=["markdown"])
+    request = request_for(order, FeedSpider())
     request.meta["scrapespy_action_outcomes"] = OUTCOMES
     request.meta["scrapespy_action_results"] = [{"index": 1, "type": "evaluate", "value": "t"}]
-    response = HtmlResponse(job.url, body=PAGE, request=request)
+    response = HtmlResponse(order.url, body=PAGE, request=request)
     result = ResultPipeline().process_item(item_for_response(response)).result
     answer = orjson.loads(orjson.dumps(result))
     assert answer["success"] is True
@@ -322,8 +322,8 @@ def test_the_steps_outcomes_the_browser_left_are_answered_on_a_success():
 
 
 def test_a_failed_step_is_answered_with_the_outcomes_so_far_and_its_error():
-    job = asked(engine="js", actions=STEPS[:2])
-    request = request_for(job, FeedSpider())
+    order = asked(engine="js", actions=STEPS[:2])
+    request = request_for(order, FeedSpider())
     failed = {"index": 1, "type": "click", "ok": False, "elapsed_ms": 5000, "error": "no match"}
     request.meta["scrapespy_action_outcomes"] = [OUTCOMES[0], failed]
     message = 'action 1 (click) failed: no element matches ".tab" within the timeout'
@@ -334,7 +334,7 @@ def test_a_failed_step_is_answered_with_the_outcomes_so_far_and_its_error():
     assert (answer["success"], answer["error"]) == (False, message)
     assert answer["actions"] == [OUTCOMES[0], failed] and answer["action_results"] == []
     # the browser reported nothing (it failed before the steps): empty lists, not absent
-    nothing = request_for(job, FeedSpider())
+    nothing = request_for(order, FeedSpider())
     failure.request = nothing  # type: ignore[attr-defined]
     answer = orjson.loads(
         orjson.dumps(ResultPipeline().process_item(item_for_failure(failure)).result)

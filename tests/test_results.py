@@ -7,7 +7,7 @@ import orjson
 
 from service.api.openapi import document
 from service.extraction import compile_selectors, empty_fields
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 from service.scrape.results import json_schema, new_result
 
 SPEC_ORDER = [
@@ -39,14 +39,14 @@ ANSWER_ORDER = [
 ]
 
 
-def a_job() -> ScrapeJob:
-    return ScrapeJob(url="http://example.com/", selectors=compile_selectors({"h": "h1::text"}))
+def a_job() -> ScrapeOrder:
+    return ScrapeOrder(url="http://example.com/", selectors=compile_selectors({"h": "h1::text"}))
 
 
 def test_an_answer_has_the_specifications_fields_in_its_order_and_no_block_reason():
-    job = a_job()
+    order = a_job()
     result = new_result(
-        job, empty_fields(job.selectors), final_url=job.url, status_code=0, error="x"
+        order, empty_fields(order.selectors), final_url=order.url, status_code=0, error="x"
     )
     answer = orjson.loads(orjson.dumps(result))
     assert list(answer) == ANSWER_ORDER
@@ -65,12 +65,12 @@ def test_an_answer_has_the_specifications_fields_in_its_order_and_no_block_reaso
 
 
 def test_a_blocked_answer_names_the_vendor_last():
-    job = a_job()
-    page = {**empty_fields(job.selectors), "title": "Just a moment..."}
+    order = a_job()
+    page = {**empty_fields(order.selectors), "title": "Just a moment..."}
     result = new_result(
-        job,
+        order,
         page,
-        final_url=job.url,
+        final_url=order.url,
         status_code=403,
         error="the target answered HTTP 403",
         tier_used="datacenter",
@@ -90,10 +90,15 @@ def test_the_documented_schema_requires_what_every_answer_has_and_accepts_both()
     schema = document("http://127.0.0.1")["components"]["schemas"]["ScrapeResult"]
     assert schema == json_schema()
     assert schema["required"] == ANSWER_ORDER
-    job = a_job()
-    plain = new_result(job, empty_fields(None), final_url=job.url, status_code=200, error=None)
+    order = a_job()
+    plain = new_result(order, empty_fields(None), final_url=order.url, status_code=200, error=None)
     blocked = new_result(
-        job, empty_fields(None), final_url=job.url, status_code=200, error=None, block_reason="x"
+        order,
+        empty_fields(None),
+        final_url=order.url,
+        status_code=200,
+        error=None,
+        block_reason="x",
     )
     validator = jsonschema_rs.Draft202012Validator(schema)
     for answer in (plain, blocked):
@@ -103,8 +108,8 @@ def test_the_documented_schema_requires_what_every_answer_has_and_accepts_both()
 
 
 def test_asked_outputs_come_last_in_their_order_and_the_schema_documents_them():
-    job = ScrapeJob(url="http://example.com/", formats=frozenset({"raw_html", "markdown"}))
-    result = new_result(job, empty_fields(None), final_url=job.url, status_code=200, error=None)
+    order = ScrapeOrder(url="http://example.com/", formats=frozenset({"raw_html", "markdown"}))
+    result = new_result(order, empty_fields(None), final_url=order.url, status_code=200, error=None)
     result.fill({**empty_fields(None), "markdown": "# Hi"})
     answer = orjson.loads(orjson.dumps(result))
     assert list(answer) == [*ANSWER_ORDER, "markdown", "raw_html"]
@@ -118,9 +123,9 @@ def test_asked_outputs_come_last_in_their_order_and_the_schema_documents_them():
 
 def test_with_actions_the_steps_outcomes_come_after_block_reason_and_before_the_outputs():
     step = {"type": "click", "selector": "#more", "all": False}
-    job = ScrapeJob(url="http://example.com/", actions=(step,), formats=frozenset({"markdown"}))
+    order = ScrapeOrder(url="http://example.com/", actions=(step,), formats=frozenset({"markdown"}))
     blocked = new_result(
-        job, empty_fields(None), final_url=job.url, status_code=403, error="x", block_reason="y"
+        order, empty_fields(None), final_url=order.url, status_code=403, error="x", block_reason="y"
     )
     answer = orjson.loads(orjson.dumps(blocked))
     assert list(answer) == [*ANSWER_ORDER, "block_reason", "actions", "action_results", "markdown"]
@@ -136,6 +141,6 @@ def test_with_actions_the_steps_outcomes_come_after_block_reason_and_before_the_
     assert "actions" not in schema["required"] and "action_results" not in schema["required"]
     assert not validator.is_valid({**answer, "actions": [{"index": 0, "type": "click"}]})
     # without actions, not a trace of them
-    plain = ScrapeJob(url="http://example.com/", formats=frozenset({"markdown"}))
-    result = new_result(plain, empty_fields(None), final_url=job.url, status_code=200, error=None)
+    plain = ScrapeOrder(url="http://example.com/", formats=frozenset({"markdown"}))
+    result = new_result(plain, empty_fields(None), final_url=order.url, status_code=200, error=None)
     assert list(orjson.loads(orjson.dumps(result))) == [*ANSWER_ORDER, "markdown"]

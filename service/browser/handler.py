@@ -78,7 +78,7 @@ from service.browser.settle import PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
 from service.core.config import Config, default_chromium_path
-from service.scrape.order import JOB
+from service.scrape.order import ORDER
 from service.scrape.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
@@ -316,8 +316,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 left = self._time_left(request) - ANSWER_RESERVE
                 async with asyncio.timeout(max(left, 0.0)) as deadline:
                     render.deadline = deadline
-                    job = request.meta.get(JOB)
-                    await self.pages.acquire(background=getattr(job, "background", False))
+                    order = request.meta.get(ORDER)
+                    await self.pages.acquire(background=getattr(order, "background", False))
                     slot = True
                     page = await self._page_for(request, render)
                     response = await self._download_request_with_page(request, page, self._spider)

@@ -3,7 +3,7 @@
 A batch keeps up to ``SCRAPESPY_JOB_PAGES_IN_FLIGHT`` pages in flight, more than the browser has
 slots: with a plain semaphore, a ``POST /scrape`` caller's js page waited behind every job page
 already waiting. Here a freed slot goes to the first waiting page a caller waits on, and to a
-job's page (``ScrapeJob.background``) only when none does.
+job's page (``ScrapeOrder.background``) only when none does.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from service.extraction.text import visible_text
 
 if TYPE_CHECKING:
     from service.extraction.selectors import CompiledSelectors
-    from service.scrape.order import ScrapeJob
+    from service.scrape.order import ScrapeOrder
 
 __all__ = ["CONVERTED", "OutputOptions", "extract_page", "render"]
 
@@ -78,11 +78,11 @@ class OutputOptions:
     exclude_tags: tuple[str, ...] = ()
 
     @classmethod
-    def for_job(cls, job: ScrapeJob) -> OutputOptions | None:
-        converted = job.formats & CONVERTED
-        if not (converted or job.only_main_content or job.include_tags or job.exclude_tags):
+    def for_order(cls, order: ScrapeOrder) -> OutputOptions | None:
+        converted = order.formats & CONVERTED
+        if not (converted or order.only_main_content or order.include_tags or order.exclude_tags):
             return None
-        return cls(converted, job.only_main_content, job.include_tags, job.exclude_tags)
+        return cls(converted, order.only_main_content, order.include_tags, order.exclude_tags)
 
     @property
     def replaces_text(self) -> bool:

@@ -48,7 +48,7 @@ from service.db.hot import HotConnection
 from service.jobs import batch_store, crawl_store
 from service.jobs.webhooks import take_webhook
 from service.scrape.engine import SHUTTING_DOWN, EngineBridge
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
 from service.scrape.scraper import Scraper
 
@@ -84,7 +84,7 @@ _OUTPUTS = (
 
 
 # a claimed page's attempt: its job, or the refusal of its hold (Batches._start)
-Started = tuple[batch_store.Claim, "ScrapeJob | ApiError"]
+Started = tuple[batch_store.Claim, "ScrapeOrder | ApiError"]
 
 _COLD = object()  # Batches._start_hot: not a page the hot path starts
 
@@ -397,7 +397,7 @@ class Batches:
             return claim, exc
         caller, price, hold_id = made
         # a page whose result the hot path stores settles with it, in one call (_finish_hot)
-        job = ScrapeJob.held(request, compiled, caller, price, hold_id, settle_later=terms.hot)
+        job = ScrapeOrder.held(request, compiled, caller, price, hold_id, settle_later=terms.hot)
         return claim, job
 
     def _start_hot_all(
@@ -441,7 +441,7 @@ class Batches:
         )
 
     async def _finish_hot(
-        self, finish: batch_store.Finish, job_seq: int, job: ScrapeJob, result: ScrapeResult
+        self, finish: batch_store.Finish, job_seq: int, job: ScrapeOrder, result: ScrapeResult
     ) -> None:
         """A hot job's result; on PostgreSQL with the page's settlement, in one call (migration
         0017), when the billing pipeline left one (not when the watchdog answered first: it
@@ -511,7 +511,9 @@ class Batches:
         if claim.paid_hold is not None:
             # billed by an attempt that died before storing its result: scraped again, unbilled
             request, compiled = self._request(claim)
-            return claim, ScrapeJob.asked(request, compiled, ladder=self._unbilled_ladder(request))
+            return claim, ScrapeOrder.asked(
+                request, compiled, ladder=self._unbilled_ladder(request)
+            )
         return self._held(conn, claim, batch_store.set_hold)
 
     def _held(
@@ -530,7 +532,7 @@ class Batches:
         except (PaymentRequired, Unauthorized, Forbidden) as exc:
             return claim, exc
         record(conn, claim.page_id, claim.attempt, hold_id)
-        return claim, ScrapeJob.held(request, compiled, caller, price, hold_id)
+        return claim, ScrapeOrder.held(request, compiled, caller, price, hold_id)
 
     def _request(self, claim: batch_store.Claim) -> tuple[ScrapeRequest, Any]:
         """The page's scrape request: its job's, with the page's URL, which was checked when

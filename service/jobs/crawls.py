@@ -31,7 +31,7 @@ from service.jobs.batches import Batches, TooManyJobs
 from service.jobs.crawl_rules import CRAWL_FIELDS, CrawlRules, MapRequest, Rules, normalised
 from service.jobs.sitemaps import sitemap_urls
 from service.jobs.webhooks import take_webhook
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 
 MAP_FAILED = "map_failed"
 NOT_FETCHED = "no sitemap listed URLs within the rules, and the start page could not be fetched"
@@ -183,7 +183,7 @@ class Crawls:
         why = NO_SITEMAP
         if asked.sitemap != "only":
             result = await self.batches.bridge.submit(
-                ScrapeJob(url=start, respect_robots=asked.respect_robots)
+                ScrapeOrder(url=start, respect_robots=asked.respect_robots)
             )
             if result.success:
                 for url in (start, *(link["href"] for link in result.links)):

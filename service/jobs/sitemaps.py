@@ -21,7 +21,7 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from service.jobs.crawl_rules import normalised, registrable
 from service.scrape.engine import EngineBridge
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,9 @@ MAX_LEVELS = 2  # an index of indexes of sitemaps, and no deeper
 
 async def fetch_text(bridge: EngineBridge, url: str, timeout: float) -> str | None:
     """The body of ``url`` as an unbilled scrape fetches it, or None when it failed."""
-    job = ScrapeJob(url=url, formats=frozenset({"raw_html"}), respect_robots=False, timeout=timeout)
+    job = ScrapeOrder(
+        url=url, formats=frozenset({"raw_html"}), respect_robots=False, timeout=timeout
+    )
     result = await bridge.submit(job)
     if not result.success:
         return None

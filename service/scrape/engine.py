@@ -1,7 +1,7 @@
 """The engine bridge: one long-lived Scrapy crawler, fed one request per API call.
 
 The HTTP front talks to Scrapy only through this module. :meth:`EngineBridge.start` builds the
-crawler once; :meth:`EngineBridge.submit` turns a :class:`ScrapeJob`, whose credits are held
+crawler once; :meth:`EngineBridge.submit` turns a :class:`ScrapeOrder`, whose credits are held
 already, into one request for the running engine and returns the job's Deferred, which fires
 with the result once the pipelines (result building, billing) are through. A watchdog answers a
 job that overran its timeout by a margin, and releases its hold, whatever Scrapy is doing with
@@ -39,7 +39,7 @@ from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds
 from service.extraction.pool import ExtractionPool
 from service.process.observability import HOLDS_OPEN, record_scrape, watch_browser
-from service.scrape.order import ScrapeItem, ScrapeJob
+from service.scrape.order import ScrapeItem, ScrapeOrder
 from service.scrape.results import ScrapeResult, new_result
 from service.scrape.scrapy_settings import from_config
 from spiders.feed import FeedSpider, request_for
@@ -77,7 +77,7 @@ class EngineBridge:
         self.spider: FeedSpider | None = None
         self._finished: Deferred[None] | None = None
         self._watchdogs: dict[int, Any] = {}  # job id -> IDelayedCall
-        self._jobs: dict[int, ScrapeJob] = {}
+        self._jobs: dict[int, ScrapeOrder] = {}
         self._drained = False  # the shutdown answered what was in flight; nothing more goes in
         self._cookie_jars: Any = None
         self.extractor: ExtractionPool | None = None
@@ -138,103 +138,103 @@ class EngineBridge:
             await self.extractor.stop()
             self.extractor = None
 
-    def submit(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
+    def submit(self, order: ScrapeOrder) -> Deferred[ScrapeResult]:
         """Scrape ``job``, whose credits (if any) are held already. Returns its answer."""
         if self._drained:
             # the hold came in after the shutdown's drain: give it back and fetch nothing
-            self._abandon(job, SHUTTING_DOWN)
-            return job.done
+            self._abandon(order, SHUTTING_DOWN)
+            return order.done
         assert self.crawler is not None and self.crawler.engine is not None
         assert self.spider is not None
-        if job.hold_id is not None:
+        if order.hold_id is not None:
             HOLDS_OPEN.inc()
-        self._jobs[job.id] = job
-        self._watchdogs[job.id] = running().callLater(
-            job.timeout + WATCHDOG_MARGIN, self._overran, job
+        self._jobs[order.id] = order
+        self._watchdogs[order.id] = running().callLater(
+            order.timeout + WATCHDOG_MARGIN, self._overran, order
         )
-        job.done.addBoth(self._forget, job)
-        self.crawler.engine.crawl(request_for(job, self.spider))
-        return self._answer_for_caller(job)
+        order.done.addBoth(self._forget, order)
+        self.crawler.engine.crawl(request_for(order, self.spider))
+        return self._answer_for_caller(order)
 
-    def _answer_for_caller(self, job: ScrapeJob) -> Deferred[ScrapeResult]:
+    def _answer_for_caller(self, order: ScrapeOrder) -> Deferred[ScrapeResult]:
         """``job``'s answer, for a caller who may go away: cancelling it (the HTTP front does
         when the client disconnects) answers the job without it and releases its hold, so a
         scrape that finishes later bills nothing."""
-        answer: Deferred[ScrapeResult] = Deferred(lambda _: self._caller_gone(job))
-        job.done.chainDeferred(answer)
+        answer: Deferred[ScrapeResult] = Deferred(lambda _: self._caller_gone(order))
+        order.done.chainDeferred(answer)
         return answer
 
-    def _caller_gone(self, job: ScrapeJob) -> None:
-        if job.done.called:
+    def _caller_gone(self, order: ScrapeOrder) -> None:
+        if order.done.called:
             return
         log.info(
             "the caller of scrape %s went away; releasing its hold",
-            job.id,
-            extra={"event": "scrape_caller_gone", "request_id": job.request_id},
+            order.id,
+            extra={"event": "scrape_caller_gone", "request_id": order.request_id},
         )
-        self._abandon(job, CALLER_GONE)
+        self._abandon(order, CALLER_GONE)
 
-    def _forget(self, result: Any, job: ScrapeJob) -> Any:
-        if job.hold_id is not None:
+    def _forget(self, result: Any, order: ScrapeOrder) -> Any:
+        if order.hold_id is not None:
             HOLDS_OPEN.dec()
-        self._jobs.pop(job.id, None)
-        watchdog = self._watchdogs.pop(job.id, None)
+        self._jobs.pop(order.id, None)
+        watchdog = self._watchdogs.pop(order.id, None)
         if watchdog is not None and watchdog.active():
             watchdog.cancel()
         if self._cookie_jars is not None:
-            self._cookie_jars.pop(job.id, None)
+            self._cookie_jars.pop(order.id, None)
         return result
 
     def _item_scraped(self, item: ScrapeItem, **_: Any) -> None:
-        job = item.job
-        if job.finish(item.result):
-            record_scrape(item.result, job.proxy_type, item.tier_used, item.charged)
+        order = item.order
+        if order.finish(item.result):
+            record_scrape(item.result, order.proxy_type, item.tier_used, item.charged)
 
     def _item_failed(self, item: ScrapeItem, failure: Any, **_: Any) -> None:
-        if not item.job.done.called:
-            item.job.done.errback(failure)
+        if not item.order.done.called:
+            item.order.done.errback(failure)
 
-    def _overran(self, job: ScrapeJob) -> None:
-        self._watchdogs.pop(job.id, None)
-        if job.done.called:
+    def _overran(self, order: ScrapeOrder) -> None:
+        self._watchdogs.pop(order.id, None)
+        if order.done.called:
             return
         log.warning(
             "scrape %s overran its timeout of %s s; answering without it",
-            job.id,
-            job.timeout,
-            extra={"event": "scrape_overran", "request_id": job.request_id},
+            order.id,
+            order.timeout,
+            extra={"event": "scrape_overran", "request_id": order.request_id},
         )
-        self._abandon(job, timed_out(job), "timeout")
+        self._abandon(order, timed_out(order), "timeout")
 
-    def _abandon(self, job: ScrapeJob, error: str, code: str = "unavailable") -> Deferred[Any]:
+    def _abandon(self, order: ScrapeOrder, error: str, code: str = "unavailable") -> Deferred[Any]:
         """Answer a job that Scrapy has not finished, and release its hold (at most once),
         unless its own answer was claimed first (pipelines.billing): then that one goes out."""
         result = new_result(
-            job,
-            empty_fields(job.selectors),
-            final_url=job.url,
+            order,
+            empty_fields(order.selectors),
+            final_url=order.url,
             status_code=0,
             error=error,
             error_code=code,
         )
-        if not job.claim(result):
+        if not order.claim(result):
             return succeed(None)
-        if job.hold_id is None or self.database is None:
-            job.finish(result)
+        if order.hold_id is None or self.database is None:
+            order.finish(result)
             return succeed(None)
-        return self._release(job, result).addCallbacks(
-            lambda _: job.finish(result), job.done.errback
+        return self._release(order, result).addCallbacks(
+            lambda _: order.finish(result), order.done.errback
         )
 
-    def _release(self, job: ScrapeJob, result: ScrapeResult) -> Deferred[Any]:
+    def _release(self, order: ScrapeOrder, result: ScrapeResult) -> Deferred[Any]:
         """Release ``job``'s hold, unbilled, with a usage row for the answer ``result``."""
-        assert self.database is not None and job.hold_id is not None
+        assert self.database is not None and order.hold_id is not None
 
         def released(settlement: ledger.Settlement) -> None:
-            job.balance_after = settlement.balance
+            order.balance_after = settlement.balance
 
         return self.database.run_hot(
-            ledger.release, job.hold_id, usage_row(job, result, "none")
+            ledger.release, order.hold_id, usage_row(order, result, "none")
         ).addCallback(released)
 
     async def drain(self, grace: float) -> int:
@@ -247,7 +247,7 @@ class EngineBridge:
         while self._jobs and time.monotonic() < deadline:
             await deferLater(running(), 0.05)
         self._drained = True
-        left = [job for job in self._jobs.values() if not job.done.called]
-        for job in left:
-            await self._abandon(job, SHUTTING_DOWN)
+        left = [order for order in self._jobs.values() if not order.done.called]
+        for order in left:
+            await self._abandon(order, SHUTTING_DOWN)
         return len(left)

@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 
 _ids = itertools.count(1)
 
-JOB = "scrapespy_job"  # the request's meta key of its ScrapeJob
+ORDER = "scrapespy_order"  # the request's meta key of its ScrapeOrder
 
 
 @dataclass(eq=False)
-class ScrapeJob:
+class ScrapeOrder:
     url: str
     engine: str = "static"
     selectors: Any = None  # service.extraction.CompiledSelectors
@@ -74,7 +74,7 @@ class ScrapeJob:
     to_settle: tuple[int, bool, UsageRow] | None = None
 
     @classmethod
-    def asked(cls, request: ScrapeRequest, selectors: Any, **billing: Any) -> ScrapeJob:
+    def asked(cls, request: ScrapeRequest, selectors: Any, **billing: Any) -> ScrapeOrder:
         """The job a checked request (``service.core.schemas.checked_scrape``) asks for; ``billing``
         gives who pays, when anyone does."""
         return cls(
@@ -110,7 +110,7 @@ class ScrapeJob:
         price: Quote,
         hold_id: int,
         **more: Any,
-    ) -> ScrapeJob:
+    ) -> ScrapeOrder:
         """The job of a request whose price (``service.billing.pricing.quote``) is held for
         ``caller``: who pays, what each tier costs and, for auto, the steps it may take. ``POST
         /scrape``
@@ -156,7 +156,7 @@ class ScrapeItem:
     """The item of one scrape: what the spider received, and what the pipelines add to it in
     their order (service.scrape.scrapy_settings' ``ITEM_PIPELINES``)."""
 
-    job: ScrapeJob
+    order: ScrapeOrder
     request: Request
     response: Response | None = None  # or, when nothing was received:
     failure: Failure | None = None
@@ -169,4 +169,4 @@ class ScrapeItem:
     charged: int = 0
 
     def __repr__(self) -> str:
-        return f"<scrape {self.job.id} of {self.job.url}>"
+        return f"<scrape {self.order.id} of {self.order.url}>"

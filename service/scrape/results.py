@@ -31,7 +31,7 @@ from service.core.errors import FAILURE_CODES
 from service.core.schemas import ACTION_TYPES
 
 if TYPE_CHECKING:
-    from service.scrape.order import ScrapeJob
+    from service.scrape.order import ScrapeOrder
 
 
 class Link(TypedDict):
@@ -284,7 +284,7 @@ def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
 
 
 def new_result(
-    job: ScrapeJob,
+    order: ScrapeOrder,
     page: Mapping[str, Any],
     *,
     final_url: str,
@@ -300,15 +300,15 @@ def new_result(
     (``service.extraction.empty_fields`` until the page is parsed). Nothing is charged yet.
     ``engine`` is the one that answered an auto job (by default the one it starts with)."""
     if engine is None:
-        engine = job.engine if job.ladder is None else job.ladder.first[0]
+        engine = order.engine if order.ladder is None else order.ladder.first[0]
     outcome: dict[str, Any] = {
-        "url": job.url,
+        "url": order.url,
         "final_url": final_url,
         "status_code": status_code,
         "success": error is None,
         "engine": engine,
         # the billing basis: the same figure in the usage row and in the answer
-        "elapsed_ms": job.elapsed_ms(),
+        "elapsed_ms": order.elapsed_ms(),
         "error": error,
         "error_code": "blocked"
         if block_reason is not None
@@ -318,15 +318,15 @@ def new_result(
         "tier_used": tier_used,
         "credits_charged": 0,
         "cached": False,
-        "timings": job.clock.timings(job.started),
+        "timings": order.clock.timings(order.started),
     }
-    if job.formats or job.actions or job.ladder is not None:
-        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in job.formats)
-        if job.actions:
+    if order.formats or order.actions or order.ladder is not None:
+        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in order.formats)
+        if order.actions:
             outputs = ACTION_FIELDS + outputs
-        if job.ladder is not None:
+        if order.ladder is not None:
             outputs = ATTEMPTS + outputs
-            outcome["attempts"] = list(job.attempts or ())
+            outcome["attempts"] = list(order.attempts or ())
         if block_reason is None:
             return result_class(ScrapeResult, outputs)(**outcome, **page)
         return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)

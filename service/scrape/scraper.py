@@ -42,7 +42,7 @@ from service.db.hot import HotConnection, hot_path
 from service.db.tables import accounts
 from service.scrape.answer_cache import AnswerCache, options_of
 from service.scrape.engine import EngineBridge
-from service.scrape.order import ScrapeJob
+from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class Scraper:
         try:
             terms = (request.engine, request.proxy_type, request.max_credits)
             caller, price, hold_id = await self.hold(key_hash, *terms)
-            job = ScrapeJob.held(request, compiled, caller, price, hold_id, request_id=request_id)
+            job = ScrapeOrder.held(request, compiled, caller, price, hold_id, request_id=request_id)
             result = await self.bridge.submit(job)
         finally:
             self.active -= 1
