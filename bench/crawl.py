@@ -47,6 +47,7 @@ from typing import Any
 
 from bench.contenders import postgres_database, scrapespy
 from bench.crawl_site import depth, write_site
+from bench.job_client import FINISHED, Connection, row, verdict
 from bench.site import serve, server_name, tear_down
 from harness.procinfo import cpu_seconds, rss_mb
 
@@ -105,7 +106,6 @@ def crawlspider(start: str, pages: int, concurrency: int) -> dict[str, Any]:
 
 
 async def _service_crawl(base: str, key: str, start: str, pages: int) -> dict[str, Any]:
-    from bench.jobs import FINISHED, Connection
 
     conn = Connection(base, key)
     progress: list[tuple[float, int]] = []
@@ -264,7 +264,6 @@ def run() -> dict[str, Any]:
 
 def report(crawl: dict[str, Any]) -> list[str]:
     """The crawl's rows in bench/jobs.py's table."""
-    from bench.jobs import row, verdict
 
     title = f"{crawl.get('pages', 10_000):,}-page crawl, x CrawlSpider"
     if not crawl["measured"]:

@@ -47,9 +47,9 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from bench.contenders import postgres_database, scrapespy
+from bench.job_client import FINISHED, Connection, row, verdict
 from bench.site import serve, server_name, stop, tear_down
 from harness.pages import write_pages
 from harness.procinfo import cpu_seconds
@@ -68,50 +68,6 @@ BATCH_BAR = 0.9
 TWO_INSTANCES_BAR = 0.65
 # the second two-instance figure's site answers each page this late (bench.site's DELAY)
 LATE_SECONDS = float(os.environ.get("BENCH_JOBS_LATE_SECONDS", "0.2"))
-FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
-
-
-# the client -------------------------------------------------------------------------------------
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection to the service (Twisted answers chunked)."""
-
-    def __init__(self, base: str, key: str):
-        parts = urlsplit(base)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.key = key
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        assert self.reader is not None
-        data = b"" if body is None else json.dumps(body).encode()
-        head = (
-            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-            f"X-API-Key: {self.key}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n"
-        )
-        self.writer.write(head.encode() + data)
-        status_line = await self.reader.readline()
-        headers = {}
-        while (line := await self.reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if headers.get("transfer-encoding") == "chunked":
-            chunks = []
-            while size := int((await self.reader.readline()).split(b";")[0], 16):
-                chunks.append(await self.reader.readexactly(size + 2))
-            await self.reader.readline()
-            return int(status_line.split()[1]), b"".join(c[:-2] for c in chunks)
-        length = int(headers.get("content-length", "0"))
-        return int(status_line.split()[1]), await self.reader.readexactly(length)
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
 
 
 async def _scrapes(base: str, key: str, urls: list[str], concurrency: int) -> dict[str, Any]:
@@ -337,16 +293,6 @@ def run() -> dict[str, Any]:
 
 
 # the table --------------------------------------------------------------------------------------
-
-
-def verdict(ok: bool | None, failed: int = 0) -> str:
-    if failed:
-        return f"NOT MEASURED: {failed} pages failed"
-    return "-" if ok is None else ("meets the bar" if ok else "MISSES the bar")
-
-
-def row(name: str, figure: str, bar: str, said: str) -> str:
-    return f"{name:<52}{figure:>8}  {bar:<10}{said}".rstrip()
 
 
 def two_rows(name: str, two: dict[str, Any], why: str = "") -> list[str]:

@@ -33,15 +33,14 @@ instance ``scrapy crawl page``) the pipelines are not configured.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from service.billing import ledger
-from service.db.tables import UsageRow
-from service.scrape.order import ScrapeItem, ScrapeOrder
+from service.scrape.order import ScrapeItem, ScrapeOrder, storable, usage_row
 from service.scrape.results import ScrapeResult
 
 if TYPE_CHECKING:
@@ -62,30 +61,6 @@ def charge_for(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> tupl
     if order.ladder is not None:  # auto: the engine that answered (service.core.escalation)
         return order.ladder.costs[result.engine][tier_used], False
     return order.costs[tier_used], False
-
-
-@overload
-def _storable(text: str) -> str: ...
-@overload
-def _storable(text: None) -> None: ...
-def _storable(text: str | None) -> str | None:
-    """PostgreSQL text cannot hold NUL, which a URL's fragment may carry: store it as %00."""
-    return text.replace("\x00", "%00") if text is not None else None
-
-
-def usage_row(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> UsageRow:
-    return UsageRow(
-        account_id=order.account_id,
-        url=_storable(order.url[:4000]),
-        engine=result.engine,  # the engine that answered, for an auto request too
-        tier_requested=order.proxy_type,
-        tier_used=tier_used,
-        status_code=result.status_code or None,
-        success=result.success,
-        blocked=result.blocked,
-        error=_storable(result.error),
-        elapsed_ms=result.elapsed_ms,
-    )
 
 
 def database_of(crawler: Crawler) -> Database:
@@ -163,7 +138,7 @@ class BillingPipeline:
         balance = settlement.balance
         if (charged or settlement.trial_consumed) and not billable:
             why = told.error if told is not None else UNANSWERED
-            refund = self.database.run(ledger.refund, order.hold_id, _storable(why))
+            refund = self.database.run(ledger.refund, order.hold_id, storable(why))
             given_back = await maybe_deferred_to_future(refund)
             charged -= given_back
             if balance is not None:  # this scrape's own entries: the capture, then the refund

@@ -45,7 +45,6 @@ from service.browser.failures import BrowserError
 from service.core.config import Config
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds, PageTooLarge
-from service.extraction.outputs import OutputOptions
 from service.extraction.pool import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
@@ -53,8 +52,8 @@ from service.extraction.pool import (
     ExtractionPool,
 )
 from service.extraction.worker import extract_within
-from service.scrape.order import ScrapeItem, ScrapeOrder
-from service.scrape.results import new_result, with_truncated
+from service.scrape.order import ScrapeItem, ScrapeOrder, new_result, timed_out
+from service.scrape.results import with_truncated
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -62,10 +61,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RAW_HTML_BYTES = Config.max_raw_html_bytes
-
-
-def timed_out(order: ScrapeOrder) -> str:
-    return f"timed out after {order.timeout:g} s"
 
 
 def describe_failure(failure: Failure, order: ScrapeOrder, download_limit: int = 0) -> str:
@@ -202,7 +197,7 @@ class FieldsPipeline:
         item.page = None
         parsing_started = time.monotonic()
         try:
-            options = OutputOptions.for_order(order)
+            options = order.output_options()
             if self.extractor is None:
                 fields = extract_within(page.text, page.url, order.selectors, options, self.bounds)
             else:

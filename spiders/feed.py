@@ -109,6 +109,10 @@ class FeedSpider(Spider):
     def keep_open(self) -> None:
         raise DontCloseSpider
 
+    def request_for(self, order: ScrapeOrder) -> Request:
+        """The request the engine bridge feeds the crawler for ``order``."""
+        return request_for(order, self)
+
     # Lists, not generators: Scrapy reads a generator callback's source with ``ast`` to warn
     # about return values, and its cache of that is keyed weakly by the bound method, which
     # is a new object for every request, so the source was parsed again on every scrape.

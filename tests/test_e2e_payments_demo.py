@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from harness.service import call
-from service.dashboard.pages import CONTENT_SECURITY_POLICY
+from service.core.headers import CONTENT_SECURITY_POLICY
 from tests.checkout_flow import (
     PUBLIC_URL,
     assert_credited_once,

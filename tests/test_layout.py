@@ -1,45 +1,211 @@
-"""The packages' import rules, which keep the architecture what docs/architecture.md says."""
+"""The import rules that keep the architecture what docs/architecture.md draws.
+
+The service is a few parts in one order, lowest first; a module imports modules of its own part
+or of lower parts only, never of a higher one, and no module imports itself back through others
+(a loop). Type-only imports count: a loop through ``TYPE_CHECKING`` is still two modules that
+cannot be read, or moved, one without the other. The Scrapy components are named by the engine
+only through Scrapy's settings (dotted paths), as Scrapy itself names them.
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 from harness.service import ROOT
 
-# package -> the packages of this repository it must never import
-FORBIDDEN = {
-    "service": {"middlewares", "tests", "bench", "harness"},
-    "middlewares": {"pipelines", "spiders", "tests", "bench", "harness"},
-    "harness": {"tests", "bench"},
-    "bench": {"tests"},
-    "tests": {"bench"},
-    # the client is a distribution of its own: httpx, pydantic and the standard library only
-    "clients": {"service", "middlewares", "pipelines", "spiders", "harness", "tests", "bench"},
+# The parts, lowest first.
+PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # pure libraries of the scrape: HTML, anti-bot rules, addresses; they know no service
+    ("libraries", ("service.extraction", "service.antibot", "service.egress")),
+    # the vocabulary every part shares: request models, formats/engines/tiers, errors, settings
+    ("core", ("service.core",)),
+    ("database", ("service.db",)),
+    ("billing", ("service.billing",)),
+    # one scrape: its order, result, timings and the bridge to the one Scrapy crawler
+    ("scrape", ("service.scrape",)),
+    # what Scrapy runs, named by the engine through its settings only
+    ("scrapy components", ("service.browser", "spiders", "middlewares", "pipelines")),
+    # the API's jobs: batch, crawl, map, their queue and webhooks
+    ("jobs", ("service.jobs",)),
+    # the HTTP front: the API, the dashboard, the reference page
+    ("front", ("service.api", "service.dashboard", "service.reference")),
+    # the running process: CLI, server, daemon, workers, logs and metrics
+    ("process", ("service.process", "twisted.plugins")),
+)
+COMPONENTS = ("spiders", "middlewares", "pipelines")
+# distributions and tools beside the service, each with its own rule
+OTHERS = {
+    "bench": ("bench",),
+    "harness": ("harness",),
+    "client": ("scrapespy",),
+    "tests": ("tests",),
 }
-# The engine bridge is the one place that feeds the crawler: it names the feed spider.
-ALLOWED = {("service/scrape/engine.py", "spiders")}
 
 
-def imported_packages(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names: set[str] = set()
-    for node in ast.walk(tree):
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[:3] == ["clients", "python", "src"]:
+        parts = parts[3:]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    roots = ("service", "spiders", "middlewares", "pipelines", "bench", "harness", "tests")
+    for root in (*roots, "clients/python/src/scrapespy", "twisted/plugins"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            if "migrations" in path.parts and "versions" in path.parts:
+                continue
+            found[module_name(path)] = path
+    return found
+
+
+def _resolved(name: str) -> str | None:
+    known = modules()
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> set[str]:
+    path = modules()[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # ``from package import module`` names the module; anything else names ``base``
+            submodules = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules()]
+            names = submodules if len(submodules) == len(node.names) else [base, *submodules]
+        for name in names:
+            target = _resolved(name)
+            if target is not None and target != module:
+                found.add(target)
+    return found
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_a_package_imports_only_what_its_layer_may(package: str) -> None:
+def part_of(module: str) -> int | None:
+    for index, (_, prefixes) in enumerate(PARTS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    return None
+
+
+def service_modules() -> Iterator[str]:
+    yield from (m for m in modules() if part_of(m) is not None or m == "service")
+
+
+def test_every_module_of_the_service_has_a_part() -> None:
+    stray = [m for m in modules() if m.split(".")[0] == "service" and m != "service"]
+    assert [m for m in stray if part_of(m) is None] == []
+
+
+def test_no_module_imports_a_higher_part() -> None:
     offences = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        relative = path.relative_to(ROOT).as_posix()
-        for name in imported_packages(path) & FORBIDDEN[package]:
-            if (relative, name) not in ALLOWED:
-                offences.append(f"{relative} imports {name}")
+    for module in service_modules():
+        own = part_of(module) or 0
+        for target in sorted(imports_of(module)):
+            other = part_of(target)
+            if other is not None and other > own:
+                offences.append(f"{module} ({PARTS[own][0]}) imports {target} ({PARTS[other][0]})")
+    assert offences == []
+
+
+def loops() -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in imports_of(node):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in modules():
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_loops() -> None:
+    assert loops() == []
+
+
+def test_the_scrapy_components_do_not_import_one_another_upstream() -> None:
+    """Middlewares run before the spider's callbacks and the pipelines: they name neither."""
+    offences = [
+        f"{m} imports {t}"
+        for m in modules()
+        if m.startswith("middlewares")
+        for t in imports_of(m)
+        if t.split(".")[0] in ("spiders", "pipelines")
+    ]
+    assert offences == []
+
+
+@pytest.mark.parametrize(
+    ("family", "forbidden"),
+    [
+        # the client is a distribution of its own: httpx, pydantic and the standard library only
+        ("client", ("service", "spiders", "middlewares", "pipelines", "harness", "bench")),
+        # the test harness starts the real service as a process: it never imports the service's
+        # parts above the vocabulary, so a test's process holds no engine of its own
+        ("harness", ("bench",)),
+        ("bench", ("tests",)),
+        # the tests prove the service; the benchmarks measure it: neither runs the other
+        ("tests", ("bench",)),
+    ],
+)
+def test_tools_beside_the_service_stay_beside_it(family: str, forbidden: tuple[str, ...]) -> None:
+    prefixes = OTHERS[family]
+    offences = [
+        f"{m} imports {t}"
+        for m in modules()
+        if m.split(".")[0] in prefixes
+        for t in imports_of(m)
+        if t.split(".")[0] in forbidden
+    ]
+    assert offences == []
+
+
+def test_the_service_never_imports_tests_bench_or_harness() -> None:
+    offences = [
+        f"{m} imports {t}"
+        for m in service_modules()
+        for t in imports_of(m)
+        if t.split(".")[0] in ("bench", "harness", "tests")
+    ]
     assert offences == []

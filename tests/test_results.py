@@ -7,8 +7,8 @@ import orjson
 
 from service.api.openapi import document
 from service.extraction import compile_selectors, empty_fields
-from service.scrape.order import ScrapeOrder
-from service.scrape.results import json_schema, new_result
+from service.scrape.order import ScrapeOrder, new_result
+from service.scrape.results import json_schema
 
 SPEC_ORDER = [
     "url",

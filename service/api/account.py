@@ -28,6 +28,7 @@ from service.billing.ratelimit import RateLimiter, retry_after_seconds
 from service.core.errors import BadRequest, TooManyRequests, Unauthorized
 from service.db import Database
 from service.db.tables import UsageRow, accounts, ledger_entries, usage
+from service.db.times import as_utc, timestamp
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -46,15 +47,6 @@ _CURSOR = re.compile(r"([ul])\.(-?\d{1,20})\.(\d{1,18})", re.ASCII)
 
 USAGE_FIELDS = (*(name for name in UsageRow._fields if name != "account_id"), "credits", "trial")
 LEDGER_FIELDS = ("kind", "amount", "balance_after", "reference")
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite gives naive datetimes (written in UTC); PostgreSQL gives aware ones."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def timestamp(moment: datetime) -> str:
-    return as_utc(moment).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def parse_time(name: str, raw: str) -> datetime:

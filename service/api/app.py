@@ -21,10 +21,11 @@ from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
 from service.api.account import AccountReads
 from service.api.openapi import document
+from service.api.site import request_id_of
 from service.billing import ledger
 from service.billing.idempotency import Answer, Idempotency, checked_key
-from service.billing.payments import NOT_CONFIGURED, PaymentProvider
 from service.billing.payments.demo import demo_provider
+from service.billing.payments.provider import NOT_CONFIGURED, PaymentProvider
 from service.billing.payments.webhooks import StripeWebhooks
 from service.billing.pricing import price_list
 from service.core.config import Config
@@ -41,8 +42,8 @@ from service.db import Database
 from service.jobs.batches import MAX_URLS, Batches
 from service.jobs.crawls import Crawls
 from service.jobs.queue_worker import QueueWorker
-from service.process.observability import metrics_page, request_id_of
 from service.reference.page import Reference
+from service.scrape.metrics import metrics_page
 from service.scrape.scraper import Scraper
 
 if TYPE_CHECKING:

@@ -23,11 +23,11 @@ import orjson
 from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from service.api.account import as_utc
 from service.billing import ledger
 from service.core.errors import BadRequest, Conflict, Unprocessable
 from service.db import Database
 from service.db.tables import idempotency_keys
+from service.db.times import as_utc
 
 KEPT_FOR = timedelta(hours=24)
 RUNNING_FOR = timedelta(minutes=5)  # longer than any scrape's timeout and its settlement

@@ -65,7 +65,12 @@ from service.browser.failures import (
     navigation_failure,
     refused_navigation,
 )
-from service.browser.launch import browser_process, chromium_launch_options, reap_browser
+from service.browser.launch import (
+    browser_process,
+    chromium_launch_options,
+    reap_browser,
+    remote_browser_settings,
+)
 from service.browser.meter import DownloadMeter
 from service.browser.read import read_rendered
 from service.browser.screenshot import (
@@ -78,6 +83,7 @@ from service.browser.settle import PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
 from service.core.config import Config, default_chromium_path
+from service.scrape.metrics import watch_browser
 from service.scrape.order import ORDER
 from service.scrape.timings import StaticDownload, TimedConnectionPool
 
@@ -177,8 +183,14 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES", True):
             self.abort_request = None
         remote = self.config.cdp_url or self.config.connect_url
+        if not remote:
+            # SCRAPESPY_BROWSER_URL: a remote browser instead of the local Chromium
+            found = remote_browser_settings(settings.get("SCRAPESPY_BROWSER_URL") or "")
+            self.config.cdp_url = found.get("PLAYWRIGHT_CDP_URL")
+            self.config.connect_url = found.get("PLAYWRIGHT_CONNECT_URL")
+            remote = self.config.cdp_url or self.config.connect_url
         if not remote and not self.config.launch_options:
-            # ``scrapy shell`` and friends: the service's crawler sets these from its Config.
+            # the local Chromium, launched as SCRAPESPY_CHROMIUM_PATH and the heap cap say
             self.config.launch_options = chromium_launch_options(
                 settings.get("SCRAPESPY_CHROMIUM_PATH") or default_chromium_path(),
                 as_root=os.geteuid() == 0,
@@ -198,6 +210,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.navigations = Navigations()
         self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
         self.spares = Spares(settings.getint("SCRAPESPY_BROWSER_SPARES", 2), self._new_spare)
+        watch_browser(self)  # its open contexts and pages, read when /metrics is scraped
         self._launch_options = dict(self.config.launch_options)
         self._starting: asyncio.Future[None] | None = None
         self._launching: asyncio.Future[None] | None = None

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
+from service.extraction import bounds
+
 ENGINES = ("static", "js")
 TIERS = ("none", "datacenter", "residential")
 
@@ -203,14 +205,14 @@ class Config:
     # an answer's fields (service.extraction.bounds): a short one (title, meta, heading, link,
     # image URL) and a long one (text, markdown, html, a selector's match) is cut past these
     # characters; a whole answer past max_answer_bytes fails too_large
-    max_field_chars: int = 8 * 1024
-    max_text_chars: int = 2 * 1024 * 1024
-    max_answer_bytes: int = 16 * 1024 * 1024
+    max_field_chars: int = bounds.FIELD_CHARS
+    max_text_chars: int = bounds.TEXT_CHARS
+    max_answer_bytes: int = bounds.ANSWER_BYTES
     # a page nesting elements deeper, with more of them, or taking longer to parse and convert
     # fails too_large (lexbor's parse of deep nesting is quadratic and cannot be interrupted)
-    extract_max_depth: int = 2000
-    extract_max_elements: int = 1_000_000
-    extract_max_seconds: float = 10.0
+    extract_max_depth: int = bounds.MAX_DEPTH
+    extract_max_elements: int = bounds.MAX_ELEMENTS
+    extract_max_seconds: float = bounds.MAX_SECONDS
     # answers kept for "max_age" (service.scrape.answer_cache), in each process: how many, how many
     # bytes of JSON, how long at most; 0 entries or bytes turns the cache off
     cache_max_entries: int = 1000

@@ -16,7 +16,7 @@ from twisted.web.server import Request
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
 from service.billing import keys
-from service.billing.payments import NOT_CONFIGURED
+from service.billing.payments.provider import NOT_CONFIGURED
 from service.billing.pricing import CREDITS_PER_EURO
 from service.core.errors import ApiError
 from service.core.schemas import MIN_AMOUNT_EUR, PACKS

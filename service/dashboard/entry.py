@@ -18,7 +18,7 @@ from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
 from service.billing.accounts import normalise_email
-from service.billing.payments import PaymentProvider
+from service.billing.payments.provider import PaymentProvider
 from service.billing.pricing import price_list
 from service.core.config import Config
 from service.core.errors import ApiError

@@ -15,8 +15,9 @@ import orjson
 from sqlalchemy import Connection, and_, func, select
 
 from service.dashboard.preview import shown_json
-from service.dashboard.usage import PAGE_SIZE, Page, as_utc, page_bounds
+from service.dashboard.usage import PAGE_SIZE, Page, page_bounds
 from service.db.tables import job_pages, jobs, usage
+from service.db.times import as_utc
 from service.jobs.batch_store import ACTIVE, DONE_PAGE
 
 RESULTS_PAGE_SIZE = 50

@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from twisted.web.server import Request
 
 from service.billing.pricing import CREDITS_PER_EURO
+from service.core.headers import set_page_headers
 from service.dashboard.preview import rendered_markdown
 
 MOUNT = "/dashboard"
@@ -30,29 +31,6 @@ CONTENT_TYPES = {
     ".png": "image/png",
     ".ico": "image/x-icon",
 }
-
-# No form-action: the buy form's answer redirects to the payment provider's checkout page, and
-# browsers apply form-action to that redirect too.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; frame-ancestors 'none'"
-)
-PAGE_HEADERS = {
-    b"Content-Type": b"text/html; charset=utf-8",
-    b"Cache-Control": b"no-store",
-    b"Content-Security-Policy": CONTENT_SECURITY_POLICY.encode(),
-    b"X-Content-Type-Options": b"nosniff",
-    b"X-Frame-Options": b"DENY",
-    # Page addresses (a checkout's session id) stay on this site.
-    b"Referrer-Policy": b"same-origin",
-}
-
-
-def set_page_headers(request: Request) -> None:
-    """The headers of every HTML page this service serves: the dashboard's and the demo
-    checkout's (``service.billing.payments.demo``)."""
-    for name, value in PAGE_HEADERS.items():
-        request.setHeader(name, value)
 
 
 @dataclass(frozen=True, slots=True)

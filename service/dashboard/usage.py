@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, case, func, select
 
 from service.db.tables import UsageRow, ledger_entries, usage
+from service.db.times import as_utc
 
 PAGE_SIZE = 50
 CHART_DAYS = 30
@@ -44,11 +45,6 @@ class DayTotal:
     scrapes: int
     charged: int
     credits: int
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite gives naive datetimes (written in UTC); PostgreSQL gives aware ones."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _usage_row(row: Any) -> dict[str, Any]:

@@ -19,9 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Final
-
-from service.core.config import Config
+from typing import Any, Final, Protocol
 
 __all__ = [
     "AnswerBounds",
@@ -54,19 +52,47 @@ class PageTooLarge(Exception):
     caller."""
 
 
+# The defaults, which are also the settings' (SCRAPESPY_MAX_FIELD_CHARS and the five after it):
+# a field's characters, the text's, a whole answer's bytes past which it fails too_large, and
+# the parse's depth, elements and seconds.
+FIELD_CHARS: Final = 8 * 1024
+TEXT_CHARS: Final = 2 * 1024 * 1024
+ANSWER_BYTES: Final = 16 * 1024 * 1024
+MAX_DEPTH: Final = 2000
+MAX_ELEMENTS: Final = 1_000_000
+MAX_SECONDS: Final = 10.0
+
+
+class BoundsSettings(Protocol):
+    """What :meth:`AnswerBounds.of` reads: the service's Config (service.core.config)."""
+
+    @property
+    def max_field_chars(self) -> int: ...
+    @property
+    def max_text_chars(self) -> int: ...
+    @property
+    def max_answer_bytes(self) -> int: ...
+    @property
+    def extract_max_depth(self) -> int: ...
+    @property
+    def extract_max_elements(self) -> int: ...
+    @property
+    def extract_max_seconds(self) -> float: ...
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerBounds:
-    """The bounds of one page's parse and answer; the defaults are Config's."""
+    """The bounds of one page's parse and answer."""
 
-    field_chars: int = Config.max_field_chars
-    text_chars: int = Config.max_text_chars
-    answer_bytes: int = Config.max_answer_bytes
-    max_depth: int = Config.extract_max_depth
-    max_elements: int = Config.extract_max_elements
-    max_seconds: float = Config.extract_max_seconds
+    field_chars: int = FIELD_CHARS
+    text_chars: int = TEXT_CHARS
+    answer_bytes: int = ANSWER_BYTES
+    max_depth: int = MAX_DEPTH
+    max_elements: int = MAX_ELEMENTS
+    max_seconds: float = MAX_SECONDS
 
     @classmethod
-    def of(cls, config: Config) -> AnswerBounds:
+    def of(cls, config: BoundsSettings) -> AnswerBounds:
         return cls(
             config.max_field_chars,
             config.max_text_chars,

@@ -34,7 +34,6 @@ from service.extraction.text import visible_text
 
 if TYPE_CHECKING:
     from service.extraction.selectors import CompiledSelectors
-    from service.scrape.order import ScrapeOrder
 
 __all__ = ["CONVERTED", "OutputOptions", "extract_page", "render"]
 
@@ -70,19 +69,12 @@ _EVENT_ATTRIBUTE: Final = re.compile(r"<[^<>]*?[\s/]on[a-z]+\s*=", re.IGNORECASE
 
 @dataclass(frozen=True, slots=True)
 class OutputOptions:
-    """What to compute beyond the standard fields; ``for_job`` gives None when nothing is."""
+    """What to compute beyond the standard fields (``ScrapeOrder.output_options``)."""
 
     formats: frozenset[str] = frozenset()
     only_main_content: bool = False
     include_tags: tuple[str, ...] = ()
     exclude_tags: tuple[str, ...] = ()
-
-    @classmethod
-    def for_order(cls, order: ScrapeOrder) -> OutputOptions | None:
-        converted = order.formats & CONVERTED
-        if not (converted or order.only_main_content or order.include_tags or order.exclude_tags):
-            return None
-        return cls(converted, order.only_main_content, order.include_tags, order.exclude_tags)
 
     @property
     def replaces_text(self) -> bool:

@@ -50,7 +50,6 @@ from twisted.internet.main import CONNECTION_DONE, CONNECTION_LOST
 from twisted.internet.process import Process, ProcessReader
 from twisted.internet.protocol import ProcessProtocol
 
-from service.core.reactor import running
 from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.outputs import OutputOptions
 from service.extraction.selectors import CompiledSelectors
@@ -75,6 +74,13 @@ PIPELINE_MAX_BYTES = 256 * 1024
 
 
 _CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TMPDIR")
+
+
+def reactor() -> Any:
+    """The running reactor (installed by the service's entry points, service.core.reactor)."""
+    from twisted.internet import reactor as installed
+
+    return installed
 
 
 class ExtractionFailed(Exception):
@@ -146,7 +152,7 @@ class ExtractionPool:
         self.workers.append(worker)
         # what the reactor's spawnProcess does on POSIX, with a reader of larger chunks
         _WorkerProcess(
-            running(),
+            reactor(),
             self.command[0],
             self.command,
             env,
@@ -226,7 +232,7 @@ class ExtractionPool:
     def _clock(self, worker: _Worker) -> None:
         """Starts the time of the page the worker parses now (the first of its pages)."""
         task = worker.tasks[0]
-        task.timer = running().callLater(task.timeout, self._overran, worker)
+        task.timer = reactor().callLater(task.timeout, self._overran, worker)
 
     def _requeue(self, worker: _Worker) -> _Task | None:
         """Takes the worker's pages back: the one it was parsing is returned, the pages it had
@@ -307,7 +313,7 @@ class ExtractionPool:
                 log.error(
                     "an extraction worker exited as it started; retrying in %g s", RESPAWN_DELAY
                 )
-                running().callLater(RESPAWN_DELAY, self._respawn)
+                reactor().callLater(RESPAWN_DELAY, self._respawn)
             else:
                 log.warning("an extraction worker exited; starting another")
                 self._spawn()
@@ -340,7 +346,7 @@ class ExtractionPool:
             transport = worker.protocol.transport
             if transport is not None:
                 transport.closeStdin()
-        self._kill_timer = running().callLater(grace, self._kill_all)
+        self._kill_timer = reactor().callLater(grace, self._kill_all)
         return gone
 
     def _fail_queued(self) -> None:

@@ -19,11 +19,11 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
 
-from service.api.account import timestamp
 from service.billing import ledger
 from service.db import hot
 from service.db.hot import HotConnection
 from service.db.tables import holds, idempotency_keys, job_pages, jobs, usage
+from service.db.times import timestamp
 from service.jobs import webhook_store
 
 ACTIVE = ("queued", "running")

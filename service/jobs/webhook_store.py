@@ -20,9 +20,9 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, delete, insert, or_, select, update
 
-from service.api.account import timestamp
 from service.billing import ledger
 from service.db.tables import jobs, webhook_deliveries, webhook_secrets
+from service.db.times import timestamp
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32  # the scheme asks for 24 to 64 random bytes

@@ -15,16 +15,17 @@ from twisted.internet.task import LoopingCall
 
 from service.api.account import AccountReads
 from service.api.app import ScrapespyApp
+from service.api.site import ObservedSite
 from service.billing import ledger
-from service.billing.payments import make_provider
+from service.billing.payments.provider import make_provider
 from service.billing.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from service.core.config import Config
+from service.core.headers import security_headers
 from service.dashboard.app import Dashboard
 from service.db import Database
 from service.jobs.batches import Batches
 from service.jobs.queue import LocalQueue, PostgresQueue
 from service.jobs.webhooks import WebhookSender
-from service.process.observability import ObservedSite, security_headers
 from service.scrape.engine import EngineBridge
 from service.scrape.scraper import Scraper
 

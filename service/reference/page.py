@@ -22,8 +22,9 @@ from service.api.openapi import ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODE_REF, d
 from service.billing.pricing import price_list
 from service.core.config import ENGINES, TIERS, Config
 from service.core.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
-from service.dashboard.pages import CONTENT_SECURITY_POLICY, Asset, credits_text, load_assets
+from service.core.headers import CONTENT_SECURITY_POLICY
 from service.dashboard.pages import STATIC as DASHBOARD_STATIC
+from service.dashboard.pages import Asset, credits_text, load_assets
 from service.reference import examples as examples_module
 from service.reference.fields import Fields, Kind, fields_of, kind_of, ref_name
 

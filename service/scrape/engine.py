@@ -13,7 +13,6 @@ the answer it waits for). A scrape that finishes after its caller was answered s
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
@@ -21,28 +20,21 @@ from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.settings import Settings
+from scrapy.utils.misc import load_object
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import deferLater
 
-from pipelines.billing import usage_row
-from pipelines.result import timed_out
 from service.billing import ledger
-from service.browser import (
-    BrowserDownloadHandler,
-    chromium_launch_options,
-    remote_browser_settings,
-)
 from service.core.config import Config
 from service.core.reactor import running
 from service.db import Database
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds
 from service.extraction.pool import ExtractionPool
-from service.process.observability import HOLDS_OPEN, record_scrape, watch_browser
-from service.scrape.order import ScrapeItem, ScrapeOrder
-from service.scrape.results import ScrapeResult, new_result
+from service.scrape.metrics import HOLDS_OPEN, record_scrape
+from service.scrape.order import ScrapeItem, ScrapeOrder, new_result, timed_out, usage_row
+from service.scrape.results import ScrapeResult
 from service.scrape.scrapy_settings import from_config
-from spiders.feed import FeedSpider, request_for
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +47,6 @@ def crawler_settings(config: Config) -> Settings:
     settings = Settings()
     settings.setmodule("service.scrape.scrapy_settings", priority="project")
     settings.update(from_config(config), priority="project")
-    remote = remote_browser_settings(config.browser_url)
-    for name, value in remote.items():
-        settings.set(name, value)
-    if not remote:
-        options = chromium_launch_options(
-            config.chromium_path,
-            as_root=os.geteuid() == 0,
-            max_heap_mb=config.browser_max_heap_mb,
-        )
-        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", options)
     return settings
 
 
@@ -74,7 +56,7 @@ class EngineBridge:
         self.database = database
         self.runner: CrawlerRunner | None = None
         self.crawler: Crawler | None = None
-        self.spider: FeedSpider | None = None
+        self.spider: Any = None  # the feed spider (spiders.feed), named by SCRAPESPY_FEED_SPIDER
         self._finished: Deferred[None] | None = None
         self._watchdogs: dict[int, Any] = {}  # job id -> IDelayedCall
         self._jobs: dict[int, ScrapeOrder] = {}
@@ -92,7 +74,7 @@ class EngineBridge:
     async def start(self) -> None:
         settings = crawler_settings(self.config)
         self.runner = CrawlerRunner(settings)
-        self.crawler = self.runner.create_crawler(FeedSpider)
+        self.crawler = self.runner.create_crawler(load_object(settings["SCRAPESPY_FEED_SPIDER"]))
         # Settings are deep-copied, so the database (a live pool) travels on the crawler.
         self.crawler.scrapespy_database = self.database  # type: ignore[attr-defined]
         if self.config.extract_workers > 0:
@@ -105,7 +87,7 @@ class EngineBridge:
             self.crawler.scrapespy_extractor = self.extractor  # type: ignore[attr-defined]
         opened: Deferred[None] = Deferred()
 
-        def on_opened(spider: FeedSpider) -> None:
+        def on_opened(spider: Any) -> None:
             if not opened.called:
                 opened.callback(None)
 
@@ -121,9 +103,6 @@ class EngineBridge:
         for mw in self.crawler.engine.downloader.middleware.middlewares:
             if isinstance(mw, CookiesMiddleware):
                 self._cookie_jars = mw.jars
-        browser = BrowserDownloadHandler._shared.get(self.crawler)
-        if browser is not None:
-            watch_browser(browser)
 
     def _crawl_failed(self, failure: Any, opened: Deferred[None]) -> None:
         log.error("the crawler stopped: %s", failure.getErrorMessage())
@@ -153,7 +132,7 @@ class EngineBridge:
             order.timeout + WATCHDOG_MARGIN, self._overran, order
         )
         order.done.addBoth(self._forget, order)
-        self.crawler.engine.crawl(request_for(order, self.spider))
+        self.crawler.engine.crawl(self.spider.request_for(order))
         return self._answer_for_caller(order)
 
     def _answer_for_caller(self, order: ScrapeOrder) -> Deferred[ScrapeResult]:

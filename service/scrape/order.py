@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from twisted.internet.defer import Deferred
 
+from service.db.tables import UsageRow
+from service.extraction.outputs import CONVERTED, OutputOptions
+from service.scrape.results import (
+    ACTION_FIELDS,
+    ATTEMPTS,
+    OUTPUTS,
+    BlockedResult,
+    ScrapeResult,
+    result_class,
+)
 from service.scrape.timings import Clock
 
 if TYPE_CHECKING:
@@ -21,8 +32,6 @@ if TYPE_CHECKING:
     from service.billing.pricing import Quote
     from service.core.escalation import Ladder
     from service.core.schemas import ScrapeRequest
-    from service.db.tables import UsageRow
-    from service.scrape.results import ScrapeResult
 
 _ids = itertools.count(1)
 
@@ -150,6 +159,15 @@ class ScrapeOrder:
         self.done.callback(result)
         return True
 
+    def output_options(self) -> OutputOptions | None:
+        """What the extraction computes beyond the standard fields; None when nothing."""
+        converted = self.formats & CONVERTED
+        if not (converted or self.only_main_content or self.include_tags or self.exclude_tags):
+            return None
+        return OutputOptions(
+            converted, self.only_main_content, self.include_tags, self.exclude_tags
+        )
+
 
 @dataclass(slots=True, eq=False)
 class ScrapeItem:
@@ -170,3 +188,83 @@ class ScrapeItem:
 
     def __repr__(self) -> str:
         return f"<scrape {self.order.id} of {self.order.url}>"
+
+
+def new_result(
+    order: ScrapeOrder,
+    page: Mapping[str, Any],
+    *,
+    final_url: str,
+    status_code: int,
+    error: str | None,
+    error_code: str | None = None,
+    tier_used: str = "none",
+    block_reason: str | None = None,
+    engine: str | None = None,
+) -> ScrapeResult:
+    """The answer to ``job``: a success unless there is an ``error`` (whose ``error_code`` says
+    why; ``blocked`` for a blocked page); ``page`` gives the page's fields
+    (``service.extraction.empty_fields`` until the page is parsed). Nothing is charged yet.
+    ``engine`` is the one that answered an auto job (by default the one it starts with)."""
+    if engine is None:
+        engine = order.engine if order.ladder is None else order.ladder.first[0]
+    outcome: dict[str, Any] = {
+        "url": order.url,
+        "final_url": final_url,
+        "status_code": status_code,
+        "success": error is None,
+        "engine": engine,
+        # the billing basis: the same figure in the usage row and in the answer
+        "elapsed_ms": order.elapsed_ms(),
+        "error": error,
+        "error_code": "blocked"
+        if block_reason is not None
+        else (error_code or "internal" if error is not None else None),
+        "blocked": block_reason is not None,
+        "proxy_used": tier_used != "none",
+        "tier_used": tier_used,
+        "credits_charged": 0,
+        "cached": False,
+        "timings": order.clock.timings(order.started),
+    }
+    if order.formats or order.actions or order.ladder is not None:
+        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in order.formats)
+        if order.actions:
+            outputs = ACTION_FIELDS + outputs
+        if order.ladder is not None:
+            outputs = ATTEMPTS + outputs
+            outcome["attempts"] = list(order.attempts or ())
+        if block_reason is None:
+            return result_class(ScrapeResult, outputs)(**outcome, **page)
+        return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)
+    if block_reason is None:
+        return ScrapeResult(**outcome, **page)
+    return BlockedResult(**outcome, **page, block_reason=block_reason)
+
+
+def timed_out(order: ScrapeOrder) -> str:
+    return f"timed out after {order.timeout:g} s"
+
+
+@overload
+def storable(text: str) -> str: ...
+@overload
+def storable(text: None) -> None: ...
+def storable(text: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL, which a URL's fragment may carry: store it as %00."""
+    return text.replace("\x00", "%00") if text is not None else None
+
+
+def usage_row(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> UsageRow:
+    return UsageRow(
+        account_id=order.account_id,
+        url=storable(order.url[:4000]),
+        engine=result.engine,  # the engine that answered, for an auto request too
+        tier_requested=order.proxy_type,
+        tier_used=tier_used,
+        status_code=result.status_code or None,
+        success=result.success,
+        blocked=result.blocked,
+        error=storable(result.error),
+        elapsed_ms=result.elapsed_ms,
+    )

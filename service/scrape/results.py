@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, make_dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired, TypeVar
+from typing import Annotated, Any, Final, NotRequired, TypeVar
 
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
@@ -29,49 +29,12 @@ from typing_extensions import TypedDict
 from service.core.config import ENGINES, TIERS
 from service.core.errors import FAILURE_CODES
 from service.core.schemas import ACTION_TYPES
-
-if TYPE_CHECKING:
-    from service.scrape.order import ScrapeOrder
+from service.scrape.timings import Timings
 
 
 class Link(TypedDict):
     text: str
     href: str
-
-
-class Timings(TypedDict):
-    """Where the scrape's time went, in milliseconds (service.scrape.timings); null: the phase did
-    not
-    happen for this scrape."""
-
-    queue: Annotated[
-        float | None,
-        Field(
-            ge=0,
-            description="from the scrape's acceptance until its download (static) or its "
-            "navigation (js) began: robots.txt, the proxy, a page of the browser",
-        ),
-    ]
-    connect: Annotated[
-        float | None,
-        Field(ge=0, description="static: resolving and connecting, 0 on a kept connection"),
-    ]
-    first_byte: Annotated[
-        float | None,
-        Field(ge=0, description="static: the request sent (TLS included) until the headers"),
-    ]
-    download: Annotated[
-        float | None,
-        Field(ge=0, description="static: the response's headers until its body was complete"),
-    ]
-    render: Annotated[
-        float | None,
-        Field(ge=0, description="js: the navigation until the rendered page was read"),
-    ]
-    extraction: Annotated[
-        float | None,
-        Field(ge=0, description="the parse of the page's fields and outputs, after elapsed_ms"),
-    ]
 
 
 class ActionOutcome(TypedDict):
@@ -281,58 +244,6 @@ def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
     ]
     made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
     return made
-
-
-def new_result(
-    order: ScrapeOrder,
-    page: Mapping[str, Any],
-    *,
-    final_url: str,
-    status_code: int,
-    error: str | None,
-    error_code: str | None = None,
-    tier_used: str = "none",
-    block_reason: str | None = None,
-    engine: str | None = None,
-) -> ScrapeResult:
-    """The answer to ``job``: a success unless there is an ``error`` (whose ``error_code`` says
-    why; ``blocked`` for a blocked page); ``page`` gives the page's fields
-    (``service.extraction.empty_fields`` until the page is parsed). Nothing is charged yet.
-    ``engine`` is the one that answered an auto job (by default the one it starts with)."""
-    if engine is None:
-        engine = order.engine if order.ladder is None else order.ladder.first[0]
-    outcome: dict[str, Any] = {
-        "url": order.url,
-        "final_url": final_url,
-        "status_code": status_code,
-        "success": error is None,
-        "engine": engine,
-        # the billing basis: the same figure in the usage row and in the answer
-        "elapsed_ms": order.elapsed_ms(),
-        "error": error,
-        "error_code": "blocked"
-        if block_reason is not None
-        else (error_code or "internal" if error is not None else None),
-        "blocked": block_reason is not None,
-        "proxy_used": tier_used != "none",
-        "tier_used": tier_used,
-        "credits_charged": 0,
-        "cached": False,
-        "timings": order.clock.timings(order.started),
-    }
-    if order.formats or order.actions or order.ladder is not None:
-        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in order.formats)
-        if order.actions:
-            outputs = ACTION_FIELDS + outputs
-        if order.ladder is not None:
-            outputs = ATTEMPTS + outputs
-            outcome["attempts"] = list(order.attempts or ())
-        if block_reason is None:
-            return result_class(ScrapeResult, outputs)(**outcome, **page)
-        return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)
-    if block_reason is None:
-        return ScrapeResult(**outcome, **page)
-    return BlockedResult(**outcome, **page, block_reason=block_reason)
 
 
 def with_truncated(result: ScrapeResult, names: list[str]) -> ScrapeResult:

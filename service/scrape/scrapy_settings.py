@@ -16,6 +16,8 @@ from service.core.config import Config
 
 BOT_NAME = "scrapespy"
 SPIDER_MODULES = ["spiders"]
+# the spider the service's engine bridge feeds every scrape into (service.scrape.engine)
+SCRAPESPY_FEED_SPIDER = "spiders.feed.FeedSpider"
 NEWSPIDER_MODULE = "spiders"
 
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

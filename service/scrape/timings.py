@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import time
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pydantic import Field
 from twisted.web.client import HTTPConnectionPool
+from typing_extensions import TypedDict
 
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
@@ -31,7 +33,40 @@ if TYPE_CHECKING:
     from scrapy import Request
     from twisted.internet.defer import Deferred
 
-    from service.scrape.results import Timings
+
+class Timings(TypedDict):
+    """Where the scrape's time went, in milliseconds; null: the phase did not happen for
+    this scrape."""
+
+    queue: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            description="from the scrape's acceptance until its download (static) or its "
+            "navigation (js) began: robots.txt, the proxy, a page of the browser",
+        ),
+    ]
+    connect: Annotated[
+        float | None,
+        Field(ge=0, description="static: resolving and connecting, 0 on a kept connection"),
+    ]
+    first_byte: Annotated[
+        float | None,
+        Field(ge=0, description="static: the request sent (TLS included) until the headers"),
+    ]
+    download: Annotated[
+        float | None,
+        Field(ge=0, description="static: the response's headers until its body was complete"),
+    ]
+    render: Annotated[
+        float | None,
+        Field(ge=0, description="js: the navigation until the rendered page was read"),
+    ]
+    extraction: Annotated[
+        float | None,
+        Field(ge=0, description="the parse of the page's fields and outputs, after elapsed_ms"),
+    ]
+
 
 CLOCK = "scrapespy_clock"  # the request's meta key of its job's Clock
 

@@ -22,8 +22,8 @@ from service.billing.payments import purchases
 from service.billing.payments.checkout_limit import CheckoutLimit
 from service.core.config import Config
 from service.core.errors import NotFound
+from service.core.headers import set_page_headers
 from service.core.schemas import BuyRequest
-from service.dashboard.pages import set_page_headers
 from service.db import Database
 
 log = logging.getLogger(__name__)

@@ -7,8 +7,7 @@ with Scrapespy() as client:  # SCRAPESPY_API_KEY, SCRAPESPY_URL
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from scrapespy._version import __version__
 from scrapespy.async_client import AsyncScrapespy
 from scrapespy.client import Scrapespy
 from scrapespy.errors import (
@@ -40,6 +39,7 @@ from scrapespy.models import (
 )
 
 __all__ = [
+    "__version__",
     "Account",
     "AsyncJobRef",
     "AsyncScrapespy",

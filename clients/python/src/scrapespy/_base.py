@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from scrapespy import __version__
+from scrapespy._version import __version__
 from scrapespy.errors import (
     ERROR_CODE_HEADER,
     ConnectionFailed,

@@ -9,15 +9,14 @@ job's stored result may leave a page's fields out (over the service's size limit
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from scrapespy.errors import ScrapeFailed
 
 if TYPE_CHECKING:
-    from scrapespy.async_client import AsyncScrapespy
-    from scrapespy.client import Scrapespy
+    from collections.abc import Awaitable
 
 # a job in one of these states changes no more
 TERMINAL_STATUSES = frozenset({"completed", "cancelled", "failed", "insufficient_credits"})
@@ -190,6 +189,38 @@ class JobStatus(Model):
         return line
 
 
+class JobClient(Protocol):
+    """What a :class:`JobRef` asks of the client that made it (:class:`~scrapespy.Scrapespy`)."""
+
+    def wait(
+        self,
+        job_id: str,
+        poll_interval: float = ...,
+        timeout: float | None = ...,
+        progress: Any = ...,
+        limit: int | None = ...,
+    ) -> JobStatus: ...
+    def job(self, job_id: str, cursor: str | None = ..., limit: int | None = ...) -> JobStatus: ...
+    def cancel(self, job_id: str) -> JobStatus: ...
+
+
+class AsyncJobClient(Protocol):
+    """:class:`JobClient` of :class:`~scrapespy.AsyncScrapespy`."""
+
+    def wait(
+        self,
+        job_id: str,
+        poll_interval: float = ...,
+        timeout: float | None = ...,
+        progress: Any = ...,
+        limit: int | None = ...,
+    ) -> Awaitable[JobStatus]: ...
+    def job(
+        self, job_id: str, cursor: str | None = ..., limit: int | None = ...
+    ) -> Awaitable[JobStatus]: ...
+    def cancel(self, job_id: str) -> Awaitable[JobStatus]: ...
+
+
 class JobRef(Model):
     """The 202 answer of ``POST /batch`` or ``POST /crawl``: the job's id and status URL,
     bound to the client that made it (``ref.wait()``, ``ref.status()``...)."""
@@ -197,9 +228,9 @@ class JobRef(Model):
     id: str
     status_url: str | None = None
     idempotency_key: str | None = None
-    _client: Scrapespy | None = PrivateAttr(default=None)
+    _client: JobClient | None = PrivateAttr(default=None)
 
-    def _bound(self) -> Scrapespy:
+    def _bound(self) -> JobClient:
         if self._client is None:
             raise RuntimeError("this JobRef is not bound to a client")
         return self._client
@@ -221,9 +252,9 @@ class AsyncJobRef(Model):
     id: str
     status_url: str | None = None
     idempotency_key: str | None = None
-    _client: AsyncScrapespy | None = PrivateAttr(default=None)
+    _client: AsyncJobClient | None = PrivateAttr(default=None)
 
-    def _bound(self) -> AsyncScrapespy:
+    def _bound(self) -> AsyncJobClient:
         if self._client is None:
             raise RuntimeError("this JobRef is not bound to a client")
         return self._client
