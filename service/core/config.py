@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
-ENGINES = ("static", "js")
-TIERS = ("none", "datacenter", "residential")
+from service.core.vocabulary import ENGINES, TIERS
 
 # Debian's chromium-headless-shell is the same Chromium without the desktop browser around it
 # (what Playwright and Puppeteer run for headless by default): a fresh context and page cost a

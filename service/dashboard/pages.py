@@ -17,6 +17,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from twisted.web.server import Request
 
 from service.billing.pricing import CREDITS_PER_EURO
+from service.core.vocabulary import TIERS
+from service.dashboard.forms import ENGINE_CHOICES, FORMAT_CHOICES, TIER_CHOICES
 from service.dashboard.preview import rendered_markdown
 
 MOUNT = "/dashboard"
@@ -102,6 +104,10 @@ class Pages:
         self.env.globals["static_url"] = self.static_url
         self.env.globals["mount"] = MOUNT
         self.env.globals["public_url"] = public_url
+        self.env.globals["engine_choices"] = ENGINE_CHOICES
+        self.env.globals["tier_choices"] = TIER_CHOICES
+        self.env.globals["format_choices"] = FORMAT_CHOICES
+        self.env.globals["tier_names"] = TIERS
         self.env.filters["credits"] = credits_text
         self.env.filters["euros"] = euros_text
         self.env.filters["when"] = when_text

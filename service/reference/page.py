@@ -20,8 +20,9 @@ from twisted.web.server import Request
 
 from service.api.openapi import ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODE_REF, document
 from service.billing.pricing import price_list
-from service.core.config import ENGINES, TIERS, Config
+from service.core.config import Config
 from service.core.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
+from service.core.vocabulary import ENGINES, TIERS
 from service.dashboard.pages import CONTENT_SECURITY_POLICY, Asset, credits_text, load_assets
 from service.dashboard.pages import STATIC as DASHBOARD_STATIC
 from service.reference import examples as examples_module
