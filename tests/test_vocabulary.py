@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import fields
 from types import SimpleNamespace
+from typing import get_args
 
 import orjson
 import pytest
@@ -188,3 +189,13 @@ def test_a_new_format_made_from_the_page_is_a_converter(monkeypatch: pytest.Monk
     page = extract_page("<p>hi <a href='/a'>there</a></p>", URL, options=options)
     assert page["shout"] == '<P>HI <A HREF="HTTPS://EXAMPLE.COM/A">THERE</A></P>'
     assert page["html"] == '<p>hi <a href="https://example.com/a">there</a></p>'
+
+
+def test_the_python_clients_tools_mirror_the_vocabulary():
+    """The client is a distribution of its own and cannot import it: it says it again."""
+    from scrapespy import mcp
+
+    assert get_args(mcp.Engine) == (*ENGINES, AUTO)
+    assert get_args(mcp.Proxy) == (*TIERS, AUTO)
+    # the tools answer text: every format but the screenshot
+    assert get_args(mcp.Format) == tuple(name for name in FORMATS if name != "screenshot")
