@@ -61,6 +61,8 @@ from scrapy.exceptions import (
 from twisted.internet import error as net_error
 from twisted.web.client import ResponseFailed
 
+from service.core.vocabulary import PROXY_TIERS
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -77,7 +79,7 @@ PROXY_IN_USE = "scrapespy_proxy"
 PROXIES_FAILED = "scrapespy_proxies_failed"
 DEADLINE = "scrapespy_deadline"
 
-TIERS = ("datacenter", "residential")
+TIERS: tuple[str, ...] = PROXY_TIERS
 STATS_PREFIX = "scrapespy/proxy_pool"
 
 # Chromium's names for failures of the proxy itself, and for connections that died on the way.

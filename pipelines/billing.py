@@ -40,6 +40,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from service.billing import ledger
+from service.core.vocabulary import ResidentialTrial
 from service.scrape.order import ScrapeItem, ScrapeOrder, storable, usage_row
 from service.scrape.results import ScrapeResult
 
@@ -56,7 +57,7 @@ def charge_for(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> tupl
     """(credits to capture, whether a residential trial is consumed)."""
     if not result.success or result.blocked:
         return 0, False
-    if order.trial and tier_used == "residential":
+    if ResidentialTrial.used_up(order.trial, tier_used):
         return 0, True
     if order.ladder is not None:  # auto: the engine that answered (service.core.escalation)
         return order.ladder.costs[result.engine][tier_used], False

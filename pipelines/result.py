@@ -18,7 +18,6 @@ that cannot be parsed turns a success into a failure, which the billing gives ba
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -42,7 +41,9 @@ from middlewares.deadline import DeadlineExceeded
 from middlewares.decompression import too_large
 from middlewares.failure_codes import failure_code, tls_failed
 from service.browser.failures import BrowserError
+from service.browser.screenshot import screenshot_of  # noqa: F401 - the screenshot's producer
 from service.core.config import Config
+from service.core.vocabulary import OUTPUTS
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.pool import (
@@ -162,14 +163,20 @@ class ResultPipeline:
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:
-        formats, result = item.order.formats, item.result
-        if "raw_html" in formats and isinstance(response, TextResponse):
-            if len(response.body) <= self.max_raw_html_bytes:
-                setattr(result, "raw_html", response.text)  # noqa: B010 - a result_class field
-        if "screenshot" in formats:
-            png = response.meta.get("scrapespy_screenshot_png")
-            if png:
-                setattr(result, "screenshot", base64.b64encode(png).decode("ascii"))  # noqa: B010
+        """The formats made from the response (service.core.vocabulary), by their producers:
+        :func:`raw_html_of` and ``service.browser.screenshot``'s."""
+        result = item.result
+        made = OUTPUTS.from_response(item.order.formats, response, self.max_raw_html_bytes)
+        for field, value in made.items():
+            setattr(result, field, value)  # a result_class field
+
+
+@OUTPUTS.produces("raw_html")
+def raw_html_of(response: Response, max_bytes: int) -> str | None:
+    """The document as received or rendered; none past ``max_bytes``, a failure (too_large)."""
+    if isinstance(response, TextResponse) and len(response.body) <= max_bytes:
+        return response.text
+    return None
 
 
 class FieldsPipeline:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from service.api.account import DEFAULT_LIMIT, MAX_LIMIT
-from service.core.config import ENGINES, TIERS
 from service.core.errors import ERROR_CODE_HEADER, ERROR_CODES
 from service.core.schemas import PACKS, BuyRequest, ScrapeRequest
+from service.core.vocabulary import ENGINES, TIERS
 from service.jobs.batches import JOBS_LIMIT, MAX_URLS, RESULTS_LIMIT
 from service.jobs.crawl_rules import MAX_URLS as MAX_MAP_URLS
 from service.jobs.crawl_rules import CrawlRules, MapRequest

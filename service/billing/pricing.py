@@ -10,6 +10,7 @@ from service.core.config import Config
 from service.core.errors import RESIDENTIAL_LOCKED, Forbidden, max_credits_exceeded
 from service.core.escalation import AUTO, Ladder, ladder
 from service.core.schemas import MIN_AMOUNT_EUR, PACKS
+from service.core.vocabulary import ResidentialTrial
 
 CREDITS_PER_EURO = 1000
 
@@ -36,12 +37,8 @@ def quote(
     if engine == AUTO or tier == AUTO:
         return _auto_quote(config, engine, tier, caller, max_credits)
     costs = config.costs[engine]
-    if tier == "residential" and not caller.residential_unlocked:
-        if caller.residential_trials_left <= 0:
-            raise Forbidden(RESIDENTIAL_LOCKED)
-        price = Quote(costs["none"], True, costs)
-    else:
-        price = Quote(costs[tier], False, costs)
+    account = _trial_of(caller, tier)
+    price = Quote(costs[account.held_at(tier)], account.applies(tier), costs)
     if max_credits is not None and price.hold > max_credits:
         raise max_credits_exceeded(price.hold, max_credits)
     return price
@@ -50,9 +47,7 @@ def quote(
 def _auto_quote(
     config: Config, engine: str, tier: str, caller: Caller, max_credits: int | None
 ) -> Quote:
-    if tier == "residential" and not caller.residential_unlocked:
-        if caller.residential_trials_left <= 0:
-            raise Forbidden(RESIDENTIAL_LOCKED)
+    _trial_of(caller, tier)
     steps, least, trial = ladder(
         config,
         engine,
@@ -66,6 +61,14 @@ def _auto_quote(
         raise max_credits_exceeded(least, max_credits)
     first_engine = steps.first[0]
     return Quote(steps.hold, trial, steps.costs[first_engine], steps)
+
+
+def _trial_of(caller: Caller, tier: str) -> ResidentialTrial:
+    """``caller``'s residential trial; refused when ``tier`` needs a trial it has not left."""
+    account = ResidentialTrial(caller.residential_unlocked, caller.residential_trials_left)
+    if not account.allows(tier):
+        raise Forbidden(RESIDENTIAL_LOCKED)
+    return account
 
 
 def price_list(config: Config) -> dict[str, Any]:

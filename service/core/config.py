@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
+from service.core.vocabulary import ENGINES, TIERS
 from service.extraction import bounds
-
-ENGINES = ("static", "js")
-TIERS = ("none", "datacenter", "residential")
 
 # Debian's chromium-headless-shell is the same Chromium without the desktop browser around it
 # (what Playwright and Puppeteer run for headless by default): a fresh context and page cost a

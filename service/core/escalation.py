@@ -15,10 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.core.config import Config
+from service.core.vocabulary import AUTO, DIRECT, ENGINES, TIERS, ResidentialTrial
 
-AUTO = "auto"
-ENGINE_ORDER = ("static", "js")
-TIER_ORDER = ("none", "datacenter", "residential")
+__all__ = ["AUTO", "Ladder", "ladder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,20 +60,16 @@ def ladder(
     Returns (the ladder, or None when every step is over ``max_credits``; the least a step
     could bill, for the refusal's message; whether a residential trial is reserved).
     """
-    engines = ENGINE_ORDER if engine == AUTO else (engine,)
+    account = ResidentialTrial(unlocked, trials_left)
+    engines: tuple[str, ...] = ENGINES if engine == AUTO else (engine,)
     if tier == AUTO:
         pools = {"datacenter": config.proxies_datacenter, "residential": config.proxies_residential}
-        tiers = tuple(t for t in TIER_ORDER if t == "none" or pools[t])
-        if not unlocked and trials_left <= 0:
-            tiers = tuple(t for t in tiers if t != "residential")
+        tiers: tuple[str, ...] = tuple(
+            t for t in TIERS if (t == DIRECT or pools[t]) and account.allows(t)
+        )
     else:
         tiers = (tier,)
-    trial = "residential" in tiers and not unlocked  # a trial's residential step bills none
-    every = {
-        (e, t): config.costs[e]["none" if trial and t == "residential" else t]
-        for e in engines
-        for t in tiers
-    }
+    every = {(e, t): config.costs[e][account.held_at(t)] for e in engines for t in tiers}
     prices = {
         step: price for step, price in every.items() if max_credits is None or price <= max_credits
     }
@@ -82,5 +77,5 @@ def ladder(
     if not prices:
         return None, least, False
     costs = {e: config.costs[e] for e in engines}
-    reserves_trial = trial and any(t == "residential" for _, t in prices)
+    reserves_trial = any(account.applies(t) for _, t in prices)
     return Ladder(engines, tiers, prices, costs), least, reserves_trial

@@ -21,6 +21,14 @@ from pydantic import (
 )
 
 from service.core.errors import BadRequest
+from service.core.vocabulary import (
+    FORMATS,
+    OUTPUTS,
+    EngineRequested,
+    Format,
+    TierRequested,
+    needs_engine,
+)
 from service.extraction import (
     CompiledSelectors,
     InvalidSelector,
@@ -33,8 +41,7 @@ M = TypeVar("M", bound=BaseModel)
 MAX_URL_LENGTH = 8192
 MAX_SELECTORS = 50
 MAX_TAGS = 50
-FORMATS = ("markdown", "html", "raw_html", "screenshot")
-SCREENSHOT_NEEDS_JS = '\'formats\': "screenshot" needs the js engine ("engine": "js")'
+SCREENSHOT_NEEDS_JS = needs_engine("screenshot", "js")
 FULL_PAGE_NEEDS_SCREENSHOT = "'screenshot_full_page' needs \"screenshot\" in 'formats'"
 ACTIONS_NEED_JS = '\'actions\' run in a browser: they need the js engine ("engine": "js")'
 WAIT_FOR_NEEDS_JS = '\'wait_for\' waits in a browser: it needs the js engine ("engine": "js")'
@@ -345,7 +352,6 @@ class Cookie(_Strict):
     ) = None
 
 
-Format = Literal["markdown", "html", "raw_html", "screenshot"]
 _TAGS_DOC = (
     "CSS selectors (no pseudo-elements); a selector that is not valid CSS is a 400 naming it"
 )
@@ -353,13 +359,17 @@ _TAGS_DOC = (
 # What the validators below check across fields, written for /openapi.json.
 _ACROSS_FIELDS: dict[str, Any] = {
     "allOf": [
-        {
-            "description": '"screenshot" needs the js engine',
-            "anyOf": [
-                {"properties": {"formats": {"not": {"contains": {"const": "screenshot"}}}}},
-                {"required": ["engine"], "properties": {"engine": {"const": "js"}}},
-            ],
-        },
+        *(
+            {
+                "description": f'"{name}" needs the {engine} engine',
+                "anyOf": [
+                    {"properties": {"formats": {"not": {"contains": {"const": name}}}}},
+                    {"required": ["engine"], "properties": {"engine": {"const": engine}}},
+                ],
+            }
+            for name in FORMATS
+            if (engine := OUTPUTS[name].needs) is not None
+        ),
         {
             "description": 'screenshot_full_page needs "screenshot" in formats',
             "anyOf": [
@@ -400,7 +410,7 @@ class ScrapeRequest(_Strict):
         ),
     ]
     engine: Annotated[
-        Literal["static", "js", "auto"],
+        EngineRequested,
         Field(
             description="auto: static, then js when the page is a JavaScript shell; billed at "
             "the engine that produced the answer"
@@ -417,7 +427,7 @@ class ScrapeRequest(_Strict):
     respect_robots: bool = True
     timeout: Annotated[float, Field(gt=0, le=120, description="seconds")] = 20
     proxy_type: Annotated[
-        Literal["none", "datacenter", "residential", "auto"],
+        TierRequested,
         Field(
             description="auto: direct, then datacenter, then residential while the answer is "
             "blocked (anti-bot page, 403, 429, reset connection); billed at the tier that "
@@ -437,8 +447,7 @@ class ScrapeRequest(_Strict):
         list[Format],
         Field(
             description="outputs to add to the result, each as a field of the same name: "
-            "markdown, html (cleaned), raw_html (as received or rendered), screenshot "
-            "(base64 PNG; js engine only)"
+            + ", ".join(OUTPUTS[name].summary for name in FORMATS)
         ),
     ] = Field(default_factory=list)
     only_main_content: Annotated[
@@ -517,8 +526,10 @@ class ScrapeRequest(_Strict):
 
     @model_validator(mode="after")
     def _formats_fit(self) -> ScrapeRequest:
-        if "screenshot" in self.formats and self.engine != "js":
-            raise ValueError(SCREENSHOT_NEEDS_JS)
+        for name in self.formats:
+            needed = OUTPUTS[name].needs
+            if needed is not None and self.engine != needed:
+                raise ValueError(needs_engine(name, needed))
         if self.screenshot_full_page and "screenshot" not in self.formats:
             raise ValueError(FULL_PAGE_NEEDS_SCREENSHOT)
         if self.engine != "js":

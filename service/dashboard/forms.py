@@ -13,12 +13,21 @@ import orjson
 
 from service.core.errors import BadRequest
 from service.core.schemas import MAX_AMOUNT_EUR, MIN_AMOUNT_EUR, BuyRequest, validate
+from service.core.vocabulary import AUTO, ENGINES, FORMATS, OUTPUTS, TIERS
 
 MAX_FIELD = 16 * 1024
 
 
-# the outputs the "try it" form offers, as checkboxes named format_<name>
-FORMATS = ("markdown", "html", "raw_html", "screenshot")
+# What the "try it" form offers, as (value, label): the engines and tiers in its selects, the
+# outputs as checkboxes named format_<name>.
+_ENGINE_LABELS = {
+    "static": "static (HTTP fetch)",
+    "js": "js (headless browser)",
+    AUTO: "auto (js only for a JavaScript app)",
+}
+ENGINE_CHOICES = tuple((engine, _ENGINE_LABELS[engine]) for engine in (*ENGINES, AUTO))
+TIER_CHOICES = tuple((tier, tier) for tier in (*TIERS, AUTO))
+FORMAT_CHOICES = tuple((name, OUTPUTS[name].label) for name in FORMATS)
 
 
 class FormError(ValueError):

@@ -18,6 +18,8 @@ from twisted.web.server import Request
 
 from service.billing.pricing import CREDITS_PER_EURO
 from service.core.headers import set_page_headers
+from service.core.vocabulary import TIERS
+from service.dashboard.forms import ENGINE_CHOICES, FORMAT_CHOICES, TIER_CHOICES
 from service.dashboard.preview import rendered_markdown
 
 MOUNT = "/dashboard"
@@ -80,6 +82,10 @@ class Pages:
         self.env.globals["static_url"] = self.static_url
         self.env.globals["mount"] = MOUNT
         self.env.globals["public_url"] = public_url
+        self.env.globals["engine_choices"] = ENGINE_CHOICES
+        self.env.globals["tier_choices"] = TIER_CHOICES
+        self.env.globals["format_choices"] = FORMAT_CHOICES
+        self.env.globals["tier_names"] = TIERS
         self.env.filters["credits"] = credits_text
         self.env.filters["euros"] = euros_text
         self.env.filters["when"] = when_text

@@ -13,6 +13,9 @@ event attribute (``on*``); its ``href``, ``src``, ``poster`` and ``srcset`` URLs
 html-to-markdown's GitHub-flavoured rendering of that HTML. ``text`` comes from the same visible
 text walker as the whole page's (:mod:`service.extraction.text`).
 
+A format made from the page (service.core.vocabulary declares which) is a :class:`Converter` of
+that cleaned HTML, registered under its name with :func:`converts`.
+
 Options travel to an extraction worker (:mod:`service.extraction.pool`) as a plain dict:
 :meth:`OutputOptions.to_wire` and :meth:`OutputOptions.from_wire`.
 """
@@ -20,6 +23,7 @@ Options travel to an extraction worker (:mod:`service.extraction.pool`) as a pla
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any, Final
@@ -35,10 +39,37 @@ from service.extraction.text import visible_text
 if TYPE_CHECKING:
     from service.extraction.selectors import CompiledSelectors
 
-__all__ = ["CONVERTED", "OutputOptions", "extract_page", "render"]
+__all__ = ["CONVERTERS", "Converter", "OutputOptions", "converts", "extract_page", "render"]
 
-#: The formats that are computed from the page's tree (``raw_html`` and ``screenshot`` are not).
-CONVERTED: Final = frozenset({"markdown", "html"})
+
+@dataclass(frozen=True, slots=True)
+class Converter:
+    """How a format made from the page is made: from the cleaned HTML of what is kept of it.
+    ``attributes``: it keeps the elements' attributes, which are then all cleaned (markdown
+    writes some URLs only, which are the only attributes cleaned for it)."""
+
+    convert: Callable[[str], str]
+    attributes: bool = False
+
+
+#: format -> its converter: the formats made from the page's tree (service.core.vocabulary
+#: declares them; ``raw_html`` and ``screenshot`` are made from the response).
+CONVERTERS: Final[dict[str, Converter]] = {}
+
+
+def converts(
+    name: str, *, attributes: bool = False
+) -> Callable[[Callable[[str], str]], Callable[[str], str]]:
+    """Registers the decorated function as the converter of the format ``name``."""
+
+    def register(convert: Callable[[str], str]) -> Callable[[str], str]:
+        if name in CONVERTERS:
+            raise ValueError(f"{name!r} has a converter already")
+        CONVERTERS[name] = Converter(convert, attributes)
+        return convert
+
+    return register
+
 
 _UNRENDERED_TAGS: Final = (
     "script", "style", "noscript", "template", "iframe", "object", "embed", "noembed", "noframes",
@@ -147,7 +178,7 @@ def render(
         out["text"] = visible_text(root) or None
     if options.formats:
         # Markdown writes no attribute but some URLs: the rest matters to ``html`` only.
-        full = "html" in options.formats
+        full = any(CONVERTERS[name].attributes for name in options.formats)
         events = full and _EVENT_ATTRIBUTE.search(html) is not None
         _clean_attributes(root, resolve, events, full)
         cleaned = root.inner_html if root.tag == "body" else root.html
@@ -156,12 +187,20 @@ def render(
             # The main content's headline is its title, taken out of the body (and out of
             # ``text``, as article bodies are scored); markdown and html start with it again.
             cleaned = f"<h1>{escape(title, quote=False)}</h1>\n{cleaned}"
-        if "html" in options.formats:
-            out["html"] = cleaned
-        if "markdown" in options.formats:
-            converted = html_to_markdown.convert(cleaned, main_content.MARKDOWN_OPTIONS)
-            out["markdown"] = converted.content or ""
+        for name in options.formats:
+            out[name] = CONVERTERS[name].convert(cleaned)
     return out
+
+
+@converts("html", attributes=True)
+def cleaned_html(cleaned: str) -> str:
+    return cleaned
+
+
+@converts("markdown")
+def markdown(cleaned: str) -> str:
+    converted = html_to_markdown.convert(cleaned, main_content.MARKDOWN_OPTIONS)
+    return converted.content or ""
 
 
 def _empty_outputs(options: OutputOptions, text: str | None) -> dict[str, Any]:

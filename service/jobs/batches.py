@@ -49,7 +49,7 @@ from service.jobs import batch_store, crawl_store
 from service.jobs.webhooks import take_webhook
 from service.scrape.engine import SHUTTING_DOWN, EngineBridge
 from service.scrape.order import ScrapeOrder
-from service.scrape.results import ScrapeResult
+from service.scrape.results import ACTION_FIELDS, OUTPUTS, TRUNCATED, ScrapeResult
 from service.scrape.scraper import Scraper
 
 log = logging.getLogger(__name__)
@@ -72,15 +72,8 @@ _BULKY: dict[str, Any] = {
     "text": None,
     "extracted": {},
 }
-_OUTPUTS = (
-    "markdown",
-    "html",
-    "raw_html",
-    "screenshot",
-    "actions",
-    "action_results",
-    "truncated",
-)
+# ... and none of the fields that the request's formats and actions added
+_OUTPUTS = (*OUTPUTS, *ACTION_FIELDS, *TRUNCATED)
 
 
 # a claimed page's attempt: its job, or the refusal of its hold (Batches._start)

@@ -17,6 +17,7 @@ from typing import Any
 
 from service.billing import accounts, keys, ledger
 from service.core.config import Config, ConfigError
+from service.core.vocabulary import AUTO, ENGINES, TIERS
 from service.db import Database
 
 log = logging.getLogger("scrapespy")
@@ -123,10 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "error on stderr), 2 for a usage error or a missing SCRAPESPY_API_KEY.",
     )
     p_scrape.add_argument("url")
-    p_scrape.add_argument("--engine", choices=["static", "js", "auto"], default=None)
-    p_scrape.add_argument(
-        "--proxy", choices=["none", "datacenter", "residential", "auto"], default=None
-    )
+    p_scrape.add_argument("--engine", choices=[*ENGINES, AUTO], default=None)
+    p_scrape.add_argument("--proxy", choices=[*TIERS, AUTO], default=None)
     p_scrape.add_argument("--format", choices=["markdown", "json"], default="markdown")
     p_scrape.add_argument(
         "--main", action="store_true", help="only the page's main content (only_main_content)"

@@ -20,9 +20,10 @@ from twisted.web.server import Request
 
 from service.api.openapi import ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODE_REF, document
 from service.billing.pricing import price_list
-from service.core.config import ENGINES, TIERS, Config
+from service.core.config import Config
 from service.core.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
 from service.core.headers import CONTENT_SECURITY_POLICY
+from service.core.vocabulary import ENGINES, TIERS
 from service.dashboard.pages import STATIC as DASHBOARD_STATIC
 from service.dashboard.pages import Asset, credits_text, load_assets
 from service.reference import examples as examples_module

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any, overload
 
 from twisted.internet.defer import Deferred
 
+from service.core.vocabulary import FORMATS
+from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.db.tables import UsageRow
-from service.extraction.outputs import CONVERTED, OutputOptions
+from service.extraction.outputs import CONVERTERS, OutputOptions
 from service.scrape.results import (
     ACTION_FIELDS,
     ATTEMPTS,
-    OUTPUTS,
     BlockedResult,
     ScrapeResult,
     result_class,
@@ -161,7 +162,7 @@ class ScrapeOrder:
 
     def output_options(self) -> OutputOptions | None:
         """What the extraction computes beyond the standard fields; None when nothing."""
-        converted = self.formats & CONVERTED
+        converted = frozenset(self.formats & CONVERTERS.keys())
         if not (converted or self.only_main_content or self.include_tags or self.exclude_tags):
             return None
         return OutputOptions(
@@ -228,7 +229,9 @@ def new_result(
         "timings": order.clock.timings(order.started),
     }
     if order.formats or order.actions or order.ladder is not None:
-        outputs: tuple[str, ...] = tuple(name for name in OUTPUTS if name in order.formats)
+        outputs: tuple[str, ...] = tuple(
+            FORMAT_OUTPUTS[name].field for name in FORMATS if name in order.formats
+        )
         if order.actions:
             outputs = ACTION_FIELDS + outputs
         if order.ladder is not None:

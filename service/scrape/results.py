@@ -26,9 +26,10 @@ from typing import Annotated, Any, Final, NotRequired, TypeVar
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
-from service.core.config import ENGINES, TIERS
 from service.core.errors import FAILURE_CODES
 from service.core.schemas import ACTION_TYPES
+from service.core.vocabulary import ENGINES, FORMATS, TIERS
+from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.scrape.timings import Timings
 
 
@@ -152,10 +153,9 @@ class ScrapeResult:
         self.text = page["text"]
         self.extracted = page["extracted"]
         # fields of the result_class that the request's formats chose
-        if "markdown" in page:
-            setattr(self, "markdown", page["markdown"])  # noqa: B010
-        if "html" in page:
-            setattr(self, "html", page["html"])  # noqa: B010
+        for name in _FROM_PAGE:
+            if name in page:
+                setattr(self, FORMAT_OUTPUTS[name].field, page[name])
 
 
 @dataclass(slots=True)
@@ -170,7 +170,8 @@ class BlockedResult(ScrapeResult):
 
 
 R = TypeVar("R", bound=ScrapeResult)
-OUTPUTS: Final = ("markdown", "html", "raw_html", "screenshot")
+OUTPUTS: Final = tuple(FORMAT_OUTPUTS[name].field for name in FORMATS)
+_FROM_PAGE: Final = FORMAT_OUTPUTS.made_from("page")
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
 TRUNCATED: Final = ("truncated",)
@@ -200,32 +201,17 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
             "one was"
         ),
     ],
-    "markdown": Annotated[
-        str | None,
-        Field(description='GitHub-flavoured markdown of the page; with "formats": ["markdown"]'),
-    ],
-    "html": Annotated[
-        str | None,
-        Field(
-            description="the page's HTML without scripts, styles, comments, hidden elements and "
-            'event attributes, with absolute URLs; with "formats": ["html"]'
-        ),
-    ],
-    "raw_html": Annotated[
-        str | None,
-        Field(
-            description="the document as received (static) or as rendered (js), decoded; "
-            'with "formats": ["raw_html"]'
-        ),
-    ],
-    "screenshot": Annotated[
-        str | None,
-        Field(
-            description='base64 PNG of the viewport, or of the page with "screenshot_full_page";'
-            ' with "formats": ["screenshot"] (js engine)',
-            json_schema_extra={"contentEncoding": "base64", "contentMediaType": "image/png"},
-        ),
-    ],
+    # the formats' fields (service.core.vocabulary)
+    **{
+        output.field: Annotated[
+            str | None,
+            Field(
+                description=output.description,
+                json_schema_extra=dict(output.schema_extra) if output.schema_extra else None,
+            ),
+        ]
+        for output in (FORMAT_OUTPUTS[name] for name in FORMATS)
+    },
 }
 
 
