@@ -53,6 +53,7 @@ from service.extraction.pool import (
     ExtractionPool,
 )
 from service.extraction.worker import extract_within
+from service.scrape import meta as scrape_meta
 from service.scrape.order import ScrapeItem, ScrapeOrder
 from service.scrape.results import new_result, with_truncated
 
@@ -128,13 +129,13 @@ class ResultPipeline:
         )
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
-        order, response, meta = item.order, item.response, item.request.meta
-        block_reason = meta.get("scrapespy_block_reason")
-        item.tier_used = meta.get("scrapespy_tier_used", "none")
+        order, response, request = item.order, item.response, item.request
+        block_reason = scrape_meta.block_reason(request)
+        item.tier_used = scrape_meta.tier_used(request)
         code: str | None = None
         if response is None:
             assert item.failure is not None
-            limit = meta.get("download_maxsize", self.download_limit)
+            limit = request.meta.get("download_maxsize", self.download_limit)
             error: str | None = describe_failure(item.failure, order, limit)
             code = failure_code(item.failure)
         elif response.status >= 400:
@@ -154,7 +155,7 @@ class ResultPipeline:
             error_code=code,
             tier_used=item.tier_used,
             block_reason=block_reason,
-            engine=None if order.ladder is None else ("js" if meta.get("playwright") else "static"),
+            engine=None if order.ladder is None else scrape_meta.engine(request),
         )
         if isinstance(response, TextResponse):
             item.page = response
@@ -162,8 +163,8 @@ class ResultPipeline:
             self._received(item, response)
         if order.actions:  # what service.browser reported, on a success as on a failure
             result = item.result
-            setattr(result, "actions", list(meta.get("scrapespy_action_outcomes", ())))  # noqa: B010
-            setattr(result, "action_results", list(meta.get("scrapespy_action_results", ())))  # noqa: B010
+            setattr(result, "actions", scrape_meta.action_outcomes(request))  # noqa: B010
+            setattr(result, "action_results", scrape_meta.action_results(request))  # noqa: B010
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:
@@ -172,7 +173,7 @@ class ResultPipeline:
             if len(response.body) <= self.max_raw_html_bytes:
                 setattr(result, "raw_html", response.text)  # noqa: B010 - a result_class field
         if "screenshot" in formats:
-            png = response.meta.get("scrapespy_screenshot_png")
+            png = scrape_meta.screenshot_png(response)
             if png:
                 setattr(result, "screenshot", base64.b64encode(png).decode("ascii"))  # noqa: B010
 

@@ -28,14 +28,13 @@ from typing import TYPE_CHECKING, Any
 from playwright.async_api import Error as PlaywrightError
 
 from service.browser.failures import BrowserError
+from service.scrape.meta import SCREENSHOT, SCREENSHOT_PNG
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
     from scrapy import Request
     from scrapy.settings import BaseSettings
 
-SCREENSHOT_META = "scrapespy_screenshot"
-SCREENSHOT_PNG_META = "scrapespy_screenshot_png"
 # Reading the page keeps this much more of the request's time for a screenshot.
 SCREENSHOT_RESERVE = 0.5
 FONTS_READY = "() => document.fonts.ready.then(() => true)"
@@ -55,15 +54,15 @@ class ScreenshotLimits:
 
 
 def wants_screenshot(meta: dict[str, Any]) -> bool:
-    return isinstance(meta.get(SCREENSHOT_META), dict)
+    return isinstance(meta.get(SCREENSHOT), dict)
 
 
 async def add_screenshot(
     request: Request, page: Page, limits: ScreenshotLimits, timeout: float
 ) -> None:
     """Put the screenshot that ``request`` asks for in its (and its response's) meta."""
-    full_page = bool(request.meta[SCREENSHOT_META].get("full_page"))
-    request.meta[SCREENSHOT_PNG_META] = await take_screenshot(
+    full_page = bool(request.meta[SCREENSHOT].get("full_page"))
+    request.meta[SCREENSHOT_PNG] = await take_screenshot(
         page, full_page=full_page, limits=limits, timeout=timeout
     )
 

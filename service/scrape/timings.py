@@ -1,8 +1,9 @@
 """Where a scrape's time went: the ``timings`` of a result (docs/api.md), measured where each
 phase happens, on ``time.monotonic()``.
 
-A :class:`Clock` rides on the scrape's job and in its request's meta (:data:`CLOCK`; a
-redirect's request copies the meta, not the clock, so every hop adds to the same one):
+A :class:`Clock` rides on the scrape's job and in its request's meta (``CLOCK`` of
+service.scrape.meta; a redirect's request copies the meta, not the clock, so every hop adds to
+the same one):
 
 - the static download handler wraps each of its downloads in :class:`StaticDownload`, which
   notes when the first one began (the end of ``queue``) and, from Scrapy's own
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.web.client import HTTPConnectionPool
 
+from service.scrape.meta import CLOCK
+
 if TYPE_CHECKING:
     from collections.abc import MutableMapping
 
@@ -32,8 +35,6 @@ if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
     from service.scrape.results import Timings
-
-CLOCK = "scrapespy_clock"  # the request's meta key of its job's Clock
 
 # The clock of the static download under way in this asyncio task: the pool reads it while the
 # handler asks it for a connection, within the same synchronous call.
