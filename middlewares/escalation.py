@@ -35,15 +35,11 @@ from middlewares.failure_codes import failure_code
 from middlewares.proxy_pool import MIDWAY, classify
 from service.extraction.shell import is_js_shell
 from service.scrape import meta as scrape_meta
+from service.scrape.browser_request import for_browser
 from service.scrape.meta import (
     ATTEMPT_STARTED,
     BLOCK_REASON,
-    COOKIES,
-    DEVICE,
     LADDER,
-    PLAYWRIGHT,
-    PLAYWRIGHT_CONTEXT,
-    PLAYWRIGHT_PAGE_GOTO_KWARGS,
     PROXIES_FAILED,
     PROXY_IN_USE,
     PROXY_TIER,
@@ -161,16 +157,8 @@ class EscalationMiddleware:
         scrape_meta.set_proxy_tier(retry, tier)
         scrape_meta.set_attempt_started(retry, self.clock())
         if engine == "js" and not scrape_meta.renders(retry):
-            # as spiders.feed asks for js (engine auto takes no steps for the browser); every
-            # attempt renders in a fresh context
-            meta = retry.meta
-            meta[PLAYWRIGHT] = True
-            meta[PLAYWRIGHT_CONTEXT] = f"scrape-{order.id}-{len(order.attempts or ())}"
-            meta[PLAYWRIGHT_PAGE_GOTO_KWARGS] = {"wait_until": "load"}
-            if order.device == "mobile":
-                meta[DEVICE] = "mobile"
-            if order.cookies:  # a static attempt had them in its jar, the browser in its context
-                meta[COOKIES] = [dict(cookie) for cookie in order.cookies]
+            # as spiders.feed asks for js; every attempt renders in a fresh context
+            for_browser(retry.meta, order, attempt=len(order.attempts or ()))
         if self.stats is not None:
             self.stats.inc_value(f"{STATS_PREFIX}/{why}")
         return retry

@@ -18,20 +18,8 @@ from twisted.python.failure import Failure
 
 from middlewares.escalation import start_escalation
 from service.scrape import meta as scrape_meta
-from service.scrape.meta import (
-    ACTIONS,
-    CLOCK,
-    COOKIES,
-    DEADLINE,
-    DEVICE,
-    ORDER,
-    PLAYWRIGHT,
-    PLAYWRIGHT_CONTEXT,
-    PLAYWRIGHT_PAGE_GOTO_KWARGS,
-    PROXY_TIER,
-    SCREENSHOT,
-    WAIT_FOR,
-)
+from service.scrape.browser_request import for_browser
+from service.scrape.meta import CLOCK, DEADLINE, ORDER, PROXY_TIER
 from service.scrape.order import ScrapeItem, ScrapeOrder
 
 if TYPE_CHECKING:
@@ -59,22 +47,7 @@ def request_for(order: ScrapeOrder, spider: Spider) -> Request:
     }
     engine = order.engine if order.ladder is None else start_escalation(order, meta)
     if engine == "js":
-        meta[PLAYWRIGHT] = True
-        # Its own browser context, closed when the request ends (service.browser); the
-        # deadline middleware adds the navigation's timeout.
-        meta[PLAYWRIGHT_CONTEXT] = f"scrape-{order.id}"
-        meta[PLAYWRIGHT_PAGE_GOTO_KWARGS] = {"wait_until": "load"}
-        if "screenshot" in order.formats:  # taken by service.browser after the page is read
-            meta[SCREENSHOT] = {"full_page": order.screenshot_full_page}
-        # run by service.browser; it reports back in the same meta
-        if order.wait_for is not None:
-            meta[WAIT_FOR] = dict(order.wait_for)
-        if order.actions:
-            meta[ACTIONS] = [dict(step) for step in order.actions]
-        if order.device == "mobile":
-            meta[DEVICE] = "mobile"
-        if order.cookies:  # set in the scrape's own browser context
-            meta[COOKIES] = [dict(cookie) for cookie in order.cookies]
+        for_browser(meta, order)  # the cookies too, set in the scrape's own browser context
         cookies = None
     else:
         # Into the job's own jar (meta["cookiejar"]), which the engine drops after the job.

@@ -58,25 +58,23 @@ LADDER = "scrapespy_ladder"
 # float, time.monotonic() when the attempt started: middlewares.escalation writes and reads
 ATTEMPT_STARTED = "scrapespy_attempt_started"
 
-# --- The browser (spiders.feed writes what the caller asked) -----------------------------------
+# --- The browser (service.scrape.browser_request writes what the caller asked) -----------------
 
-# {"full_page": bool}: spiders.feed writes; service.browser.screenshot reads
+# {"full_page": bool}: browser_request writes; service.browser.screenshot reads
 SCREENSHOT = "scrapespy_screenshot"
 # bytes, the PNG: service.browser.screenshot writes; pipelines.result reads
 SCREENSHOT_PNG = "scrapespy_screenshot_png"
-# {"selector": S} or {"ms": N}: spiders.feed writes; service.browser.actions reads
+# {"selector": S} or {"ms": N}: browser_request writes; service.browser.actions reads
 WAIT_FOR = "scrapespy_wait_for"
-# list of the steps, in order: spiders.feed writes; service.browser.actions reads
+# list of the steps, in order: browser_request writes; service.browser.actions reads
 ACTIONS = "scrapespy_actions"
 # list, each step's outcome: service.browser.actions writes; pipelines.result reads
 ACTION_OUTCOMES = "scrapespy_action_outcomes"
 # list, what the steps returned: service.browser.actions writes; pipelines.result reads
 ACTION_RESULTS = "scrapespy_action_results"
-# "mobile" (absent: desktop): spiders.feed and middlewares.escalation write;
-# service.browser.handler reads
+# "mobile" (absent: desktop): browser_request writes; service.browser.handler reads
 DEVICE = "scrapespy_device"
-# list of the caller's cookies: spiders.feed and middlewares.escalation write;
-# service.browser.handler reads
+# list of the caller's cookies: browser_request writes; service.browser.handler reads
 COOKIES = "scrapespy_cookies"
 # float, the loop's time when the navigation ended: service.browser.read writes;
 # service.browser.handler reads
@@ -84,16 +82,15 @@ LOADED_AT = "scrapespy_loaded_at"
 
 # --- scrapy-playwright's -----------------------------------------------------------------------
 
-# True for the js engine: spiders.feed and middlewares.escalation write; the middlewares,
-# pipelines.result and service.browser read
+# True for the js engine: browser_request writes; the middlewares, pipelines.result and
+# service.browser read
 PLAYWRIGHT = "playwright"
-# str, the browser context's name: spiders.feed and middlewares.escalation write;
-# service.browser reads (and names one)
+# str, the browser context's name: browser_request writes; service.browser reads (and names one)
 PLAYWRIGHT_CONTEXT = "playwright_context"
 # dict, the context's options: middlewares.proxy_pool writes (its proxy); service.browser reads
 PLAYWRIGHT_CONTEXT_KWARGS = "playwright_context_kwargs"
-# dict, page.goto's options: spiders.feed, middlewares.escalation and middlewares.deadline (its
-# timeout) write; service.browser.read reads
+# dict, page.goto's options: browser_request and middlewares.deadline (its timeout) write;
+# service.browser.read reads
 PLAYWRIGHT_PAGE_GOTO_KWARGS = "playwright_page_goto_kwargs"
 
 
