@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 
 from service.antibot import detect_block
+from service.scrape import meta as scrape_meta
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-META_KEY = "scrapespy_block_reason"
 STATS_PREFIX = "scrapespy/antibot/blocked"
 
 
@@ -56,9 +56,9 @@ class AntiBotMiddleware:
         vendor = detect_block(response.status, response.headers, response.body)
         if vendor is None:
             # A retried or redirected request carries over the meta of the earlier attempt.
-            request.meta.pop(META_KEY, None)
+            scrape_meta.set_block_reason(request, None)
             return response
-        request.meta[META_KEY] = vendor
+        scrape_meta.set_block_reason(request, vendor)
         if self.stats is not None:
             self.stats.inc_value(STATS_PREFIX)
             self.stats.inc_value(f"{STATS_PREFIX}/{vendor}")

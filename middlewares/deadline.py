@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
+from service.scrape import meta as scrape_meta
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -33,7 +35,7 @@ class DeadlineMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> None:
-        deadline = request.meta.get("scrapespy_deadline")
+        deadline = scrape_meta.deadline(request)
         if deadline is None:
             return
         remaining = deadline - time.monotonic()
@@ -42,7 +44,7 @@ class DeadlineMiddleware:
                 self.stats.inc_value("scrapespy/deadline/exceeded")
             raise DeadlineExceeded("timed out before the download started")
         request.meta["download_timeout"] = remaining
-        if request.meta.get("playwright"):
-            goto = dict(request.meta.get("playwright_page_goto_kwargs") or {})
+        if scrape_meta.renders(request):
+            goto = scrape_meta.goto_kwargs(request)
             goto["timeout"] = remaining * 1000
-            request.meta["playwright_page_goto_kwargs"] = goto
+            scrape_meta.set_goto_kwargs(request, goto)

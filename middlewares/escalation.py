@@ -31,19 +31,20 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from middlewares.antibot import META_KEY as BLOCK_REASON
 from middlewares.failure_codes import failure_code
-from middlewares.proxy_pool import (
-    DEADLINE,
-    MIDWAY,
+from middlewares.proxy_pool import MIDWAY, classify
+from service.extraction.shell import is_js_shell
+from service.scrape import meta as scrape_meta
+from service.scrape.browser_request import for_browser
+from service.scrape.meta import (
+    ATTEMPT_STARTED,
+    BLOCK_REASON,
+    LADDER,
     PROXIES_FAILED,
     PROXY_IN_USE,
-    TIER_REQUESTED,
+    PROXY_TIER,
     TIER_USED,
-    classify,
 )
-from service.extraction.shell import is_js_shell
-from service.scrape.order import ORDER
 
 if TYPE_CHECKING:
     from typing import Self
@@ -55,8 +56,6 @@ if TYPE_CHECKING:
 
     from service.scrape.order import ScrapeOrder
 
-LADDER = "scrapespy_ladder"
-ATTEMPT_STARTED = "scrapespy_attempt_started"
 MIN_LEFT = 0.05  # seconds: less than this left of the timeout, no new attempt
 RETRY_STATUSES = frozenset((403, 429))
 # what an attempt leaves in the meta that must not reach the next one
@@ -78,7 +77,7 @@ def start_escalation(order: ScrapeOrder, meta: dict[str, Any]) -> str:
     """Puts the first step of auto ``job`` in its request's ``meta``; returns its engine."""
     assert order.ladder is not None
     engine, tier = order.ladder.first
-    meta[TIER_REQUESTED] = tier
+    meta[PROXY_TIER] = tier
     meta[LADDER] = order.ladder
     meta[ATTEMPT_STARTED] = order.started
     order.attempts = []
@@ -97,13 +96,12 @@ class EscalationMiddleware:
         return cls(crawler.stats)
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        ladder = request.meta.get(LADDER)
+        ladder = scrape_meta.ladder(request)
         if ladder is None:
             return response
-        meta = request.meta
-        engine = "js" if meta.get("playwright") else "static"
-        tier = meta[TIER_REQUESTED]
-        reason = meta.get(BLOCK_REASON)
+        engine = scrape_meta.engine(request)
+        tier = scrape_meta.attempt_tier(request)
+        reason = scrape_meta.block_reason(request)
         status = response.status
         code = "blocked" if reason else ("http_error" if status >= 400 else None)
         self._record(request, engine, status, reason, code)
@@ -117,14 +115,13 @@ class EscalationMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
-        ladder = request.meta.get(LADDER)
+        ladder = scrape_meta.ladder(request)
         if ladder is None:
             return None
-        meta = request.meta
-        engine = "js" if meta.get("playwright") else "static"
+        engine = scrape_meta.engine(request)
         self._record(request, engine, 0, None, failure_code(exception))
         if classify(exception) == MIDWAY:
-            higher = ladder.next_tier(engine, meta[TIER_REQUESTED])
+            higher = ladder.next_tier(engine, scrape_meta.attempt_tier(request))
             if higher is not None:
                 return self._next(request, engine, higher, "tier")
         return None
@@ -132,43 +129,36 @@ class EscalationMiddleware:
     def _record(
         self, request: Request, engine: str, status: int, reason: str | None, code: str | None
     ) -> None:
-        meta = request.meta
-        order: ScrapeOrder = meta[ORDER]
+        order = scrape_meta.order(request)
         assert order.attempts is not None
         order.attempts.append(
             {
-                "tier": meta.get(TIER_USED, meta[TIER_REQUESTED]),
+                "tier": scrape_meta.tier_used(request, scrape_meta.attempt_tier(request)),
                 "engine": engine,
                 "status_code": status,
                 "blocked": reason is not None,
                 "block_reason": reason,
                 "error_code": code,
-                "elapsed_ms": max(0, int((self.clock() - meta[ATTEMPT_STARTED]) * 1000)),
+                "elapsed_ms": max(
+                    0, int((self.clock() - scrape_meta.attempt_started(request)) * 1000)
+                ),
             }
         )
 
     def _next(self, request: Request, engine: str, tier: str, why: str) -> Request | None:
         """The job's request again, for ``engine`` at ``tier``, unless its time is up."""
-        deadline = request.meta.get(DEADLINE)
+        deadline = scrape_meta.deadline(request)
         if deadline is not None and deadline - self.clock() <= MIN_LEFT:
             return None
-        order: ScrapeOrder = request.meta[ORDER]
+        order = scrape_meta.order(request)
         retry = request.replace(url=order.url, dont_filter=True)
-        meta = retry.meta
         for key in _STALE:
-            meta.pop(key, None)
-        meta[TIER_REQUESTED] = tier
-        meta[ATTEMPT_STARTED] = self.clock()
-        if engine == "js" and not meta.get("playwright"):
-            # as spiders.feed asks for js (engine auto takes no steps for the browser); every
-            # attempt renders in a fresh context
-            meta["playwright"] = True
-            meta["playwright_context"] = f"scrape-{order.id}-{len(order.attempts or ())}"
-            meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
-            if order.device == "mobile":
-                meta["scrapespy_device"] = "mobile"
-            if order.cookies:  # a static attempt had them in its jar, the browser in its context
-                meta["scrapespy_cookies"] = [dict(cookie) for cookie in order.cookies]
+            retry.meta.pop(key, None)
+        scrape_meta.set_proxy_tier(retry, tier)
+        scrape_meta.set_attempt_started(retry, self.clock())
+        if engine == "js" and not scrape_meta.renders(retry):
+            # as spiders.feed asks for js; every attempt renders in a fresh context
+            for_browser(retry.meta, order, attempt=len(order.attempts or ()))
         if self.stats is not None:
             self.stats.inc_value(f"{STATS_PREFIX}/{why}")
         return retry

@@ -62,6 +62,7 @@ from twisted.internet import error as net_error
 from twisted.web.client import ResponseFailed
 
 from service.core.vocabulary import PROXY_TIERS
+from service.scrape import meta as scrape_meta
 
 if TYPE_CHECKING:
     from typing import Self
@@ -72,12 +73,6 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
-
-TIER_REQUESTED = "scrapespy_proxy_tier"
-TIER_USED = "scrapespy_tier_used"
-PROXY_IN_USE = "scrapespy_proxy"
-PROXIES_FAILED = "scrapespy_proxies_failed"
-DEADLINE = "scrapespy_deadline"
 
 TIERS: tuple[str, ...] = PROXY_TIERS
 STATS_PREFIX = "scrapespy/proxy_pool"
@@ -309,15 +304,15 @@ class ProxyPoolMiddleware:
         )
 
     def process_request(self, request: Request) -> None:
-        tier = request.meta.get(TIER_REQUESTED)
+        tier = scrape_meta.proxy_tier(request)
         if tier is None:
             # Not a scrape of the service (robots.txt, ``scrapy shell``): leave it alone.
             return
         pool = self.pools.get(tier)
-        failed: list[str] = request.meta.get(PROXIES_FAILED, [])
+        failed = scrape_meta.proxies_failed(request)
         proxy = None
         if pool is not None and len(failed) < self.attempts:
-            proxy = pool.pick(exclude=failed, prefer=request.meta.get(PROXY_IN_USE))
+            proxy = pool.pick(exclude=failed, prefer=scrape_meta.proxy_in_use(request))
         if proxy is None:
             self._go_direct(request, tier)
         else:
@@ -352,50 +347,49 @@ class ProxyPoolMiddleware:
         return self._retry(request, proxy)
 
     def _proxy_of(self, request: Request) -> tuple[ProxyPool, Proxy] | None:
-        pool = self.pools.get(request.meta.get(TIER_USED, "none"))
+        pool = self.pools.get(scrape_meta.tier_used(request))
         if pool is None:
             return None
-        proxy = pool.get(request.meta.get(PROXY_IN_USE))
+        proxy = pool.get(scrape_meta.proxy_in_use(request))
         return None if proxy is None else (pool, proxy)
 
     def _go_through(self, request: Request, tier: str, proxy: Proxy) -> None:
-        request.meta[TIER_USED] = tier
-        request.meta[PROXY_IN_USE] = proxy.key
-        if request.meta.get("playwright"):
+        scrape_meta.set_tier_used(request, tier)
+        scrape_meta.set_proxy_in_use(request, proxy.key)
+        if scrape_meta.renders(request):
             request.meta["proxy"] = None
-            context = dict(request.meta.get("playwright_context_kwargs") or {})
+            context = scrape_meta.context_kwargs(request)
             context["proxy"] = proxy.playwright_settings()
-            request.meta["playwright_context_kwargs"] = context
+            scrape_meta.set_context_kwargs(request, context)
         else:
             request.meta["proxy"] = proxy.url
         self._inc(tier, "used")
 
     def _go_direct(self, request: Request, tier: str) -> None:
-        request.meta[TIER_USED] = "none"
-        request.meta.pop(PROXY_IN_USE, None)
+        scrape_meta.set_tier_used(request, "none")
+        scrape_meta.set_proxy_in_use(request, None)
         request.meta["proxy"] = None
-        context = request.meta.get("playwright_context_kwargs")
-        if context and "proxy" in context:
-            request.meta["playwright_context_kwargs"] = {
-                k: v for k, v in context.items() if k != "proxy"
-            }
+        context = scrape_meta.context_kwargs(request)
+        if "proxy" in context:
+            del context["proxy"]
+            scrape_meta.set_context_kwargs(request, context)
         pool = self.pools.get(tier)
         if pool is not None:
             self._inc(tier, "direct")
-            if request.meta.get(PROXIES_FAILED):
+            if scrape_meta.proxies_failed(request):
                 logger.info("%s proxies failed; %s goes direct", tier, request.url)
             elif pool.proxies:
                 logger.info("every %s proxy is benched; %s goes direct", tier, request.url)
 
     def _retry(self, request: Request, proxy: Proxy) -> Request | None:
         """The same request for another proxy (or direct), unless its time is up."""
-        deadline = request.meta.get(DEADLINE)
+        deadline = scrape_meta.deadline(request)
         if deadline is not None and deadline - self.clock() <= 0.05:
             return None
         retry = request.replace(dont_filter=True)
-        retry.meta[PROXIES_FAILED] = [*request.meta.get(PROXIES_FAILED, []), proxy.key]
-        retry.meta.pop(PROXY_IN_USE, None)
-        self._inc(request.meta[TIER_USED], "retried")
+        scrape_meta.set_proxies_failed(retry, [*scrape_meta.proxies_failed(request), proxy.key])
+        scrape_meta.set_proxy_in_use(retry, None)
+        self._inc(scrape_meta.tier_used(request), "retried")
         return retry
 
     def _inc(self, tier: str, event: str) -> None:

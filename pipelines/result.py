@@ -53,6 +53,7 @@ from service.extraction.pool import (
     ExtractionPool,
 )
 from service.extraction.worker import extract_within
+from service.scrape import meta as scrape_meta
 from service.scrape.order import ScrapeItem, ScrapeOrder, new_result, timed_out
 from service.scrape.results import with_truncated
 
@@ -124,13 +125,13 @@ class ResultPipeline:
         )
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
-        order, response, meta = item.order, item.response, item.request.meta
-        block_reason = meta.get("scrapespy_block_reason")
-        item.tier_used = meta.get("scrapespy_tier_used", "none")
+        order, response, request = item.order, item.response, item.request
+        block_reason = scrape_meta.block_reason(request)
+        item.tier_used = scrape_meta.tier_used(request)
         code: str | None = None
         if response is None:
             assert item.failure is not None
-            limit = meta.get("download_maxsize", self.download_limit)
+            limit = request.meta.get("download_maxsize", self.download_limit)
             error: str | None = describe_failure(item.failure, order, limit)
             code = failure_code(item.failure)
         elif response.status >= 400:
@@ -150,7 +151,7 @@ class ResultPipeline:
             error_code=code,
             tier_used=item.tier_used,
             block_reason=block_reason,
-            engine=None if order.ladder is None else ("js" if meta.get("playwright") else "static"),
+            engine=None if order.ladder is None else scrape_meta.engine(request),
         )
         if isinstance(response, TextResponse):
             item.page = response
@@ -158,8 +159,8 @@ class ResultPipeline:
             self._received(item, response)
         if order.actions:  # what service.browser reported, on a success as on a failure
             result = item.result
-            setattr(result, "actions", list(meta.get("scrapespy_action_outcomes", ())))  # noqa: B010
-            setattr(result, "action_results", list(meta.get("scrapespy_action_results", ())))  # noqa: B010
+            setattr(result, "actions", scrape_meta.action_outcomes(request))  # noqa: B010
+            setattr(result, "action_results", scrape_meta.action_results(request))  # noqa: B010
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:

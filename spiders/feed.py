@@ -17,8 +17,10 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.escalation import start_escalation
-from service.scrape.order import ORDER, ScrapeItem, ScrapeOrder
-from service.scrape.timings import CLOCK
+from service.scrape import meta as scrape_meta
+from service.scrape.browser_request import for_browser
+from service.scrape.meta import CLOCK, DEADLINE, ORDER, PROXY_TIER
+from service.scrape.order import ScrapeItem, ScrapeOrder
 
 if TYPE_CHECKING:
     from scrapy.http.request import VerboseCookie
@@ -36,31 +38,16 @@ def request_for(order: ScrapeOrder, spider: Spider) -> Request:
     for the browser) is looked at only when asked, so a plain scrape builds nothing more."""
     meta: dict[str, Any] = {
         ORDER: order,
-        "scrapespy_deadline": order.deadline,
+        DEADLINE: order.deadline,
         "download_timeout": order.timeout,
         "dont_obey_robotstxt": not order.respect_robots,
         "cookiejar": order.id,
-        "scrapespy_proxy_tier": order.proxy_type,
+        PROXY_TIER: order.proxy_type,
         CLOCK: order.clock,
     }
     engine = order.engine if order.ladder is None else start_escalation(order, meta)
     if engine == "js":
-        meta["playwright"] = True
-        # Its own browser context, closed when the request ends (service.browser); the
-        # deadline middleware adds the navigation's timeout.
-        meta["playwright_context"] = f"scrape-{order.id}"
-        meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
-        if "screenshot" in order.formats:  # taken by service.browser after the page is read
-            meta["scrapespy_screenshot"] = {"full_page": order.screenshot_full_page}
-        # run by service.browser; it reports back in the same meta
-        if order.wait_for is not None:
-            meta["scrapespy_wait_for"] = dict(order.wait_for)
-        if order.actions:
-            meta["scrapespy_actions"] = [dict(step) for step in order.actions]
-        if order.device == "mobile":
-            meta["scrapespy_device"] = "mobile"
-        if order.cookies:  # set in the scrape's own browser context
-            meta["scrapespy_cookies"] = [dict(cookie) for cookie in order.cookies]
+        for_browser(meta, order)  # the cookies too, set in the scrape's own browser context
         cookies = None
     else:
         # Into the job's own jar (meta["cookiejar"]), which the engine drops after the job.
@@ -85,12 +72,12 @@ def request_for(order: ScrapeOrder, spider: Spider) -> Request:
 def item_for_response(response: Response) -> ScrapeItem:
     request = response.request
     assert request is not None  # Scrapy sets it on every response it hands a callback
-    return ScrapeItem(request.meta[ORDER], request, response=response)
+    return ScrapeItem(scrape_meta.order(request), request, response=response)
 
 
 def item_for_failure(failure: Failure) -> ScrapeItem:
     request = failure.request  # type: ignore[attr-defined]
-    return ScrapeItem(request.meta[ORDER], request, failure=failure)
+    return ScrapeItem(scrape_meta.order(request), request, failure=failure)
 
 
 class FeedSpider(Spider):

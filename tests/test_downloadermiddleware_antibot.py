@@ -18,9 +18,10 @@ from scrapy.http import Headers, HtmlResponse, Response, TextResponse
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from middlewares.antibot import META_KEY, AntiBotMiddleware
+from middlewares.antibot import AntiBotMiddleware
 from service.antibot import VENDORS, detect_block
 from service.antibot import detector as antibot
+from service.scrape.meta import BLOCK_REASON
 
 CORPUS = Path(__file__).parent / "antibot_corpus"
 MANIFEST: dict[str, dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text())
@@ -217,7 +218,7 @@ def test_blocked_response_is_annotated_and_counted(crawler: Crawler, mw: AntiBot
     assert result is response
     assert result.body == body
     assert result.status == status
-    assert request.meta[META_KEY] == "datadome"
+    assert request.meta[BLOCK_REASON] == "datadome"
     assert response.meta is request.meta
     assert response.meta["scrapespy_block_reason"] == "datadome"
     assert stat(crawler, "scrapespy/antibot/blocked") == 1
@@ -225,7 +226,7 @@ def test_blocked_response_is_annotated_and_counted(crawler: Crawler, mw: AntiBot
 
     request2 = Request(URL + "?2")
     mw.process_response(request2, html_response("blocked/akamai__access_denied.html", request2))
-    assert request2.meta[META_KEY] == "akamai"
+    assert request2.meta[BLOCK_REASON] == "akamai"
     assert stat(crawler, "scrapespy/antibot/blocked") == 2
     assert stat(crawler, "scrapespy/antibot/blocked/akamai") == 1
 
@@ -234,15 +235,15 @@ def test_clean_response_is_left_alone(crawler: Crawler, mw: AntiBotMiddleware) -
     request = Request(URL)
     response = html_response("clean/contact_form_recaptcha.html", request)
     assert mw.process_response(request, response) is response
-    assert META_KEY not in response.meta
+    assert BLOCK_REASON not in response.meta
     assert stat(crawler, "scrapespy/antibot/blocked") is None
 
 
 def test_stale_reason_from_an_earlier_attempt_is_cleared(mw: AntiBotMiddleware) -> None:
-    request = Request(URL, meta={META_KEY: "cloudflare"})  # e.g. a retry copied the meta
+    request = Request(URL, meta={BLOCK_REASON: "cloudflare"})  # e.g. a retry copied the meta
     response = html_response("clean/cloudflare_served_news.html", request)
     assert mw.process_response(request, response) is response
-    assert META_KEY not in request.meta
+    assert BLOCK_REASON not in request.meta
 
 
 def test_binary_response_is_not_body_scanned(
@@ -262,7 +263,7 @@ def test_binary_response_is_not_body_scanned(
     )
     assert mw.process_response(request, response) is response
     assert calls == []
-    assert META_KEY not in request.meta
+    assert BLOCK_REASON not in request.meta
 
     request = Request(URL + "/report.pdf")
     response = Response(
@@ -273,7 +274,7 @@ def test_binary_response_is_not_body_scanned(
         headers={"Content-Type": "application/pdf", "cf-mitigated": "challenge"},
     )
     assert mw.process_response(request, response) is response
-    assert request.meta[META_KEY] == "cloudflare"
+    assert request.meta[BLOCK_REASON] == "cloudflare"
     assert calls == []
     assert stat(crawler, "scrapespy/antibot/blocked/cloudflare") == 1
 
@@ -283,7 +284,7 @@ def test_text_response_that_is_not_html(mw: AntiBotMiddleware) -> None:
     status, headers, body = load("blocked/perimeterx__json_xhr.html")
     response = TextResponse(request.url, status=status, headers=headers, body=body, request=request)
     assert mw.process_response(request, response) is response
-    assert request.meta[META_KEY] == "perimeterx"
+    assert request.meta[BLOCK_REASON] == "perimeterx"
 
 
 def test_not_configured_when_disabled() -> None:
@@ -304,7 +305,7 @@ def test_spider_argument_is_optional(mw: AntiBotMiddleware) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert mw.process_response(request, response, None) is response
-    assert request.meta[META_KEY] == "kasada"
+    assert request.meta[BLOCK_REASON] == "kasada"
 
 
 # --------------------------------------------------------------------------- cost

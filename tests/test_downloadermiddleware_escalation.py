@@ -16,7 +16,8 @@ from middlewares.failure_codes import failure_code
 from service.core.config import Config
 from service.core.escalation import ladder
 from service.egress.addresses import EgressBlocked
-from service.scrape.order import ORDER, ScrapeOrder
+from service.scrape.meta import ORDER
+from service.scrape.order import ScrapeOrder
 
 URL = "http://shop.example/item"
 CONFIG = dataclasses.replace(

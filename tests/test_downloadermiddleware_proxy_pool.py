@@ -27,14 +27,8 @@ from twisted.internet.error import DNSLookupError
 from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.web.client import ResponseNeverReceived
 
-from middlewares.proxy_pool import (
-    PROXIES_FAILED,
-    PROXY_IN_USE,
-    TIER_USED,
-    Proxy,
-    ProxyPoolMiddleware,
-    classify,
-)
+from middlewares.proxy_pool import Proxy, ProxyPoolMiddleware, classify
+from service.scrape.meta import PROXIES_FAILED, PROXY_IN_USE, TIER_USED
 
 DC = [
     "http://alice:s3cret@dc1.example:3128",

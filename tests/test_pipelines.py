@@ -26,7 +26,8 @@ from pipelines.result import ResultPipeline
 from service.billing import ledger
 from service.browser.failures import BrowserError
 from service.core.schemas import checked_scrape
-from service.scrape.order import ORDER, ScrapeItem, ScrapeOrder
+from service.scrape.meta import ORDER
+from service.scrape.order import ScrapeItem, ScrapeOrder
 from service.scrape.scrapy_settings import ITEM_PIPELINES
 from spiders.feed import (
     MOBILE_USER_AGENT,

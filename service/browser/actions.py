@@ -58,16 +58,13 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from service.browser.failures import BrowserError
 from service.browser.screenshot import ScreenshotLimits, take_screenshot
 from service.browser.targets import FORGET, NotFound, find, quote
+from service.scrape.meta import ACTION_OUTCOMES, ACTION_RESULTS, ACTIONS, WAIT_FOR
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
     from service.browser.settle import PageWatch
 
-WAIT_FOR_META = "scrapespy_wait_for"
-ACTIONS_META = "scrapespy_actions"
-OUTCOMES_META = "scrapespy_action_outcomes"
-RESULTS_META = "scrapespy_action_results"
 MAX_EVALUATE_BYTES = 64 * 1024
 # Arrays and objects within one another in an evaluate step's value: the answer's JSON writer
 # (orjson) stops at 255 levels, and the value sits a few levels down in a result or a job's page.
@@ -137,7 +134,7 @@ class _StepFailed(Exception):
 
 
 def wants_actions(meta: dict[str, Any]) -> bool:
-    return bool(meta.get(WAIT_FOR_META) or meta.get(ACTIONS_META))
+    return bool(meta.get(WAIT_FOR) or meta.get(ACTIONS))
 
 
 async def run_actions(
@@ -148,21 +145,21 @@ async def run_actions(
     screenshot_limits: ScreenshotLimits,
 ) -> None:
     """The request's ``wait_for``, then its steps; ``budget()`` is the time they may still use."""
-    wait_for = meta.get(WAIT_FOR_META)
+    wait_for = meta.get(WAIT_FOR)
     if wait_for:
         try:
             await _bounded(_top_wait_for(page, wait_for, budget()), budget())
         except _StepFailed as failure:
             raise ActionFailed(f"wait_for failed: {failure}") from None
-    steps = meta.get(ACTIONS_META) or []
+    steps = meta.get(ACTIONS) or []
     if not steps:
         return
     outcomes: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     with suppress(PlaywrightError):
         await page.evaluate(_COUNT_REQUESTS)
-    meta[OUTCOMES_META] = outcomes
-    meta[RESULTS_META] = results
+    meta[ACTION_OUTCOMES] = outcomes
+    meta[ACTION_RESULTS] = results
     for index, step in enumerate(steps):
         kind = step["type"]
         started = time.monotonic()

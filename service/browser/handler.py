@@ -83,8 +83,9 @@ from service.browser.settle import PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
 from service.core.config import Config, default_chromium_path
+from service.scrape import meta as scrape_meta
+from service.scrape.meta import PLAYWRIGHT_CONTEXT
 from service.scrape.metrics import watch_browser
-from service.scrape.order import ORDER
 from service.scrape.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
@@ -310,13 +311,13 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
     # One request
 
     async def download_request(self, request: Request) -> Response:
-        if not request.meta.get("playwright"):
+        if not scrape_meta.renders(request):
             with StaticDownload(request):  # timings: queue, connect, first byte, download
                 return await HTTP11DownloadHandler.download_request(self, request)
         return await self._render(request)
 
     def _time_left(self, request: Request) -> float:
-        deadline = request.meta.get("scrapespy_deadline")
+        deadline = scrape_meta.deadline(request)
         if deadline is not None:
             return float(deadline) - time.monotonic()
         return float(request.meta.get("download_timeout") or self.default_timeout)
@@ -329,7 +330,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 left = self._time_left(request) - ANSWER_RESERVE
                 async with asyncio.timeout(max(left, 0.0)) as deadline:
                     render.deadline = deadline
-                    order = request.meta.get(ORDER)
+                    order = scrape_meta.order_if_any(request)
                     await self.pages.acquire(background=getattr(order, "background", False))
                     slot = True
                     page = await self._page_for(request, render)
@@ -391,10 +392,10 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     async def _page_for(self, request: Request, render: _Render) -> Page:
         """A fresh context and page (a spare if one is ready), routed through the guard."""
-        context_kwargs = dict(request.meta.get("playwright_context_kwargs") or {})
+        context_kwargs = scrape_meta.context_kwargs(request)
         context_kwargs.pop("proxy", None)  # the route's upstream instead
         await self._ready()
-        if request.meta.get("scrapespy_device") == "mobile":  # spares are desktop contexts
+        if scrape_meta.is_mobile(request):  # spares are desktop contexts
             context_kwargs.update(self._mobile_context())
         render.browser = browser = self.browser
         spare = None if context_kwargs else self.spares.take(browser)
@@ -406,7 +407,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         render.spare = spare
         spare.route.upstream = _upstream_of(request)
         spare.meter.over = lambda: self._too_large(render, spare)
-        cookies = request.meta.get("scrapespy_cookies")
+        cookies = scrape_meta.cookies(request)
         if cookies:
             try:
                 await spare.context.add_cookies(browser_cookies(cookies, request.url))
@@ -461,9 +462,9 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     def _prepare(self, request: Request, render: _Render, spare: Spare) -> None:
         render.watch = self._watches[spare.page] = PageWatch(spare.page)
-        name = request.meta.setdefault("playwright_context", f"request-{id(request)}")
+        name = request.meta.setdefault(PLAYWRIGHT_CONTEXT, f"request-{id(request)}")
         if (
-            request.meta.get("scrapespy_device") == "mobile"
+            scrape_meta.is_mobile(request)
             and request.headers.get("User-Agent") == self.default_user_agent
         ):
             # Scrapy's own User-Agent, not the caller's: the phone's goes out instead.
@@ -503,7 +504,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             await watch.settle(
                 quiet=self.quiet_seconds,
                 limit=budget,
-                loaded_at=request.meta.get("scrapespy_loaded_at"),
+                loaded_at=scrape_meta.loaded_at(request),
             )
         if not wants_actions(request.meta):
             return
@@ -557,7 +558,7 @@ async def _went_away(browser: Browser, error: PlaywrightError) -> bool:
 
 def _upstream_of(request: Request) -> Upstream | None:
     """The proxy a proxy tier picked: Playwright's form in the context kwargs, or Scrapy's."""
-    proxy = (request.meta.get("playwright_context_kwargs") or {}).get("proxy")
+    proxy = scrape_meta.context_kwargs(request).get("proxy")
     if proxy:
         return Upstream.from_playwright(proxy)
     if request.meta.get("proxy"):

@@ -24,6 +24,7 @@ from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
 from service.browser.failures import BrowserError, RedirectFailed, exception_for
+from service.scrape import meta as scrape_meta
 from service.scrape.timings import render_started, rendered
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ async def page_html(page: Page, request: Request, spider: Any) -> str:
     return await _get_page_content(
         page=page,
         spider=spider,
-        context_name=request.meta.get("playwright_context"),
+        context_name=scrape_meta.context_name(request),
         scrapy_request_url=request.url,
         scrapy_request_method=request.method,
     )
@@ -71,7 +72,7 @@ async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
     scrapy-playwright's navigation waits up to 30 s for a download after any ``ERR_ABORTED``;
     contexts refuse downloads (Playwright then says ``Download is starting``), and Chromium
     aborts a redirect it will not follow (``gopher:``, ``javascript:``) the same way."""
-    goto_kwargs = dict(request.meta.get("playwright_page_goto_kwargs") or {})
+    goto_kwargs = scrape_meta.goto_kwargs(request)
     goto_kwargs.pop("url", None)
     loop = asyncio.get_running_loop()
     cut: asyncio.Future[str] = loop.create_future()
@@ -137,7 +138,7 @@ async def read_rendered(
     navigated = render_started(request.meta)  # timings: the end of queue
     with navigating if navigating is not None else nullcontext():
         response = await navigate(page, request)
-    request.meta["scrapespy_loaded_at"] = asyncio.get_running_loop().time()
+    scrape_meta.set_loaded_at(request, asyncio.get_running_loop().time())
     headers_read: asyncio.Future[dict[str, str]] | None = None
     if isinstance(response, PlaywrightResponse):
         headers_read = asyncio.ensure_future(response.all_headers())

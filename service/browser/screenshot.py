@@ -31,6 +31,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from service.browser.failures import BrowserError
 from service.core.vocabulary import OUTPUTS
+from service.scrape.meta import SCREENSHOT, SCREENSHOT_PNG
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
-SCREENSHOT_META = "scrapespy_screenshot"
-SCREENSHOT_PNG_META = "scrapespy_screenshot_png"
 # Reading the page keeps this much more of the request's time for a screenshot.
 SCREENSHOT_RESERVE = 0.5
 FONTS_READY = "() => document.fonts.ready.then(() => true)"
@@ -59,14 +58,14 @@ class ScreenshotLimits:
 
 
 def wants_screenshot(meta: dict[str, Any]) -> bool:
-    return isinstance(meta.get(SCREENSHOT_META), dict)
+    return isinstance(meta.get(SCREENSHOT), dict)
 
 
 @OUTPUTS.produces("screenshot")
 def screenshot_of(response: Response, max_bytes: int) -> str | None:
     """The ``screenshot`` format: the base64 of the PNG taken for the response, if one was (its
     size was capped when it was taken)."""
-    png = response.meta.get(SCREENSHOT_PNG_META)
+    png = response.meta.get(SCREENSHOT_PNG)
     return base64.b64encode(png).decode("ascii") if png else None
 
 
@@ -74,8 +73,8 @@ async def add_screenshot(
     request: Request, page: Page, limits: ScreenshotLimits, timeout: float
 ) -> None:
     """Put the screenshot that ``request`` asks for in its (and its response's) meta."""
-    full_page = bool(request.meta[SCREENSHOT_META].get("full_page"))
-    request.meta[SCREENSHOT_PNG_META] = await take_screenshot(
+    full_page = bool(request.meta[SCREENSHOT].get("full_page"))
+    request.meta[SCREENSHOT_PNG] = await take_screenshot(
         page, full_page=full_page, limits=limits, timeout=timeout
     )
 

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 _ids = itertools.count(1)
 
-ORDER = "scrapespy_order"  # the request's meta key of its ScrapeOrder
-
 
 @dataclass(eq=False)
 class ScrapeOrder:

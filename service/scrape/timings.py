@@ -1,8 +1,9 @@
 """Where a scrape's time went: the ``timings`` of a result (docs/api.md), measured where each
 phase happens, on ``time.monotonic()``.
 
-A :class:`Clock` rides on the scrape's job and in its request's meta (:data:`CLOCK`; a
-redirect's request copies the meta, not the clock, so every hop adds to the same one):
+A :class:`Clock` rides on the scrape's job and in its request's meta (``CLOCK`` of
+service.scrape.meta; a redirect's request copies the meta, not the clock, so every hop adds to
+the same one):
 
 - the static download handler wraps each of its downloads in :class:`StaticDownload`, which
   notes when the first one began (the end of ``queue``) and, from Scrapy's own
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from twisted.internet.defer import Deferred
+
+
+# the request.meta key of the scrape's Clock (named with the others in service.scrape.meta)
+CLOCK = "scrapespy_clock"
 
 
 class Timings(TypedDict):
@@ -67,8 +72,6 @@ class Timings(TypedDict):
         Field(ge=0, description="the parse of the page's fields and outputs, after elapsed_ms"),
     ]
 
-
-CLOCK = "scrapespy_clock"  # the request's meta key of its job's Clock
 
 # The clock of the static download under way in this asyncio task: the pool reads it while the
 # handler asks it for a connection, within the same synchronous call.
