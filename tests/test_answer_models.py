@@ -61,7 +61,9 @@ def answer_of(document: dict[str, Any], method: str, path: str, status: str) -> 
     return schema
 
 
-def check(document: dict[str, Any], method: str, path: str, reply: Reply, status: int = 200):
+def check(
+    document: dict[str, Any], method: str, path: str, reply: Reply, status: int = 200
+) -> None:
     assert reply.status == status, reply.body
     schema = answer_of(document, method, path, str(status))
     errors = [str(error) for error in validator(document, schema).iter_errors(reply.json)]
@@ -84,9 +86,15 @@ def used(service: ServiceProcess, accounts: Accounts, site: TargetSite) -> Itera
 
 def test_the_document_gives_each_answer_its_types_schema(document: dict[str, Any]) -> None:
     schemas = document["components"]["schemas"]
-    for model in (billing.Account, billing.UsageRow, billing.LedgerEntry):
-        assert schemas[model.__name__] == answer_schema(model), model.__name__
-    for model in (jobs.JobItem, jobs.JobSummary, jobs.MapResult):
+    models: tuple[type, ...] = (
+        billing.Account,
+        billing.UsageRow,
+        billing.LedgerEntry,
+        jobs.JobItem,
+        jobs.JobSummary,
+        jobs.MapResult,
+    )
+    for model in models:
         assert schemas[model.__name__] == answer_schema(model), model.__name__
     assert schemas["Job"] == answer_schema(jobs.Job, (ScrapeResult,))
     assert answer_of(document, "get", "/pricing", "200") == answer_schema(billing.PriceList)
