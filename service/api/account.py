@@ -23,7 +23,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, DateTime, Integer, Select, literal, select, tuple_
 
-from service.billing import keys
+from service.billing import answers, keys
+from service.billing.answers import MAX_LIMIT
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
 from service.core.errors import BadRequest, TooManyRequests, Unauthorized
 from service.db import Database
@@ -31,7 +32,6 @@ from service.db.tables import UsageRow, accounts, ledger_entries, usage
 from service.db.times import as_utc, timestamp
 
 DEFAULT_LIMIT = 100
-MAX_LIMIT = 1000
 LISTING_PARAMETERS = ("since", "until", "cursor", "limit")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MICROSECOND = timedelta(microseconds=1)
@@ -180,7 +180,7 @@ def _page(
 
 def usage_page(
     conn: Connection, account_id: int, listing: Listing
-) -> tuple[list[dict[str, Any]], Position | None]:
+) -> tuple[list[answers.UsageRow], Position | None]:
     query = select(
         usage.c.id, usage.c.created_at, usage.c.hold_id, *(usage.c[name] for name in USAGE_FIELDS)
     ).where(usage.c.account_id == account_id)
@@ -189,7 +189,17 @@ def usage_page(
         {
             "id": int(row.id),
             "created_at": timestamp(row.created_at),
-            **{name: getattr(row, name) for name in USAGE_FIELDS},
+            "url": row.url,
+            "engine": row.engine,
+            "tier_requested": row.tier_requested,
+            "tier_used": row.tier_used,
+            "status_code": row.status_code,
+            "success": row.success,
+            "blocked": row.blocked,
+            "error": row.error,
+            "elapsed_ms": row.elapsed_ms,
+            "credits": row.credits,
+            "trial": row.trial,
             # the ledger entry of its charge names the same hold (and a refund "refund:hold:N")
             "reference": None if row.hold_id is None else f"hold:{row.hold_id}",
         }
@@ -199,7 +209,7 @@ def usage_page(
 
 def ledger_page(
     conn: Connection, account_id: int, listing: Listing
-) -> tuple[list[dict[str, Any]], Position | None]:
+) -> tuple[list[answers.LedgerEntry], Position | None]:
     query = select(
         ledger_entries.c.id,
         ledger_entries.c.created_at,
@@ -210,13 +220,16 @@ def ledger_page(
         {
             "id": int(row.id),
             "created_at": timestamp(row.created_at),
-            **{name: getattr(row, name) for name in LEDGER_FIELDS},
+            "kind": row.kind,
+            "amount": row.amount,
+            "balance_after": row.balance_after,
+            "reference": row.reference,
         }
         for row in rows
     ], more
 
 
-def figures(conn: Connection, account_id: int) -> dict[str, Any]:
+def figures(conn: Connection, account_id: int) -> answers.Figures:
     row = conn.execute(
         select(
             accounts.c.id,
@@ -263,28 +276,33 @@ class AccountReads:
             raise TooManyRequests(retry_after_seconds(wait))
         return key_hash
 
-    async def account(self, api_key: str | None, args: dict[bytes, list[bytes]]) -> Any:
+    async def account(self, api_key: str | None, args: dict[bytes, list[bytes]]) -> answers.Account:
         check_parameters(args, ())
         key_hash = await self._key_hash(api_key)
-        found = await self.database.run(_as_caller, key_hash, figures)
+        found: answers.Figures = await self.database.run(_as_caller, key_hash, figures)
         return {
             **found,
-            "rate_limits": {
-                name: {"per_second": limiter.rate, "burst": limiter.burst}
-                for name, limiter in (("scrape", self.scrape_limiter), ("reads", self.limiter))
-            },
+            "rate_limits": {"scrape": _bucket(self.scrape_limiter), "reads": _bucket(self.limiter)},
         }
 
-    async def usage(self, api_key: str | None, args: dict[bytes, list[bytes]]) -> Any:
+    async def usage(
+        self, api_key: str | None, args: dict[bytes, list[bytes]]
+    ) -> answers.Page[answers.UsageRow]:
         return await self._listing("usage", usage_page, api_key, args)
 
-    async def ledger(self, api_key: str | None, args: dict[bytes, list[bytes]]) -> Any:
+    async def ledger(
+        self, api_key: str | None, args: dict[bytes, list[bytes]]
+    ) -> answers.Page[answers.LedgerEntry]:
         return await self._listing("ledger", ledger_page, api_key, args)
 
     async def _listing(
         self, name: str, read: Any, api_key: str | None, args: dict[bytes, list[bytes]]
-    ) -> Any:
+    ) -> answers.Page[Any]:
         listing = parse_listing(name, args)
         key_hash = await self._key_hash(api_key)
         rows, more = await self.database.run(_as_caller, key_hash, read, listing)
         return {"items": rows, "next_cursor": None if more is None else encode_cursor(name, more)}
+
+
+def _bucket(limiter: RateLimiter) -> answers.Bucket:
+    return {"per_second": limiter.rate, "burst": limiter.burst}

@@ -1,15 +1,17 @@
-"""``GET /openapi.json``: built from the same pydantic models that validate the requests."""
+"""``GET /openapi.json``: built from the same pydantic models that validate the requests, and
+from the types the answers are built with (service.billing.answers, service.jobs.answers)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from service.api.account import DEFAULT_LIMIT, MAX_LIMIT
+from service.billing.answers import Account, LedgerEntry, Page, PriceList, UsageRow
+from service.core.answer_schemas import answer_schema
 from service.core.errors import ERROR_CODE_HEADER, ERROR_CODES
-from service.core.schemas import PACKS, BuyRequest, ScrapeRequest
-from service.core.vocabulary import ENGINES, TIERS
-from service.jobs.batches import JOBS_LIMIT, MAX_URLS, RESULTS_LIMIT
-from service.jobs.crawl_rules import MAX_URLS as MAX_MAP_URLS
+from service.core.schemas import BuyRequest, ScrapeRequest
+from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem, JobSummary, MapResult
+from service.jobs.batches import JOBS_LIMIT, MAX_URLS
 from service.jobs.crawl_rules import CrawlRules, MapRequest
 from service.jobs.webhooks import WebhookSpec
 from service.scrape import results
@@ -34,144 +36,6 @@ _ERROR_CODE = {
     "schema": {"enum": list(ERROR_CODES)},
 }
 
-_TIER_COSTS = {
-    "type": "object",
-    "required": list(TIERS),
-    "properties": {tier: {"type": "integer", "minimum": 0} for tier in TIERS},
-    "additionalProperties": False,
-}
-
-PRICE_LIST: dict[str, Any] = {
-    "type": "object",
-    "required": ["currency", "credits_per_euro", "packs", "min_amount_eur", "costs", "map_credits"],
-    "properties": {
-        "currency": {"const": "EUR"},
-        "credits_per_euro": {"type": "integer", "minimum": 1},
-        "packs": {"type": "array", "items": {"enum": list(PACKS)}},
-        "min_amount_eur": {"type": "number", "minimum": 0},
-        "costs": {
-            "type": "object",
-            "description": "credits per billed scrape, by engine and proxy tier",
-            "required": list(ENGINES),
-            "properties": {engine: _TIER_COSTS for engine in ENGINES},
-            "additionalProperties": False,
-        },
-        "map_credits": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "credits per POST /map that found at least one URL",
-        },
-    },
-}
-
-
-_BUCKET = {
-    "type": "object",
-    "required": ["per_second", "burst"],
-    "properties": {
-        "per_second": {"type": "number", "exclusiveMinimum": 0},
-        "burst": {"type": "integer", "minimum": 1},
-    },
-    "additionalProperties": False,
-}
-
-ACCOUNT: dict[str, Any] = {
-    "type": "object",
-    "required": [
-        "account_id",
-        "email",
-        "balance",
-        "held",
-        "available",
-        "residential_trials_left",
-        "residential_unlocked",
-        "rate_limits",
-    ],
-    "properties": {
-        "account_id": {"type": "integer"},
-        "email": {"type": "string"},
-        "balance": {"type": "integer", "minimum": 0, "description": "the sum of the ledger"},
-        "held": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "credits reserved by scrapes in flight",
-        },
-        "available": {"type": "integer", "minimum": 0, "description": "balance - held"},
-        "residential_trials_left": {"type": "integer", "minimum": 0},
-        "residential_unlocked": {"type": "boolean"},
-        "rate_limits": {
-            "type": "object",
-            "description": "the key's buckets: burst requests at once, then per_second",
-            "required": ["scrape", "reads"],
-            "properties": {"scrape": _BUCKET, "reads": _BUCKET},
-            "additionalProperties": False,
-        },
-    },
-    "additionalProperties": False,
-}
-
-_NULLABLE_STRING = {"type": ["string", "null"]}
-
-USAGE_ROW: dict[str, Any] = {
-    "type": "object",
-    "description": "one scrape as billed",
-    "required": [
-        "id",
-        "created_at",
-        "url",
-        "engine",
-        "tier_requested",
-        "tier_used",
-        "status_code",
-        "success",
-        "blocked",
-        "error",
-        "elapsed_ms",
-        "credits",
-        "trial",
-        "reference",
-    ],
-    "properties": {
-        "id": {"type": "integer"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "url": {"type": "string"},
-        "engine": {
-            "enum": [*ENGINES, "map"],
-            "description": "the engine that answered; map for a POST /map",
-        },
-        "tier_requested": {"enum": [*TIERS, "auto"]},
-        "tier_used": {"enum": list(TIERS)},
-        "status_code": {"type": ["integer", "null"]},
-        "success": {"type": "boolean"},
-        "blocked": {"type": "boolean"},
-        "error": _NULLABLE_STRING,
-        "elapsed_ms": {"type": "integer", "minimum": 0},
-        "credits": {"type": "integer", "minimum": 0, "description": "credits charged"},
-        "trial": {"type": "boolean", "description": "a residential trial was used"},
-        "reference": {
-            **_NULLABLE_STRING,
-            "description": "hold:<id>, which the charge's ledger entry names too",
-        },
-    },
-    "additionalProperties": False,
-}
-
-LEDGER_ENTRY: dict[str, Any] = {
-    "type": "object",
-    "description": "one change of balance",
-    "required": ["id", "created_at", "kind", "amount", "balance_after", "reference"],
-    "properties": {
-        "id": {"type": "integer"},
-        "created_at": {"type": "string", "format": "date-time"},
-        "kind": {"enum": ["grant", "purchase", "scrape"]},
-        "amount": {"type": "integer", "description": "credits added (negative: charged)"},
-        "balance_after": {"type": "integer", "minimum": 0},
-        "reference": _NULLABLE_STRING,
-    },
-    "additionalProperties": False,
-}
-
-
 CREDIT_HEADERS: dict[str, Any] = {
     "X-Credits-Charged": {
         "description": "credits this answer cost (credits_charged): 0 for a failure, a blocked "
@@ -187,25 +51,6 @@ CREDIT_HEADERS: dict[str, Any] = {
         "schema": {"type": "integer", "minimum": 0},
     },
 }
-
-
-def _page_of(item: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["items", "next_cursor"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "maxItems": MAX_LIMIT,
-                "items": {"$ref": f"#/components/schemas/{item}"},
-            },
-            "next_cursor": {
-                **_NULLABLE_STRING,
-                "description": "the next page's cursor; null on the last page",
-            },
-        },
-        "additionalProperties": False,
-    }
 
 
 _TIME_BOUND = {
@@ -241,7 +86,12 @@ LISTING_PARAMETERS: list[dict[str, Any]] = [
 ]
 
 
-def _listing(summary: str, item: str, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+def _page_of(item: type) -> dict[str, Any]:
+    """A page of a listing of ``item``s, which it refers to by their component."""
+    return answer_schema(Page[item], (item,))  # type: ignore[valid-type]
+
+
+def _listing(summary: str, item: type, secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     return {
         "get": {
             "summary": summary,
@@ -256,90 +106,6 @@ def _listing(summary: str, item: str, secured: list[dict[str, list[str]]]) -> di
             },
         }
     }
-
-
-JOB_STATUSES = ["queued", "running", "completed", "cancelled", "failed", "insufficient_credits"]
-_TIME = {"type": "string", "format": "date-time"}
-_NULLABLE_TIME = {"anyOf": [_TIME, {"type": "null"}]}
-
-JOB_ITEM: dict[str, Any] = {
-    "type": "object",
-    "required": ["id", "kind", "status", "total", "created_at", "finished_at"],
-    "properties": {
-        "id": {"type": "string"},
-        "kind": {"enum": ["batch", "crawl"]},
-        "status": {"enum": JOB_STATUSES},
-        "total": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "pages in the job (a crawl's grow as it finds them)",
-        },
-        "created_at": _TIME,
-        "finished_at": _NULLABLE_TIME,
-    },
-    "additionalProperties": False,
-}
-
-_COUNT = {"type": "integer", "minimum": 0}
-JOB_SUMMARY: dict[str, Any] = {
-    "type": "object",
-    "required": [*JOB_ITEM["required"], "error", "counts", "credits_charged"],
-    "properties": {
-        **JOB_ITEM["properties"],
-        "error": {**_NULLABLE_STRING, "description": "why the job stopped early"},
-        "counts": {
-            "type": "object",
-            "description": "pages by outcome; pending counts those queued and in flight, "
-            "skipped those a stopped job will not scrape",
-            "required": ["done", "failed", "blocked", "pending", "skipped"],
-            "properties": {
-                name: _COUNT for name in ("done", "failed", "blocked", "pending", "skipped")
-            },
-            "additionalProperties": False,
-        },
-        "credits_charged": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "what the job's pages charged so far, from the ledger",
-        },
-    },
-    "additionalProperties": False,
-}
-
-JOB: dict[str, Any] = {
-    **JOB_SUMMARY,
-    "required": [*JOB_SUMMARY["required"], "results", "next_cursor"],
-    "properties": {
-        **JOB_SUMMARY["properties"],
-        "results": {
-            "type": "array",
-            "maxItems": RESULTS_LIMIT,
-            "description": "the finished pages, in the order of the job's URLs",
-            "items": {
-                "type": "object",
-                "required": ["index", "url", "status", "credits", "result"],
-                "properties": {
-                    "index": {"type": "integer", "minimum": 0},
-                    "url": {"type": "string"},
-                    "status": {"enum": ["done", "failed", "blocked"]},
-                    "credits": {"type": "integer", "minimum": 0},
-                    "result": {
-                        "description": "what POST /scrape answers for the URL",
-                        "anyOf": [
-                            {"$ref": "#/components/schemas/ScrapeResult"},
-                            {"type": "null"},
-                        ],
-                    },
-                },
-                "additionalProperties": False,
-            },
-        },
-        "next_cursor": {
-            **_NULLABLE_STRING,
-            "description": "the next page of results; null on the last one so far",
-        },
-    },
-}
 
 
 def batch_request() -> dict[str, Any]:
@@ -380,29 +146,6 @@ def crawl_request() -> dict[str, Any]:
     }
     schema["title"] = "CrawlRequest"
     return schema
-
-
-MAP_RESULT: dict[str, Any] = {
-    "type": "object",
-    "required": ["url", "urls", "count", "error", "error_code"],
-    "properties": {
-        "url": {"type": "string"},
-        "urls": {
-            "type": "array",
-            "items": {"type": "string"},
-            "maxItems": MAX_MAP_URLS,
-            "description": "normalised, without duplicates: the sitemaps' first, then the "
-            "start page's links",
-        },
-        "count": {"type": "integer", "minimum": 0},
-        "error": {
-            **_NULLABLE_STRING,
-            "description": "why no URL was found (then nothing was charged); null otherwise",
-        },
-        "error_code": {"anyOf": [{"const": "map_failed"}, {"type": "null"}]},
-    },
-    "additionalProperties": False,
-}
 
 
 def webhook_schema() -> dict[str, Any]:
@@ -450,14 +193,6 @@ def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-_ACCEPTED: dict[str, Any] = {
-    "type": "object",
-    "required": ["id", "status_url"],
-    "properties": {"id": {"type": "string"}, "status_url": {"type": "string"}},
-    "additionalProperties": False,
-}
-
-
 def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     job_id = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}
     return {
@@ -475,7 +210,7 @@ def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                     },
                 },
                 "responses": {
-                    "202": _json("the job is stored and queued", _ACCEPTED),
+                    "202": _json("the job is stored and queued", answer_schema(JobAccepted)),
                     **_errors(400, 401, 409, 422, 429, 500, 503),
                 },
             }
@@ -494,7 +229,7 @@ def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                     },
                 },
                 "responses": {
-                    "202": _json("the crawl is stored and queued", _ACCEPTED),
+                    "202": _json("the crawl is stored and queued", answer_schema(JobAccepted)),
                     **_errors(400, 401, 409, 422, 429, 500, 503),
                 },
             }
@@ -521,7 +256,7 @@ def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                 "security": secured,
                 "parameters": _cursor_and_limit(JOBS_LIMIT),
                 "responses": {
-                    "200": _json("one page of jobs", _page_of("JobItem")),
+                    "200": _json("one page of jobs", _page_of(JobItem)),
                     **_errors(400, 401, 429, 500, 503),
                 },
             }
@@ -607,17 +342,17 @@ def document(public_url: str) -> dict[str, Any]:
             "schemas": {
                 **_schemas(ScrapeRequest, BuyRequest, MapRequest),
                 "CrawlRequest": crawl_request(),
-                "MapResult": MAP_RESULT,
+                "MapResult": answer_schema(MapResult),
                 "ScrapeResult": results.json_schema(),
                 "Error": _ERROR,
-                "Account": ACCOUNT,
-                "UsageRow": USAGE_ROW,
-                "LedgerEntry": LEDGER_ENTRY,
+                "Account": answer_schema(Account),
+                "UsageRow": answer_schema(UsageRow),
+                "LedgerEntry": answer_schema(LedgerEntry),
                 "BatchRequest": batch_request(),
                 "Webhook": webhook_schema(),
-                "JobItem": JOB_ITEM,
-                "JobSummary": JOB_SUMMARY,
-                "Job": JOB,
+                "JobItem": answer_schema(JobItem),
+                "JobSummary": answer_schema(JobSummary),
+                "Job": answer_schema(Job, (results.ScrapeResult,)),
             },
         },
         "paths": {
@@ -666,9 +401,9 @@ def document(public_url: str) -> dict[str, Any]:
                     },
                 }
             },
-            "/usage": _listing("The account's scrapes, newest first", "UsageRow", secured),
+            "/usage": _listing("The account's scrapes, newest first", UsageRow, secured),
             "/ledger": _listing(
-                "The account's changes of balance, newest first", "LedgerEntry", secured
+                "The account's changes of balance, newest first", LedgerEntry, secured
             ),
             "/credits/buy": {
                 "post": {
@@ -744,7 +479,7 @@ def document(public_url: str) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "prices",
-                            "content": {"application/json": {"schema": PRICE_LIST}},
+                            "content": {"application/json": {"schema": answer_schema(PriceList)}},
                         }
                     },
                 }

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
+from service.billing.answers import Costs, PriceList
 from service.billing.keys import Caller
 from service.core.config import Config
 from service.core.errors import RESIDENTIAL_LOCKED, Forbidden, max_credits_exceeded
@@ -71,12 +72,13 @@ def _trial_of(caller: Caller, tier: str) -> ResidentialTrial:
     return account
 
 
-def price_list(config: Config) -> dict[str, Any]:
+def price_list(config: Config) -> PriceList:
     return {
         "currency": "EUR",
         "credits_per_euro": CREDITS_PER_EURO,
         "packs": list(PACKS),
         "min_amount_eur": MIN_AMOUNT_EUR,
-        "costs": config.costs,
+        # keyed by every engine, then every tier (service.core.config checks them)
+        "costs": cast(Costs, config.costs),
         "map_credits": config.map_credits,
     }

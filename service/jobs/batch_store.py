@@ -14,17 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
 
 from service.billing import ledger
+from service.billing.answers import Page
 from service.db import hot
 from service.db.hot import HotConnection
 from service.db.tables import holds, idempotency_keys, job_pages, jobs, usage
 from service.db.times import timestamp
 from service.jobs import webhook_store
+from service.jobs.answers import Counts, Job, JobItem, JobResult, JobSummary
 
 ACTIVE = ("queued", "running")
 FINISHED_PAGE = ("done", "failed", "blocked")
@@ -620,7 +622,7 @@ def job_seq_of(conn: Connection, account_id: int, public_id: str) -> int | None:
     return None if seq is None else int(seq)
 
 
-def cancel(conn: Connection, account_id: int, public_id: str) -> dict[str, Any] | None:
+def cancel(conn: Connection, account_id: int, public_id: str) -> JobSummary | None:
     seq = job_seq_of(conn, account_id, public_id)
     if seq is None:
         return None
@@ -636,15 +638,16 @@ def _charged_by_hold() -> Any:
     return and_(usage.c.hold_id == job_pages.c.hold_id, usage.c.hold_id.is_not(None))
 
 
-def _summary(conn: Connection, seq: int) -> dict[str, Any]:
+def _summary(conn: Connection, seq: int) -> JobSummary:
     job = _job_row(conn, seq)
-    counts = {"done": 0, "failed": 0, "blocked": 0, "pending": 0, "skipped": 0}
+    counts: Counts = {"done": 0, "failed": 0, "blocked": 0, "pending": 0, "skipped": 0}
+    tally = cast(dict[str, int], counts)  # each status the pages' rows may have is a key
     for status, count in conn.execute(
         select(job_pages.c.status, func.count())
         .where(job_pages.c.job_seq == seq)
         .group_by(job_pages.c.status)
     ):
-        counts["pending" if status == "running" else status] += count
+        tally["pending" if status == "running" else status] += count
     charged = conn.execute(
         select(func.coalesce(func.sum(usage.c.credits), 0))
         .select_from(job_pages.join(usage, _charged_by_hold()))
@@ -663,14 +666,12 @@ def _summary(conn: Connection, seq: int) -> dict[str, Any]:
     }
 
 
-def view(
-    conn: Connection, account_id: int, public_id: str, after: int, limit: int
-) -> dict[str, Any] | None:
+def view(conn: Connection, account_id: int, public_id: str, after: int, limit: int) -> Job | None:
     """The job with one page of its finished pages' results, in the order of its URLs."""
     seq = job_seq_of(conn, account_id, public_id)
     if seq is None:
         return None
-    found = _summary(conn, seq)
+    summary = _summary(conn, seq)
     rows = conn.execute(
         select(
             job_pages.c.position,
@@ -690,7 +691,7 @@ def view(
     ).all()
     more = len(rows) > limit
     rows = rows[:limit]
-    found["results"] = [
+    results: list[JobResult] = [
         {
             "index": row.position,
             "url": row.url,
@@ -700,11 +701,14 @@ def view(
         }
         for row in rows
     ]
-    found["next_cursor"] = str(rows[-1].position) if more else None
-    return found
+    return {
+        **summary,
+        "results": results,
+        "next_cursor": str(rows[-1].position) if more else None,
+    }
 
 
-def listing(conn: Connection, account_id: int, before: int | None, limit: int) -> dict[str, Any]:
+def listing(conn: Connection, account_id: int, before: int | None, limit: int) -> Page[JobItem]:
     """The account's jobs, newest first."""
     query = select(jobs).where(jobs.c.account_id == account_id)
     if before is not None:

@@ -27,6 +27,7 @@ from twisted.internet.defer import DeferredSemaphore
 from twisted.internet.task import deferLater
 
 from service.billing import keys, ledger
+from service.billing.answers import Page
 from service.billing.idempotency import KEPT_FOR as KEYS_KEPT_FOR
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
 from service.core.config import Config
@@ -46,6 +47,7 @@ from service.db import Database
 from service.db.grouped import Grouped
 from service.db.hot import HotConnection
 from service.jobs import batch_store, crawl_store
+from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem, JobSummary
 from service.jobs.webhooks import take_webhook
 from service.scrape.engine import SHUTTING_DOWN, EngineBridge
 from service.scrape.order import ScrapeOrder
@@ -56,7 +58,6 @@ log = logging.getLogger(__name__)
 V = TypeVar("V")
 
 MAX_URLS = 1000
-RESULTS_LIMIT = 100  # results in one GET /jobs/{id}, and the most it may ask for
 JOBS_LIMIT = 100
 JOBS_KEPT = 256  # jobs whose terms and checked options an instance keeps (Batches._claim)
 # ... and for how long: a job's seq may be given to a new job once the old one is purged, at
@@ -238,7 +239,9 @@ class Batches:
             raise TooManyRequests(retry_after_seconds(wait))
         return await self.scraper.authenticate(api_key)
 
-    async def create(self, caller: keys.Caller, options: dict[str, Any], urls: list[str]) -> Any:
+    async def create(
+        self, caller: keys.Caller, options: dict[str, Any], urls: list[str]
+    ) -> JobAccepted:
         """Stores the job; ``options`` are its pages' scrape options and, under ``webhook``, the
         job's webhook as service.jobs.webhooks.take_webhook checked it."""
         options = dict(options)
@@ -267,7 +270,7 @@ class Batches:
             log.warning("job %s is stored but not queued yet: %s", public_id, exc)
         return {"id": public_id, "status_url": f"{self.config.public_url}/jobs/{public_id}"}
 
-    async def view(self, api_key: str | None, public_id: str, query: dict[bytes, Any]) -> Any:
+    async def view(self, api_key: str | None, public_id: str, query: dict[bytes, Any]) -> Job:
         caller = await self.caller(api_key, reading=True)
         after = _cursor(query.get(b"cursor"))
         limit = _count("limit", query.get(b"limit"), RESULTS_LIMIT, RESULTS_LIMIT)
@@ -282,13 +285,13 @@ class Batches:
             raise NotFound("no such job")
         return found
 
-    async def listing(self, api_key: str | None, query: dict[bytes, Any]) -> Any:
+    async def listing(self, api_key: str | None, query: dict[bytes, Any]) -> Page[JobItem]:
         caller = await self.caller(api_key, reading=True)
         before = _cursor(query.get(b"cursor"))
         limit = _count("limit", query.get(b"limit"), JOBS_LIMIT, JOBS_LIMIT)
         return await self.database.run(batch_store.listing, caller.account_id, before, limit)
 
-    async def cancel(self, api_key: str | None, public_id: str) -> Any:
+    async def cancel(self, api_key: str | None, public_id: str) -> JobSummary:
         caller = await self.caller(api_key, reading=True)
         found = await self.database.run(batch_store.cancel, caller.account_id, public_id[:64])
         if found is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from typing import Any, Final
 
 from service.billing import keys, ledger
 from service.core.config import Config
@@ -26,6 +26,7 @@ from service.core.errors import BadRequest, insufficient_credits, key_cap_reache
 from service.core.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.db.tables import UsageRow
 from service.jobs import crawl_store
+from service.jobs.answers import JobAccepted, MapResult
 from service.jobs.batch_store import TooManyJobs as StoredTooManyJobs
 from service.jobs.batches import Batches, TooManyJobs
 from service.jobs.crawl_rules import CRAWL_FIELDS, CrawlRules, MapRequest, Rules, normalised
@@ -33,7 +34,7 @@ from service.jobs.sitemaps import sitemap_urls
 from service.jobs.webhooks import take_webhook
 from service.scrape.order import ScrapeOrder
 
-MAP_FAILED = "map_failed"
+MAP_FAILED: Final = "map_failed"
 NOT_FETCHED = "no sitemap listed URLs within the rules, and the start page could not be fetched"
 NO_SITEMAP = "the site has no sitemap listing URLs within the rules"
 NONE_WITHIN_RULES = "neither the sitemaps nor the start page have URLs within the rules"
@@ -66,7 +67,7 @@ class Crawls:
 
     async def create(
         self, caller: keys.Caller, asked: CrawlRules, options: dict[str, Any], url: str
-    ) -> Any:
+    ) -> JobAccepted:
         rules = Rules.of(url, asked)
         start = normalised(url)
         assert start is not None  # parse checked it
@@ -123,7 +124,7 @@ class Crawls:
             raise BadRequest("invalid request: 'url': must be an http(s) URL")
         return asked
 
-    async def map(self, caller: keys.Caller, asked: MapRequest) -> dict[str, Any]:
+    async def map(self, caller: keys.Caller, asked: MapRequest) -> MapResult:
         """The site's URLs; held and settled as one scrape of ``config.map_credits``, charged
         only when it found some (a map that found none says why, free)."""
         hold_id = await self.batches.database.run(self._hold, caller, self.config.map_credits)

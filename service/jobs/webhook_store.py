@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -103,7 +104,7 @@ def wanted(conn: Connection, job_seq: int, event: str) -> tuple[int, str, str] |
 
 
 def record(
-    conn: Connection, job_seq: int, account_id: int, url: str, event: str, data: dict[str, Any]
+    conn: Connection, job_seq: int, account_id: int, url: str, event: str, data: Mapping[str, Any]
 ) -> None:
     """Stores one delivery of ``event``, due now."""
     now = ledger.now()

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from functools import cache
 from typing import Annotated, Any, Final, NotRequired, TypeVar
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 from typing_extensions import TypedDict
 
+from service.core.answer_schemas import answer_schema
 from service.core.errors import FAILURE_CODES
 from service.core.schemas import ACTION_TYPES
 from service.core.vocabulary import ENGINES, FORMATS, TIERS
@@ -248,47 +249,8 @@ def json_schema() -> dict[str, Any]:
     """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
     ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
     ``action_results`` only with actions, each output only when asked."""
-    schema = _plain(
-        TypeAdapter(
-            result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS + TRUNCATED)
-        ).json_schema()
+    schema = answer_schema(
+        result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS + TRUNCATED)
     )
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema
-
-
-def _plain(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` without pydantic's titles, with its definitions inlined and ``X | None``
-    written as ``{"type": [X, "null"]}``."""
-    definitions = schema.pop("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            return walk(definitions[ref.rsplit("/", 1)[-1]])
-        node = {
-            key: {name: walk(sub) for name, sub in value.items()}
-            if key == "properties"
-            else walk(value)
-            for key, value in node.items()
-            if key != "title"
-        }
-        either = node.get("anyOf")
-        if (
-            isinstance(either, list)
-            and len(either) == 2
-            and {"type": "null"} in either
-            and all(set(option) == {"type"} for option in either)
-        ):
-            del node["anyOf"]
-            node["type"] = [option["type"] for option in either if option["type"] != "null"] + [
-                "null"
-            ]
-        return node
-
-    plain: dict[str, Any] = walk(schema)
-    return plain

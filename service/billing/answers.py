@@ -1,0 +1,135 @@
+"""The answers of ``GET /account``, ``/usage``, ``/ledger`` and ``/pricing``, typed once.
+
+The reads (service.api.account) and the price list (service.billing.pricing) build these dicts;
+``/openapi.json`` documents them from the same types (service.core.answer_schemas). Each field's
+description is the document's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Generic, Literal, TypeVar
+
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict
+
+from service.core.config import ENGINES, TIERS
+from service.core.schemas import PACKS
+
+T = TypeVar("T")
+MAX_LIMIT = 1000  # the most rows a page of a listing holds (GET /usage, /ledger, /jobs)
+
+Count = Annotated[int, Field(ge=0)]
+Time = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+_CLOSED = ConfigDict(extra="forbid")
+
+
+@with_config(_CLOSED)
+class Page(TypedDict, Generic[T]):
+    items: Annotated[list[T], Field(max_length=MAX_LIMIT)]
+    next_cursor: Annotated[
+        str | None, Field(description="the next page's cursor; null on the last page")
+    ]
+
+
+@with_config(_CLOSED)
+class Bucket(TypedDict):
+    per_second: Annotated[float, Field(gt=0)]
+    burst: Annotated[int, Field(ge=1)]
+
+
+@with_config(_CLOSED)
+class RateLimits(TypedDict):
+    scrape: Bucket
+    reads: Bucket
+
+
+@with_config(_CLOSED)
+class Figures(TypedDict):
+    """What the account's row says (service.api.account.figures)."""
+
+    account_id: int
+    email: str
+    balance: Annotated[int, Field(ge=0, description="the sum of the ledger")]
+    held: Annotated[int, Field(ge=0, description="credits reserved by scrapes in flight")]
+    available: Annotated[int, Field(ge=0, description="balance - held")]
+    residential_trials_left: Count
+    residential_unlocked: bool
+
+
+@with_config(_CLOSED)
+class Account(Figures):
+    rate_limits: Annotated[
+        RateLimits,
+        Field(description="the key's buckets: burst requests at once, then per_second"),
+    ]
+
+
+@with_config(_CLOSED)
+class UsageRow(TypedDict):
+    """one scrape as billed"""
+
+    id: int
+    created_at: Time
+    url: str
+    engine: Annotated[
+        str,
+        Field(
+            description="the engine that answered; map for a POST /map",
+            json_schema_extra={"enum": [*ENGINES, "map"]},
+        ),
+    ]
+    tier_requested: Annotated[str, Field(json_schema_extra={"enum": [*TIERS, "auto"]})]
+    tier_used: Annotated[str, Field(json_schema_extra={"enum": list(TIERS)})]
+    status_code: int | None
+    success: bool
+    blocked: bool
+    error: str | None
+    elapsed_ms: Count
+    credits: Annotated[int, Field(ge=0, description="credits charged")]
+    trial: Annotated[bool, Field(description="a residential trial was used")]
+    reference: Annotated[
+        str | None, Field(description="hold:<id>, which the charge's ledger entry names too")
+    ]
+
+
+@with_config(_CLOSED)
+class LedgerEntry(TypedDict):
+    """one change of balance"""
+
+    id: int
+    created_at: Time
+    kind: Literal["grant", "purchase", "scrape"]
+    amount: Annotated[int, Field(description="credits added (negative: charged)")]
+    balance_after: Count
+    reference: str | None
+
+
+@with_config(_CLOSED)
+class TierCosts(TypedDict):
+    none: Count
+    datacenter: Count
+    residential: Count
+
+
+@with_config(_CLOSED)
+class Costs(TypedDict):
+    static: TierCosts
+    js: TierCosts
+
+
+# the price list is keyed by the engines and tiers that config knows
+assert tuple(Costs.__annotations__) == ENGINES
+assert tuple(TierCosts.__annotations__) == TIERS
+
+
+class PriceList(TypedDict):
+    currency: Literal["EUR"]
+    credits_per_euro: Annotated[int, Field(ge=1)]
+    packs: list[Annotated[str, Field(json_schema_extra={"enum": list(PACKS)})]]
+    min_amount_eur: Annotated[float, Field(ge=0)]
+    costs: Annotated[
+        Costs, Field(description="credits per billed scrape, by engine and proxy tier")
+    ]
+    map_credits: Annotated[
+        int, Field(ge=0, description="credits per POST /map that found at least one URL")
+    ]
