@@ -35,6 +35,7 @@ from middlewares.proxy_pool import (
     ProxyPoolMiddleware,
     classify,
 )
+from service.scrape.scrapy_settings import default_settings
 
 DC = [
     "http://alice:s3cret@dc1.example:3128",
@@ -62,6 +63,7 @@ def clock() -> Clock:
 def build(clock: Clock, **settings: Any) -> ProxyPoolMiddleware:
     crawler = get_crawler(
         settings_dict={
+            **default_settings(),
             "SCRAPESPY_PROXIES_DATACENTER": DC,
             "SCRAPESPY_PROXIES_RESIDENTIAL": RESI,
             "SCRAPESPY_PROXY_BENCH_SECONDS": 60,

@@ -65,7 +65,12 @@ from service.browser.failures import (
     navigation_failure,
     refused_navigation,
 )
-from service.browser.launch import browser_process, chromium_launch_options, reap_browser
+from service.browser.launch import (
+    browser_process,
+    chromium_launch_options,
+    reap_browser,
+    remote_browser_settings,
+)
 from service.browser.meter import DownloadMeter
 from service.browser.read import read_rendered
 from service.browser.screenshot import (
@@ -77,7 +82,6 @@ from service.browser.screenshot import (
 from service.browser.settle import PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
-from service.core.config import Config, default_chromium_path
 from service.scrape.order import ORDER
 from service.scrape.timings import StaticDownload, TimedConnectionPool
 
@@ -87,6 +91,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
 __all__ = ["BrowserDownloadHandler", "BrowserError"]
 
@@ -174,36 +179,44 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             ),
             stats=crawler.stats,
         )
-        if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES", True):
+        if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES"):
             self.abort_request = None
-        remote = self.config.cdp_url or self.config.connect_url
-        if not remote and not self.config.launch_options:
-            # ``scrapy shell`` and friends: the service's crawler sets these from its Config.
-            self.config.launch_options = chromium_launch_options(
-                settings.get("SCRAPESPY_CHROMIUM_PATH") or default_chromium_path(),
-                as_root=os.geteuid() == 0,
-                max_heap_mb=settings.getint("SCRAPESPY_BROWSER_MAX_HEAP_MB") or None,
-            )
-        self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS", 2.0)
-        self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS", 0.1)
+        self._configure_browser(settings)
+        self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS")
+        self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS")
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
         self.max_resource_bytes = settings.getint("DOWNLOAD_MAXSIZE")
-        self.max_page_bytes = settings.getint(
-            "SCRAPESPY_BROWSER_MAX_PAGE_BYTES", Config.browser_max_page_bytes
-        )
+        self.max_page_bytes = settings.getint("SCRAPESPY_BROWSER_MAX_PAGE_BYTES")
         self.default_user_agent = (settings.get("USER_AGENT") or "").encode()
         self.screenshot_limits = ScreenshotLimits.from_settings(settings)
-        self.pages = PageSlots(settings.getint("SCRAPESPY_MAX_PAGES", 4))
+        self.pages = PageSlots(settings.getint("SCRAPESPY_MAX_PAGES"))
         self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
         self.navigations = Navigations()
         self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
-        self.spares = Spares(settings.getint("SCRAPESPY_BROWSER_SPARES", 2), self._new_spare)
+        self.spares = Spares(settings.getint("SCRAPESPY_BROWSER_SPARES"), self._new_spare)
         self._launch_options = dict(self.config.launch_options)
         self._starting: asyncio.Future[None] | None = None
         self._launching: asyncio.Future[None] | None = None
         self._closing: asyncio.Future[None] | None = None
         self._processes: dict[Browser, int | None] = {}  # of the browsers this handler launched
         self._reaping: set[asyncio.Future[None]] = set()
+
+    def _configure_browser(self, settings: BaseSettings) -> None:
+        """Where the browser comes from, by the ``SCRAPESPY_*`` settings: the remote browser at
+        ``SCRAPESPY_BROWSER_URL``, else the Chromium at ``SCRAPESPY_CHROMIUM_PATH``, its heap
+        bounded by ``SCRAPESPY_BROWSER_MAX_HEAP_MB``. ``PLAYWRIGHT_CDP_URL``,
+        ``PLAYWRIGHT_CONNECT_URL`` or ``PLAYWRIGHT_LAUNCH_OPTIONS``, when given, win."""
+        config = self.config
+        if not (config.cdp_url or config.connect_url):
+            remote = remote_browser_settings(settings.get("SCRAPESPY_BROWSER_URL") or "")
+            config.cdp_url = remote.get("PLAYWRIGHT_CDP_URL")
+            config.connect_url = remote.get("PLAYWRIGHT_CONNECT_URL")
+        if not (config.cdp_url or config.connect_url) and not config.launch_options:
+            config.launch_options = chromium_launch_options(
+                settings.get("SCRAPESPY_CHROMIUM_PATH"),
+                as_root=os.geteuid() == 0,
+                max_heap_mb=settings.getint("SCRAPESPY_BROWSER_MAX_HEAP_MB") or None,
+            )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BrowserDownloadHandler:

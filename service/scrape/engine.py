@@ -13,7 +13,6 @@ the answer it waits for). A scrape that finishes after its caller was answered s
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
@@ -27,11 +26,7 @@ from twisted.internet.task import deferLater
 from pipelines.billing import usage_row
 from pipelines.result import timed_out
 from service.billing import ledger
-from service.browser import (
-    BrowserDownloadHandler,
-    chromium_launch_options,
-    remote_browser_settings,
-)
+from service.browser import BrowserDownloadHandler
 from service.core.config import Config
 from service.core.reactor import running
 from service.db import Database
@@ -52,19 +47,11 @@ CALLER_GONE = "the caller went away before the answer; the scrape was not billed
 
 
 def crawler_settings(config: Config) -> Settings:
+    """The crawler's settings: the project's, with the ones ``config`` decides (the js engine's
+    handler makes its browser's launch options or remote address of them)."""
     settings = Settings()
     settings.setmodule("service.scrape.scrapy_settings", priority="project")
     settings.update(from_config(config), priority="project")
-    remote = remote_browser_settings(config.browser_url)
-    for name, value in remote.items():
-        settings.set(name, value)
-    if not remote:
-        options = chromium_launch_options(
-            config.chromium_path,
-            as_root=os.geteuid() == 0,
-            max_heap_mb=config.browser_max_heap_mb,
-        )
-        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", options)
     return settings
 
 
