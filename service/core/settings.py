@@ -368,7 +368,7 @@ SETTINGS: tuple[Setting, ...] = (
         "log_level",
         "str",
         "INFO",
-        "log level (also Scrapy's `LOG_LEVEL`)",
+        "log level",
         scrapy="LOG_LEVEL",
         normalize=str.upper,
     ),
@@ -736,8 +736,10 @@ def markdown() -> str:
     for row in SETTINGS:
         if row.env:
             meaning = row.doc
-            if row.scrapy:
-                meaning += f" (Scrapy setting `{row.scrapy}`)"
+            if row.scrapy == row.env:
+                meaning += " (also the crawler's Scrapy setting)"
+            elif row.scrapy:
+                meaning += f" (the crawler's Scrapy setting `{row.scrapy}`)"
             lines.append(
                 f"| `{row.env}` | {_cell(shown_default(row))} | {shown_bounds(row)} "
                 f"| {_cell(meaning)} |"
