@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -668,8 +669,6 @@ BY_SCRAPY: dict[str, Setting] = {row.scrapy: row for row in SETTINGS if row.scra
 
 def default(field: str) -> Any:
     """The default of a Config field: its row's, or a ``dataclasses.field`` that calls it."""
-    from dataclasses import field as dataclass_field
-
     row = BY_FIELD[field]
     if callable(row.default):
         return dataclass_field(default_factory=row.default)
