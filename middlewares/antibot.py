@@ -46,7 +46,7 @@ class AntiBotMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AntiBotMiddleware:
-        if not crawler.settings.getbool("SCRAPESPY_ANTIBOT_ENABLED", True):
+        if not crawler.settings.getbool("SCRAPESPY_ANTIBOT_ENABLED"):
             raise NotConfigured("SCRAPESPY_ANTIBOT_ENABLED is off")
         return cls(crawler.stats)
 

@@ -277,10 +277,10 @@ class ProxyPoolMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
-        if not settings.getbool("SCRAPESPY_PROXY_POOL_ENABLED", True):
+        if not settings.getbool("SCRAPESPY_PROXY_POOL_ENABLED"):
             raise NotConfigured("SCRAPESPY_PROXY_POOL_ENABLED is off")
-        bench_seconds = settings.getfloat("SCRAPESPY_PROXY_BENCH_SECONDS", 60.0)
-        max_strikes = max(1, settings.getint("SCRAPESPY_PROXY_MAX_STRIKES", 3))
+        bench_seconds = settings.getfloat("SCRAPESPY_PROXY_BENCH_SECONDS")
+        max_strikes = max(1, settings.getint("SCRAPESPY_PROXY_MAX_STRIKES"))
         pools = {
             tier: ProxyPool.from_urls(
                 tier,
@@ -299,7 +299,7 @@ class ProxyPoolMiddleware:
                 )
         return cls(
             pools,
-            attempts=max(1, settings.getint("SCRAPESPY_PROXY_ATTEMPTS", 2)),
+            attempts=max(1, settings.getint("SCRAPESPY_PROXY_ATTEMPTS")),
             stats=crawler.stats,
         )
 

@@ -2,10 +2,11 @@
 
 Scrapy's ``RobotsTxtMiddleware`` keeps every parsed robots.txt for the life of the crawler; a
 service whose crawler lives for months must notice when a site changes its rules, and must not
-grow without bound. This subclass forgets a site's robots.txt after ``SCRAPESPY_ROBOTS_TTL``
-seconds and keeps at most ``SCRAPESPY_ROBOTS_MAX_SITES`` of them (plus those still being
-fetched, which are never dropped while someone waits for them). A request opts out with
-``meta["dont_obey_robotstxt"] = True`` (the API's ``respect_robots: false``).
+grow without bound. This subclass forgets a site's robots.txt after
+``SCRAPESPY_ROBOTS_TTL_SECONDS`` seconds and keeps at most ``SCRAPESPY_ROBOTS_MAX_SITES`` of
+them (plus those still being fetched, which are never dropped while someone waits for them). A
+request opts out with ``meta["dont_obey_robotstxt"] = True`` (the API's ``respect_robots:
+false``).
 
 Switch it on in place of Scrapy's own::
 
@@ -36,8 +37,8 @@ FORBIDDEN_MESSAGE = "forbidden by the target's robots.txt"
 class ExpiringRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
-        self._ttl = crawler.settings.getfloat("SCRAPESPY_ROBOTS_TTL", 3600.0)
-        self._max_sites = crawler.settings.getint("SCRAPESPY_ROBOTS_MAX_SITES", 10_000)
+        self._ttl = crawler.settings.getfloat("SCRAPESPY_ROBOTS_TTL_SECONDS")
+        self._max_sites = crawler.settings.getint("SCRAPESPY_ROBOTS_MAX_SITES")
         self._fetched_at: dict[str, float] = {}
 
     async def robot_parser(self, request: Request) -> RobotParser | None:

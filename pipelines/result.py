@@ -120,7 +120,7 @@ class ResultPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResultPipeline:
         return cls(
-            crawler.settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES", DEFAULT_MAX_RAW_HTML_BYTES),
+            crawler.settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES"),
             crawler.settings.getint("DOWNLOAD_MAXSIZE"),
         )
 

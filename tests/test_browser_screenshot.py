@@ -28,6 +28,7 @@ from service.browser.handler import BrowserDownloadHandler
 from service.browser.screenshot import ScreenshotLimits
 from service.core.config import Config, ConfigError
 from service.scrape.engine import crawler_settings
+from service.scrape.scrapy_settings import default_settings
 
 pytestmark = pytest.mark.browser
 
@@ -86,6 +87,7 @@ def on_asyncio(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., 
 async def rendering(**settings: Any) -> AsyncIterator[BrowserDownloadHandler]:
     crawler = get_crawler(
         settings_dict={
+            **default_settings(),
             "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
             "SCRAPESPY_ALLOW_PRIVATE_TARGETS": True,
             "SCRAPESPY_BROWSER_SETTLE_SECONDS": 0.5,

@@ -60,10 +60,10 @@ def test_the_scan_finds_every_way_of_reading_the_environment():
 def test_only_the_config_reads_the_services_variables_from_the_environment():
     readers = {}
     scanned = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
-    assert ROOT / "service" / "config.py" in scanned and len(scanned) > 20
+    assert ROOT / "service" / "core" / "config.py" in scanned and len(scanned) > 20
     for path in scanned:
         lines = environment_reads(path.read_text(encoding="utf-8"))
-        if lines and path != ROOT / "service" / "config.py":
+        if lines and path != ROOT / "service" / "core" / "config.py":
             readers[str(path.relative_to(ROOT))] = lines
     assert readers == {}, "read these through service.core.config.Config instead"
 
@@ -106,7 +106,7 @@ def test_the_services_crawler_takes_its_settings_from_the_config_it_was_started_
         proxies_datacenter=("http://user:pw@10.0.0.9:3128",),
     )
     settings = crawler_settings(config)
-    assert settings.getfloat("SCRAPESPY_ROBOTS_TTL") == 42.0
+    assert settings.getfloat("SCRAPESPY_ROBOTS_TTL_SECONDS") == 42.0
     assert settings.getbool("SCRAPESPY_ALLOW_PRIVATE_TARGETS") is True
     assert settings.getint("SCRAPESPY_MAX_PAGES") == 7
     assert settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES") == 4096

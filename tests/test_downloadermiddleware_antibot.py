@@ -22,6 +22,7 @@ from middlewares.antibot import AntiBotMiddleware
 from service.antibot import VENDORS, detect_block
 from service.antibot import detector as antibot
 from service.scrape.meta import BLOCK_REASON
+from service.scrape.scrapy_settings import default_settings
 
 CORPUS = Path(__file__).parent / "antibot_corpus"
 MANIFEST: dict[str, dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text())
@@ -192,7 +193,7 @@ def test_empty_body() -> None:
 
 @pytest.fixture
 def crawler() -> Crawler:
-    return get_crawler(settings_dict={"SCRAPESPY_ANTIBOT_ENABLED": True})
+    return get_crawler(settings_dict={**default_settings(), "SCRAPESPY_ANTIBOT_ENABLED": True})
 
 
 @pytest.fixture
@@ -288,13 +289,16 @@ def test_text_response_that_is_not_html(mw: AntiBotMiddleware) -> None:
 
 
 def test_not_configured_when_disabled() -> None:
-    crawler = get_crawler(settings_dict={"SCRAPESPY_ANTIBOT_ENABLED": False})
+    crawler = get_crawler(settings_dict={**default_settings(), "SCRAPESPY_ANTIBOT_ENABLED": False})
     with pytest.raises(NotConfigured):
         build_from_crawler(AntiBotMiddleware, crawler)
 
 
 def test_enabled_by_default() -> None:
-    assert isinstance(build_from_crawler(AntiBotMiddleware, get_crawler()), AntiBotMiddleware)
+    assert isinstance(
+        build_from_crawler(AntiBotMiddleware, get_crawler(settings_dict=default_settings())),
+        AntiBotMiddleware,
+    )
 
 
 def test_spider_argument_is_optional(mw: AntiBotMiddleware) -> None:

@@ -36,6 +36,7 @@ from service.egress.resolver import (
     install_guarded_resolver,
     uninstall_guarded_resolver,
 )
+from service.scrape.scrapy_settings import default_settings
 from tests.resolvers import (
     TABLE,
     FakeReactor,
@@ -290,6 +291,7 @@ class RecordingSpider(scrapy.Spider):
 
 def crawl_settings(**extra: Any) -> dict[str, Any]:
     settings: dict[str, Any] = {
+        **default_settings(),
         "DOWNLOADER_MIDDLEWARES": {MW_PATH: 760},
         "TELNETCONSOLE_ENABLED": False,
         "LOG_LEVEL": "WARNING",

@@ -29,6 +29,7 @@ from twisted.web.client import ResponseNeverReceived
 
 from middlewares.proxy_pool import Proxy, ProxyPoolMiddleware, classify
 from service.scrape.meta import PROXIES_FAILED, PROXY_IN_USE, TIER_USED
+from service.scrape.scrapy_settings import default_settings
 
 DC = [
     "http://alice:s3cret@dc1.example:3128",
@@ -56,6 +57,7 @@ def clock() -> Clock:
 def build(clock: Clock, **settings: Any) -> ProxyPoolMiddleware:
     crawler = get_crawler(
         settings_dict={
+            **default_settings(),
             "SCRAPESPY_PROXIES_DATACENTER": DC,
             "SCRAPESPY_PROXIES_RESIDENTIAL": RESI,
             "SCRAPESPY_PROXY_BENCH_SECONDS": 60,

@@ -21,6 +21,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from middlewares.robots import ExpiringRobotsTxtMiddleware
+from service.scrape.scrapy_settings import default_settings
 
 NO_PRIVATE = b"User-agent: *\nDisallow: /private\n"
 ALL_ALLOWED = b"User-agent: *\nDisallow:\n"
@@ -44,7 +45,7 @@ class Engine:
 
 
 def middleware(engine: Engine, **settings: Any) -> ExpiringRobotsTxtMiddleware:
-    crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True, **settings})
+    crawler = get_crawler(settings_dict={**default_settings(), "ROBOTSTXT_OBEY": True, **settings})
     crawler.engine = engine  # type: ignore[assignment]
     return build_from_crawler(ExpiringRobotsTxtMiddleware, crawler)
 
@@ -84,7 +85,8 @@ def bounded(seconds: float) -> Iterator[None]:
 def test_not_configured_when_robots_txt_is_not_obeyed():
     with pytest.raises(NotConfigured):
         build_from_crawler(
-            ExpiringRobotsTxtMiddleware, get_crawler(settings_dict={"ROBOTSTXT_OBEY": False})
+            ExpiringRobotsTxtMiddleware,
+            get_crawler(settings_dict={**default_settings(), "ROBOTSTXT_OBEY": False}),
         )
 
 
@@ -110,7 +112,7 @@ async def test_a_request_that_opts_out_is_not_checked():
 @pytest_twisted.ensureDeferred
 async def test_a_site_robots_txt_is_fetched_again_once_its_ttl_is_over():
     engine = Engine()
-    mw = middleware(engine, SCRAPESPY_ROBOTS_TTL=0.3)
+    mw = middleware(engine, SCRAPESPY_ROBOTS_TTL_SECONDS=0.3)
     assert await refused(mw, "http://a.example/private/1")
     engine.robots["a.example"] = ALL_ALLOWED  # the site changes its rules
     assert await refused(mw, "http://a.example/private/2")  # remembered within the TTL

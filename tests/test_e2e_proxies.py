@@ -38,6 +38,7 @@ from middlewares.proxy_pool import ProxyPoolMiddleware
 from service.billing import accounts as service_accounts
 from service.billing import keys, ledger
 from service.core.errors import RESIDENTIAL_LOCKED
+from service.scrape.scrapy_settings import default_settings
 from tests.proxies import DroppingProxy, ForwardProxy, closed_port
 
 DC_USER, DC_PASSWORD = "dc-user", "dc-pw-9f1c2e"
@@ -505,7 +506,9 @@ def fetch_in_chromium(context_kwargs: dict[str, Any], url: str) -> tuple[int, st
 def test_js_context_settings_take_chromium_through_the_proxy(
     pages: TargetSite, resi_proxy: ForwardProxy
 ) -> None:
-    crawler = get_crawler(settings_dict={"SCRAPESPY_PROXIES_RESIDENTIAL": [resi_proxy.url]})
+    crawler = get_crawler(
+        settings_dict={**default_settings(), "SCRAPESPY_PROXIES_RESIDENTIAL": [resi_proxy.url]}
+    )
     mw = build_from_crawler(ProxyPoolMiddleware, crawler)
     url = pages.url("/proxies/headers")
     request = Request(url, meta={"scrapespy_proxy_tier": "residential", "playwright": True})

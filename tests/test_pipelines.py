@@ -28,7 +28,7 @@ from service.browser.failures import BrowserError
 from service.core.schemas import checked_scrape
 from service.scrape.meta import ORDER
 from service.scrape.order import ScrapeItem, ScrapeOrder
-from service.scrape.scrapy_settings import ITEM_PIPELINES
+from service.scrape.scrapy_settings import ITEM_PIPELINES, default_settings
 from spiders.feed import (
     MOBILE_USER_AGENT,
     FeedSpider,
@@ -42,7 +42,7 @@ PAGE = b"<html><head><title>Parsed</title></head><body><h1>Hi</h1></body></html>
 
 class Crawler:
     stats = None
-    settings = Settings()
+    settings = Settings(default_settings())
 
     def __init__(self, database: Any):
         self.scrapespy_database = database

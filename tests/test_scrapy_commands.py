@@ -201,7 +201,11 @@ def test_the_project_settings_take_the_operators_environment():
         "SCRAPESPY_MAX_PAGES": "3",
     }
     got = {}
-    for name in ("SCRAPESPY_ROBOTS_TTL", "SCRAPESPY_ALLOW_PRIVATE_TARGETS", "SCRAPESPY_MAX_PAGES"):
+    for name in (
+        "SCRAPESPY_ROBOTS_TTL_SECONDS",
+        "SCRAPESPY_ALLOW_PRIVATE_TARGETS",
+        "SCRAPESPY_MAX_PAGES",
+    ):
         done = subprocess.run(
             [SCRAPY, "settings", "--get", name],
             cwd=ROOT,
@@ -213,7 +217,7 @@ def test_the_project_settings_take_the_operators_environment():
         assert done.returncode == 0, done.stderr[-2000:]
         got[name] = done.stdout.strip()
     assert got == {
-        "SCRAPESPY_ROBOTS_TTL": "77.0",
+        "SCRAPESPY_ROBOTS_TTL_SECONDS": "77",
         "SCRAPESPY_ALLOW_PRIVATE_TARGETS": "True",
         "SCRAPESPY_MAX_PAGES": "3",
     }
@@ -226,7 +230,7 @@ def test_shell_reads_the_robots_ttl_from_the_environment(site):
             "shell",
             site.url("/article"),
             "-c",
-            "crawler.settings.getfloat('SCRAPESPY_ROBOTS_TTL')",
+            "crawler.settings.getfloat('SCRAPESPY_ROBOTS_TTL_SECONDS')",
         ],
         cwd=ROOT,
         env={

@@ -19,6 +19,7 @@ from scrapy.utils.test import get_crawler
 
 from middlewares.robots import ExpiringRobotsTxtMiddleware
 from service.scrape import scrapy_settings
+from service.scrape.scrapy_settings import default_settings
 
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 PROVIDER = "scrapy_playwright.provider.PlaywrightBrowserProvider"
@@ -118,7 +119,7 @@ def js_handler() -> type:
 
 
 def upstream_instance(owner: str) -> Any:
-    crawler = get_crawler(settings_dict={"ROBOTSTXT_OBEY": True})
+    crawler = get_crawler(settings_dict={**default_settings(), "ROBOTSTXT_OBEY": True})
     if owner == PROVIDER:  # made by the handler, from its config
         handler = build_from_crawler(load_object(PLAYWRIGHT_HANDLER), crawler)
         return load_object(owner)(handler.config)

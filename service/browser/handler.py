@@ -82,7 +82,6 @@ from service.browser.screenshot import (
 from service.browser.settle import PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
-from service.core.config import Config, default_chromium_path
 from service.scrape import meta as scrape_meta
 from service.scrape.meta import PLAYWRIGHT_CONTEXT
 from service.scrape.metrics import watch_browser
@@ -94,6 +93,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
 __all__ = ["BrowserDownloadHandler", "BrowserError"]
 
@@ -181,36 +181,21 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             ),
             stats=crawler.stats,
         )
-        if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES", True):
+        if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES"):
             self.abort_request = None
-        remote = self.config.cdp_url or self.config.connect_url
-        if not remote:
-            # SCRAPESPY_BROWSER_URL: a remote browser instead of the local Chromium
-            found = remote_browser_settings(settings.get("SCRAPESPY_BROWSER_URL") or "")
-            self.config.cdp_url = found.get("PLAYWRIGHT_CDP_URL")
-            self.config.connect_url = found.get("PLAYWRIGHT_CONNECT_URL")
-            remote = self.config.cdp_url or self.config.connect_url
-        if not remote and not self.config.launch_options:
-            # the local Chromium, launched as SCRAPESPY_CHROMIUM_PATH and the heap cap say
-            self.config.launch_options = chromium_launch_options(
-                settings.get("SCRAPESPY_CHROMIUM_PATH") or default_chromium_path(),
-                as_root=os.geteuid() == 0,
-                max_heap_mb=settings.getint("SCRAPESPY_BROWSER_MAX_HEAP_MB") or None,
-            )
-        self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS", 2.0)
-        self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS", 0.1)
+        self._configure_browser(settings)
+        self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS")
+        self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS")
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
         self.max_resource_bytes = settings.getint("DOWNLOAD_MAXSIZE")
-        self.max_page_bytes = settings.getint(
-            "SCRAPESPY_BROWSER_MAX_PAGE_BYTES", Config.browser_max_page_bytes
-        )
+        self.max_page_bytes = settings.getint("SCRAPESPY_BROWSER_MAX_PAGE_BYTES")
         self.default_user_agent = (settings.get("USER_AGENT") or "").encode()
         self.screenshot_limits = ScreenshotLimits.from_settings(settings)
-        self.pages = PageSlots(settings.getint("SCRAPESPY_MAX_PAGES", 4))
+        self.pages = PageSlots(settings.getint("SCRAPESPY_MAX_PAGES"))
         self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
         self.navigations = Navigations()
         self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
-        self.spares = Spares(settings.getint("SCRAPESPY_BROWSER_SPARES", 2), self._new_spare)
+        self.spares = Spares(settings.getint("SCRAPESPY_BROWSER_SPARES"), self._new_spare)
         watch_browser(self)  # its open contexts and pages, read when /metrics is scraped
         self._launch_options = dict(self.config.launch_options)
         self._starting: asyncio.Future[None] | None = None
@@ -218,6 +203,23 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._closing: asyncio.Future[None] | None = None
         self._processes: dict[Browser, int | None] = {}  # of the browsers this handler launched
         self._reaping: set[asyncio.Future[None]] = set()
+
+    def _configure_browser(self, settings: BaseSettings) -> None:
+        """Where the browser comes from, by the ``SCRAPESPY_*`` settings: the remote browser at
+        ``SCRAPESPY_BROWSER_URL``, else the Chromium at ``SCRAPESPY_CHROMIUM_PATH``, its heap
+        bounded by ``SCRAPESPY_BROWSER_MAX_HEAP_MB``. ``PLAYWRIGHT_CDP_URL``,
+        ``PLAYWRIGHT_CONNECT_URL`` or ``PLAYWRIGHT_LAUNCH_OPTIONS``, when given, win."""
+        config = self.config
+        if not (config.cdp_url or config.connect_url):
+            remote = remote_browser_settings(settings.get("SCRAPESPY_BROWSER_URL") or "")
+            config.cdp_url = remote.get("PLAYWRIGHT_CDP_URL")
+            config.connect_url = remote.get("PLAYWRIGHT_CONNECT_URL")
+        if not (config.cdp_url or config.connect_url) and not config.launch_options:
+            config.launch_options = chromium_launch_options(
+                settings.get("SCRAPESPY_CHROMIUM_PATH"),
+                as_root=os.geteuid() == 0,
+                max_heap_mb=settings.getint("SCRAPESPY_BROWSER_MAX_HEAP_MB") or None,
+            )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BrowserDownloadHandler:

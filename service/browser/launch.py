@@ -1,8 +1,8 @@
 """How the ``js`` engine's Chromium is launched or reached, and what its pages may load.
 
-The handler (:mod:`service.browser.handler`) and the service's crawler settings
-(``service.scrape.engine.crawler_settings``) use these; the two ``PLAYWRIGHT_*`` hooks are named in
-``service.scrape.scrapy_settings``::
+The handler (:mod:`service.browser.handler`) uses these, with its ``SCRAPESPY_*`` settings
+(``SCRAPESPY_CHROMIUM_PATH``, ``SCRAPESPY_BROWSER_URL``, ``SCRAPESPY_BROWSER_MAX_HEAP_MB``); the
+two ``PLAYWRIGHT_*`` hooks are named in ``service.scrape.scrapy_settings``::
 
     PLAYWRIGHT_ABORT_REQUEST = "service.browser.launch.abort_heavy_resource"
     PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.launch.browser_request_headers"

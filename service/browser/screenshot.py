@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from playwright.async_api import Error as PlaywrightError
 
 from service.browser.failures import BrowserError
+from service.core.settings import scrapy_default
 from service.core.vocabulary import OUTPUTS
 from service.scrape.meta import SCREENSHOT, SCREENSHOT_PNG
 
@@ -46,14 +47,14 @@ FONTS_READY = "() => document.fonts.ready.then(() => true)"
 
 @dataclass(frozen=True)
 class ScreenshotLimits:
-    max_bytes: int = 8 * 1024 * 1024
-    max_height: int = 10_000  # CSS pixels
+    max_bytes: int = scrapy_default("SCRAPESPY_MAX_SCREENSHOT_BYTES")
+    max_height: int = scrapy_default("SCRAPESPY_SCREENSHOT_MAX_HEIGHT")  # CSS pixels
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ScreenshotLimits:
         return cls(
-            max_bytes=settings.getint("SCRAPESPY_MAX_SCREENSHOT_BYTES", cls.max_bytes),
-            max_height=settings.getint("SCRAPESPY_SCREENSHOT_MAX_HEIGHT", cls.max_height),
+            max_bytes=settings.getint("SCRAPESPY_MAX_SCREENSHOT_BYTES"),
+            max_height=settings.getint("SCRAPESPY_SCREENSHOT_MAX_HEIGHT"),
         )
 
 

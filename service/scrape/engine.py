@@ -44,6 +44,8 @@ CALLER_GONE = "the caller went away before the answer; the scrape was not billed
 
 
 def crawler_settings(config: Config) -> Settings:
+    """The crawler's settings: the project's, with the ones ``config`` decides (the js engine's
+    handler makes its browser's launch options or remote address of them)."""
     settings = Settings()
     settings.setmodule("service.scrape.scrapy_settings", priority="project")
     settings.update(from_config(config), priority="project")

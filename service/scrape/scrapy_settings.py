@@ -1,10 +1,11 @@
 """Scrapy settings of the service's crawler; ``scrapy.cfg`` points ``scrapy shell`` here too.
 
-The component order lives here and nowhere else. What the operator configures comes from
-:class:`service.core.config.Config` through :func:`from_config`: the service applies it to the
-Config it was started with (service.scrape.engine), and ``scrapy shell`` / ``scrapy crawl`` get it
-here,
-from ``Config.from_env()``.
+The component order lives here and nowhere else. The ``SCRAPESPY_*`` settings are the rows of
+:data:`service.core.settings.SETTINGS` that name a Scrapy setting, through :func:`from_config`:
+the service applies it to the Config it was started with (service.scrape.engine), and
+``scrapy shell`` / ``scrapy crawl`` get it here, from ``Config.from_env()``; a row without a
+variable gives its default. The components read them without defaults of their own
+(:func:`default_settings` is what a test's crawler starts from).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from service.core.config import Config
+from service.core.settings import SETTINGS, scrapy_value
 
 BOT_NAME = "scrapespy"
 SPIDER_MODULES = ["spiders"]
@@ -56,8 +58,6 @@ DOWNLOAD_HANDLERS = {
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
 PLAYWRIGHT_ABORT_REQUEST = "service.browser.launch.abort_heavy_resource"
 PLAYWRIGHT_PROCESS_REQUEST_HEADERS = "service.browser.launch.browser_request_headers"
-SCRAPESPY_BROWSER_SETTLE_SECONDS = 2.0
-SCRAPESPY_BROWSER_SPARES = 2  # fresh contexts made ahead of demand, each used once
 
 # Both open a control channel into the process (telnet, and an HTTP code-execution server in
 # Scrapy 2.19); a service must not expose either.
@@ -132,26 +132,23 @@ def proxy_hosts(config: Config) -> list[str]:
 
 
 def from_config(config: Config) -> dict[str, Any]:
-    """The settings that the operator's configuration decides."""
-    return {
-        "SCRAPESPY_ALLOW_PRIVATE_TARGETS": config.allow_private_targets,
-        "SCRAPESPY_ROBOTS_TTL": float(config.robots_ttl_seconds),
-        "SCRAPESPY_PROXIES_DATACENTER": list(config.proxies_datacenter),
-        "SCRAPESPY_PROXIES_RESIDENTIAL": list(config.proxies_residential),
-        "SCRAPESPY_EGRESS_ALLOW_HOSTS": proxy_hosts(config),
-        "SCRAPESPY_PROXY_BENCH_SECONDS": config.proxy_bench_seconds,
-        "SCRAPESPY_CHROMIUM_PATH": config.chromium_path,
-        "SCRAPESPY_BROWSER_URL": config.browser_url,
-        "SCRAPESPY_MAX_PAGES": config.max_pages,
-        "SCRAPESPY_BLOCK_HEAVY_RESOURCES": config.block_heavy_resources,
-        "SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS": list(config.egress_test_public_hosts),
-        "LOG_LEVEL": config.log_level,
-        "SCRAPESPY_MAX_SCREENSHOT_BYTES": config.max_screenshot_bytes,
-        "SCRAPESPY_SCREENSHOT_MAX_HEIGHT": config.screenshot_max_height,
-        "SCRAPESPY_MAX_RAW_HTML_BYTES": config.max_raw_html_bytes,
-        "SCRAPESPY_BROWSER_MAX_PAGE_BYTES": config.browser_max_page_bytes,
-        "SCRAPESPY_BROWSER_MAX_HEAP_MB": config.browser_max_heap_mb,
+    """The settings that the table gives the crawler: a row's Config value, or its default when
+    no variable sets it; and the hosts of the operator's proxies, which the guard lets through."""
+    settings = {
+        row.scrapy: scrapy_value(
+            getattr(config, row.field) if row.field is not None else row.default_value()
+        )
+        for row in SETTINGS
+        if row.scrapy is not None
     }
+    settings["SCRAPESPY_EGRESS_ALLOW_HOSTS"] = proxy_hosts(config)
+    return settings
+
+
+def default_settings() -> dict[str, Any]:
+    """Every ``SCRAPESPY_*`` setting at its default: what a crawler of the components needs
+    (their ``from_crawler`` has no defaults of its own), e.g. ``get_crawler(settings_dict=...)``."""
+    return from_config(Config())
 
 
 # ``scrapy shell`` and ``scrapy crawl`` read this module's upper-case names as the settings.
