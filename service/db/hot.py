@@ -5,8 +5,9 @@ builds a context, looks up the compiled cache and wraps the result. These statem
 every scrape, so they are written out once here and run on a DB-API cursor: in the service on a
 connection each database thread keeps (``Database.run_hot``), elsewhere (tests, the CLI) on the
 connection of a Core transaction. On PostgreSQL the hold and the settlement are one call each to
-the functions of migration 0002. Everything else (the dashboard, payments, migrations, the
-sweeper) stays on SQLAlchemy Core.
+the functions of service/db/sql (their current text; the ``pg_*`` statements here call them).
+Everything else (the dashboard, payments, migrations, the sweeper) stays on SQLAlchemy Core.
+tests/test_ledger_properties.py drives both ways with the same operations.
 
 The text is written with ``:name`` parameters and translated to each driver's style; dates go
 through SQLAlchemy's own bind processor for the dialect, so rows written here read back the same
@@ -84,7 +85,7 @@ _SQL: dict[str, str] = {
     ),
     # PostgreSQL: the hold and the settlement in one statement each (migration 0002; the
     # settlement with the balance after it, 0008), and the key lookup with the hold (0003); the
-    # key's cap is checked in the hold (0007)
+    # key's cap is checked in the hold (0007). The functions' current text: service/db/sql.
     "pg_hold": (
         "SELECT new_hold, available, trials_left, key_spent FROM scrapespy_hold(:account_id,"
         " :amount, :trial, :created_at, :expires_at, :key_id, :key_cap)"

@@ -33,180 +33,22 @@ from types import ModuleType
 import sqlalchemy as sa
 from alembic import op
 
+from service.db import sql
+
 revision: str = "0007"
 down_revision: str | Sequence[str] | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-HOLD = """
-CREATE FUNCTION scrapespy_hold(
-    p_account_id integer, p_amount bigint, p_trial boolean,
-    p_created timestamptz, p_expires timestamptz,
-    p_key_id integer DEFAULT NULL, p_key_cap bigint DEFAULT NULL
-) RETURNS TABLE (new_hold integer, available bigint, trials_left integer, key_spent bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_id integer;
-    v_spent bigint;
-BEGIN
-    IF p_key_cap IS NOT NULL THEN
-        -- a capped key's holds one at a time: two at once cannot both fit under the cap. Not
-        -- FOR UPDATE: that would also wait for the settlements inserting this key's usage rows
-        -- (their foreign key's KEY SHARE lock), which hold the account's row: a deadlock.
-        PERFORM 1 FROM api_keys WHERE id = p_key_id FOR NO KEY UPDATE;
-        SELECT (SELECT coalesce(sum(u.credits), 0) FROM usage u
-                 WHERE u.key_id = p_key_id
-                   AND u.created_at >= date_trunc('month', p_created AT TIME ZONE 'UTC')
-                                       AT TIME ZONE 'UTC')
-             + (SELECT coalesce(sum(h.amount), 0) FROM holds h
-                 WHERE h.key_id = p_key_id AND h.status = 'held')
-          INTO v_spent;
-        IF v_spent + p_amount > p_key_cap THEN
-            RETURN QUERY SELECT NULL::integer, NULL::bigint, NULL::integer, v_spent;
-            RETURN;
-        END IF;
-    END IF;
-    -- the conditional UPDATE reserves the credits, and the trial, or nothing
-    IF p_trial THEN
-        UPDATE accounts
-           SET held = held + p_amount, residential_trials_left = residential_trials_left - 1
-         WHERE id = p_account_id AND balance - held >= p_amount AND residential_trials_left > 0;
-    ELSE
-        UPDATE accounts SET held = held + p_amount
-         WHERE id = p_account_id AND balance - held >= p_amount;
-    END IF;
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT NULL::integer, a.balance - a.held, a.residential_trials_left,
-                            NULL::bigint
-                       FROM accounts a WHERE a.id = p_account_id;
-        RETURN;
-    END IF;
-    INSERT INTO holds (account_id, amount, trial, status, created_at, expires_at, key_id)
-    VALUES (p_account_id, p_amount, p_trial, 'held', p_created, p_expires, p_key_id)
-    RETURNING id INTO v_id;
-    RETURN QUERY SELECT v_id, NULL::bigint, NULL::integer, NULL::bigint;
-END
-$$;
-"""
-
-# 0003's function with 0004's asynchronous commit, the revoked keys left out, the key's cap
-# passed to the hold, and the key's last use written at most once a minute.
-AUTHORIZE_HOLD = """
-CREATE FUNCTION scrapespy_authorize_hold(
-    p_key_hash varchar, p_residential boolean, p_amount bigint, p_trial_amount bigint,
-    p_created timestamptz, p_expires timestamptz
-) RETURNS TABLE (
-    key_hash varchar, account_id integer, residential_unlocked boolean, trials_left integer,
-    held bigint, trial boolean, new_hold integer, available bigint, trials_left_after integer,
-    key_id integer, key_cap bigint, key_spent bigint
-)
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_key varchar;
-    v_account integer;
-    v_unlocked boolean;
-    v_trials integer;
-    v_trial boolean;
-    v_amount bigint;
-    v_key_id integer;
-    v_cap bigint;
-    v_last_used timestamptz;
-    v_hold integer;
-    v_available bigint;
-    v_trials_after integer;
-    v_spent bigint;
-BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);
-    SELECT k.key_hash, a.id, a.residential_unlocked, a.residential_trials_left, k.id,
-           k.monthly_cap, k.last_used_at
-      INTO v_key, v_account, v_unlocked, v_trials, v_key_id, v_cap, v_last_used
-      FROM api_keys k JOIN accounts a ON a.id = k.account_id
-     WHERE k.key_hash = p_key_hash AND k.revoked_at IS NULL;
-    IF NOT FOUND THEN
-        RETURN;  -- no row: no such key, or a revoked one
-    END IF;
-    v_trial := p_residential AND NOT v_unlocked;
-    v_amount := CASE WHEN v_trial THEN p_trial_amount ELSE p_amount END;
-    IF v_trial AND v_trials <= 0 THEN
-        -- refused before anything is held
-        RETURN QUERY SELECT v_key, v_account, v_unlocked, v_trials, v_amount, v_trial,
-                            NULL::integer, NULL::bigint, v_trials, v_key_id, v_cap, NULL::bigint;
-        RETURN;
-    END IF;
-    SELECT h.new_hold, h.available, h.trials_left, h.key_spent
-      INTO v_hold, v_available, v_trials_after, v_spent
-      FROM scrapespy_hold(v_account, v_amount, v_trial, p_created, p_expires, v_key_id, v_cap) h;
-    -- the key's last use, to the minute: most scrapes write nothing here
-    IF v_hold IS NOT NULL
-       AND (v_last_used IS NULL OR v_last_used < p_created - interval '1 minute') THEN
-        UPDATE api_keys SET last_used_at = p_created
-         WHERE id = v_key_id
-           AND (last_used_at IS NULL OR last_used_at < p_created - interval '1 minute');
-    END IF;
-    RETURN QUERY SELECT v_key, v_account, v_unlocked, v_trials, v_amount, v_trial,
-                        v_hold, v_available, v_trials_after, v_key_id, v_cap, v_spent;
-END
-$$;
-"""
-
-# 0002's settlement with 0004's claim of the account's own holds; the usage row takes the key
-# of the hold it settles.
-SETTLE = """
-CREATE OR REPLACE FUNCTION scrapespy_settle(
-    p_hold_id integer, p_cost bigint, p_consume_trial boolean, p_settled timestamptz,
-    p_usage boolean, p_account_id integer, p_url text, p_engine varchar,
-    p_tier_requested varchar, p_tier_used varchar, p_status_code integer, p_success boolean,
-    p_blocked boolean, p_error text, p_elapsed_ms integer
-) RETURNS TABLE (charged bigint, trial_consumed boolean, settled_here boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_account integer;
-    v_amount bigint;
-    v_trial boolean;
-    v_key integer;
-    v_balance bigint;
-    v_charged bigint := 0;
-    v_consumed boolean := false;
-    v_claimed boolean := false;
-BEGIN
-    -- at most once per hold: only a hold still 'held' is claimed
-    UPDATE holds
-       SET status = CASE WHEN p_cost <> 0 OR p_consume_trial THEN 'captured' ELSE 'released' END,
-           settled_at = p_settled
-     WHERE id = p_hold_id AND status = 'held'
-       AND (p_account_id IS NULL OR account_id = p_account_id)
-    RETURNING account_id, amount, trial, key_id INTO v_account, v_amount, v_trial, v_key;
-    IF FOUND THEN
-        v_claimed := true;
-        IF p_cost > v_amount THEN
-            RAISE EXCEPTION 'cost % exceeds hold %', p_cost, v_amount;
-        END IF;
-        v_consumed := p_consume_trial AND v_trial;
-        UPDATE accounts
-           SET held = held - v_amount, balance = balance - p_cost,
-               residential_trials_left = residential_trials_left
-                   + CASE WHEN v_trial AND NOT v_consumed THEN 1 ELSE 0 END
-         WHERE id = v_account
-        RETURNING balance INTO v_balance;
-        IF p_cost <> 0 THEN
-            INSERT INTO ledger_entries
-                (account_id, kind, amount, balance_after, reference, created_at)
-            VALUES (v_account, 'scrape', -p_cost, v_balance, 'hold:' || p_hold_id, p_settled);
-        END IF;
-        v_charged := p_cost;
-    END IF;
-    IF p_usage THEN
-        INSERT INTO usage (account_id, hold_id, created_at, url, engine, tier_requested,
-                           tier_used, status_code, success, blocked, error, elapsed_ms,
-                           credits, trial, key_id)
-        VALUES (p_account_id, CASE WHEN v_claimed THEN p_hold_id END, p_settled, p_url,
-                p_engine, p_tier_requested, p_tier_used, p_status_code, p_success, p_blocked,
-                p_error, p_elapsed_ms, v_charged, v_consumed, v_key);
-    END IF;
-    RETURN QUERY SELECT v_charged, v_consumed, v_claimed;
-END
-$$;
-"""
+# The functions this migration makes are still the current ones: their text is in
+# service/db/sql (the one copy of it, which this migration loads). The hold checks the key's cap;
+# the authorize-and-hold is 0003's with 0004's asynchronous commit, the revoked keys left out,
+# the key's cap passed to the hold, and the key's last use written at most once a minute; the
+# settlement is 0002's with 0004's claim of the account's own holds, and the usage row takes the
+# key of the hold it settles.
+HOLD = sql.load("scrapespy_hold")
+AUTHORIZE_HOLD = sql.load("scrapespy_authorize_hold")
+SETTLE = sql.load("scrapespy_settle")
 
 DROP_HOLD = (
     "DROP FUNCTION IF EXISTS scrapespy_hold(integer, bigint, boolean, timestamptz, timestamptz)"
