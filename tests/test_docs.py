@@ -155,3 +155,9 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert missing_modules("`service.scrape.engine.NoSuchThing`") == [
         "service.scrape.engine.NoSuchThing"
     ]
+
+
+def test_readme_stays_short() -> None:
+    """The README is for users: what the service is and how to start; the rest is in docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 200
