@@ -1,4 +1,4 @@
-"""Builds the scrape result of the interface specification from what the download gave.
+"""Builds the scrape result (docs/api.md) from what the download gave.
 
 The item is the feed spider's :class:`service.scrape.order.ScrapeItem`. Every field of its
 :class:`service.scrape.results.ScrapeResult` is filled from what was received, even for an error

@@ -1,6 +1,5 @@
 """``service.scrape.answer_cache``: what is kept, for whom, and its bounds (entries, bytes, age).
-The
-end-to-end tests (test_e2e_cost) show it through the service."""
+The end-to-end tests (test_e2e_cost) show it through the service."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ import orjson
 from service.core.schemas import checked_scrape
 from service.extraction import empty_fields
 from service.scrape.answer_cache import AnswerCache, options_of
-from service.scrape.order import ScrapeOrder
-from service.scrape.results import ScrapeResult, new_result
+from service.scrape.order import ScrapeOrder, new_result
+from service.scrape.results import ScrapeResult
 
 
 def answer(

@@ -1,5 +1,5 @@
 """The errors a caller can see: each one is a status, an ``error`` message for people (the
-body, ``{"error": ...}`` alone, as the specification's error body is) and a code from
+body, ``{"error": ...}`` alone, as docs/api.md's error body is) and a code from
 :data:`ERROR_CODES` for programs, in the ``X-Error-Code`` header.
 
 The same codes name why a scrape failed (``error_code`` in a result, pipelines.result), so a
@@ -92,7 +92,7 @@ ERROR_STATUSES: dict[str, int] = {
 assert set(ERROR_STATUSES) <= set(ERROR_CODES)
 assert set(ERROR_CODES) <= set(ERROR_STATUSES) | set(FAILURE_CODES) | {"map_failed"}
 
-# An error answer's code: a header, because the specification's error body has one field.
+# An error answer's code: a header, because the error body has one field (docs/api.md).
 ERROR_CODE_HEADER = "X-Error-Code"
 
 

@@ -272,9 +272,8 @@ idempotency_keys = Table(
 )
 
 # Webhooks (migration 0011, service.jobs.webhooks): each account's signing secret, kept readable
-# because every delivery is signed with it (docs/operations.md says how it is protected), and one
-# row
-# per delivery of a job's event, written in the transaction of the event itself so that a
+# because every delivery is signed with it (docs/operations.md says how it is protected), and
+# one row per delivery of a job's event, written in the transaction of the event itself so that a
 # restart loses none. A delivery is ``pending`` until it is ``delivered`` or, its attempts
 # spent, ``failed``; ``locked_until`` is the lease of the instance sending it.
 webhook_secrets = Table(

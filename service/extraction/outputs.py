@@ -1,4 +1,4 @@
-"""The outputs a caller asks for beyond the specification's fields: ``markdown``, ``html``, and
+"""The outputs a caller asks for beyond the standard fields: ``markdown``, ``html``, and
 ``text`` of the main content or of the tags kept.
 
 ``extract_page`` parses the page once: the standard fields (:mod:`service.extraction.fields`)

@@ -510,8 +510,8 @@ def set_hold_hot(conn: HotConnection, page_id: int, attempt: int, hold_id: int) 
 def finish_hot_all(conn: HotConnection, finishes: list[tuple[Finish, int]]) -> list[bool]:
     """SQLite: stores the results of hot jobs' pages that finished together and completes each
     job when no page is left, in one transaction (PostgreSQL: ``scrapespy_finish_page``,
-    service.jobs.batches); whether each result was stored (only the attempt holding its page
-    may)."""
+    service.jobs.batches); whether each result was stored (only the attempt holding its
+    page may)."""
     date = hot.hot_path(conn).date
     stored = [
         _row(conn, "page_finish", finish_params(finish, date)) is not None for finish, _ in finishes

@@ -45,7 +45,7 @@ class ScrapeOrder:
     respect_robots: bool = True
     timeout: float = 20.0
     proxy_type: str = "none"
-    # outputs beyond the specification's fields (docs/api.md); the defaults ask for none
+    # outputs beyond the standard fields (docs/api.md); the defaults ask for none
     formats: frozenset[str] = frozenset()
     only_main_content: bool = False
     include_tags: tuple[str, ...] = ()
@@ -119,10 +119,9 @@ class ScrapeOrder:
         hold_id: int,
         **more: Any,
     ) -> ScrapeOrder:
-        """The job of a request whose price (``service.billing.pricing.quote``) is held for
-        ``caller``: who pays, what each tier costs and, for auto, the steps it may take. ``POST
-        /scrape``
-        and a job's page build theirs here, so both bill alike."""
+        """The order of a request whose price (``service.billing.pricing.quote``) is held for
+        ``caller``: who pays, what each tier costs and, for auto, the steps it may take.
+        ``POST /scrape`` and a job's page build theirs here, so both bill alike."""
         return cls.asked(
             request,
             selectors,

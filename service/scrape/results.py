@@ -1,8 +1,8 @@
-"""The scrape result of the interface specification (docs/api.md), typed once.
+"""The scrape result (docs/api.md), typed once.
 
 The pipelines fill a :class:`ScrapeResult` (pipelines.result), the watchdog answers one
 (service.scrape.engine), the API writes it out as it is (orjson serialises dataclasses natively, in
-field order) and ``/openapi.json`` documents it (:func:`json_schema`). After the specification's
+field order) and ``/openapi.json`` documents it (:func:`json_schema`). After the standard
 fields come what the answer cost and how it went: ``error_code``, ``tier_used``,
 ``credits_charged``, ``cached`` and ``timings``. A blocked scrape is a :class:`BlockedResult`,
 whose ``block_reason`` comes after those; any other answer has none, not a null. The outputs a
@@ -118,7 +118,7 @@ class ScrapeResult:
         dict[str, list[str]],
         Field(description="each of the request's selectors by its name, to what it matched"),
     ]
-    # what the answer cost and how it went (after the specification's fields)
+    # what the answer cost and how it went (after the standard fields)
     error_code: Annotated[
         str | None,
         Field(
@@ -163,10 +163,7 @@ class ScrapeResult:
 class BlockedResult(ScrapeResult):
     block_reason: Annotated[
         str,
-        Field(
-            description="vendor of the anti-bot page when blocked is true (an addition to the "
-            "interface specification)"
-        ),
+        Field(description="vendor of the anti-bot page when blocked is true"),
     ]
 
 

@@ -7,8 +7,8 @@ hold is in does the request go to the engine: a refused one (400, 401, 402, 403,
 never enters it, so nothing is fetched.
 A request with ``max_age`` may be answered from the account's recent answers after the rate
 limit (service.scrape.answer_cache): its key is looked up, nothing is held or written.
-The reference design looks the key up before the limit; keying the limit on the hash saves a
-database round trip per request and changes nothing for a valid key.
+The limit is keyed on the key's hash, before the key is looked up: that saves a database round
+trip per refused request and changes nothing for a valid key.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from service.core.errors import (
 )
 from service.core.escalation import AUTO
 from service.core.schemas import ScrapeRequest, checked_scrape, parse_json_object
+from service.core.vocabulary import RESIDENTIAL, ResidentialTrial
 from service.db import Database
 from service.db.hot import HotConnection, hot_path
 from service.db.tables import accounts
@@ -242,10 +243,11 @@ class Scraper:
         :meth:`_authorized` refuses. ``trials`` False prices an account with none left."""
         if max_credits is None and AUTO not in (engine, tier):  # most requests: as quote prices
             costs = self.config.costs[engine]
+            trial = ResidentialTrial(unlocked=False)  # what a locked account's request would be
             return {
-                "residential": tier == "residential",
+                "residential": trial.applies(tier),
                 "amount": costs[tier],
-                "trial_amount": costs["none"],
+                "trial_amount": costs[trial.held_at(RESIDENTIAL)],
                 "ttl_seconds": self.config.hold_ttl_seconds,
             }
         on_trial = keys.Caller(0, "", False, 1 if trials else 0, 0)
@@ -266,7 +268,8 @@ class Scraper:
         try:
             price = quote(self.config, engine, tier, caller, max_credits)
         except PaymentRequired:
-            return UNHOLDABLE, caller.residential_trials_left > 0 and tier == "residential"
+            trial = ResidentialTrial(caller.residential_unlocked, caller.residential_trials_left)
+            return UNHOLDABLE, trial.applies(tier) and trial.allows(tier)
         return price.hold, price.trial
 
     @staticmethod
