@@ -27,13 +27,24 @@ from service.jobs.batches import Batches, instance_name, is_dead
 from service.jobs.crawl_rules import CrawlRules, Rules
 from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
+from tests.conftest import a_database_of_its_own
 
 _n = iter(range(1, 10**9))
 
 
 @pytest.fixture(scope="module")
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url, threads=2)
+def store_url(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A database of these tests' own: the session's service, started by an earlier module,
+    must not run the jobs' tasks these tests queue and count."""
+    made = a_database_of_its_own(database_url, tmp_path_factory.mktemp("store-db"))
+    url, _ = next(made)
+    yield url
+    next(made, None)
+
+
+@pytest.fixture(scope="module")
+def db(store_url: str) -> Iterator[Database]:
+    database = Database(store_url, threads=2)
     database.upgrade()
     yield database
     database.stop()
@@ -198,12 +209,12 @@ def test_a_result_past_the_cap_keeps_its_status_and_loses_its_page() -> None:
 
 @pytest.mark.postgres  # a PostgreSQL function, sent on the reactor
 @pytest_twisted.ensureDeferred
-async def test_a_batch_page_settles_with_its_result_in_one_call(database_url: str) -> None:
+async def test_a_batch_page_settles_with_its_result_in_one_call(store_url: str) -> None:
     """A hot job's page on PostgreSQL (migration 0017): the billing pipeline leaves what to
     settle on the job, and its settlement and its result go in one call, which charges what
     the result says. A page whose hold was settled before (the watchdog, the sweeper) is
     charged nothing, and its result is stored saying so."""
-    db = Database(database_url, threads=2, reactor_calls=True)
+    db = Database(store_url, threads=2, reactor_calls=True)
     db.upgrade()
     db.start()
     try:

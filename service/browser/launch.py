@@ -58,7 +58,15 @@ def chromium_launch_options(
         args.append(f"--js-flags=--max-old-space-size={max_heap_mb}")
     if as_root:
         args.append("--no-sandbox")
-    return {"executable_path": chromium_path, "headless": True, "args": args}
+    return {
+        "executable_path": chromium_path,
+        "headless": True,
+        "args": args,
+        # Playwright turns Chromium's IPC flooding protection off (for its own tests' rapid
+        # navigations); on, a page pushing history in a loop is throttled by the browser instead
+        # of sending each push through CDP to the reactor, which then answered seconds late.
+        "ignore_default_args": ["--disable-ipc-flooding-protection"],
+    }
 
 
 def is_headless_shell(chromium_path: str) -> bool:
