@@ -62,7 +62,10 @@ def modules() -> dict[str, Path]:
     roots = ("service", "spiders", "middlewares", "pipelines", "bench", "harness", "tests")
     for root in (*roots, "clients/python/src/scrapespy", "twisted/plugins"):
         for path in sorted((ROOT / root).rglob("*.py")):
-            if "migrations" in path.parts and "versions" in path.parts:
+            inside = path.relative_to(ROOT).parts
+            if any(part.startswith(".") for part in inside):  # bench/.venv-scrapyrt and the like
+                continue
+            if "migrations" in inside and "versions" in inside:
                 continue
             found[module_name(path)] = path
     return found
