@@ -1,10 +1,10 @@
 """``proxy_type: "auto"`` and ``engine: "auto"``: try again on the next step while it can help.
 
-An auto job carries its ladder (service.core.escalation): the (engine, tier) steps it may try, those
-over its ``max_credits`` left out. :func:`start_escalation` (spiders.feed) puts the first step
-in the meta. Each answer or failure of an attempt is recorded in ``order.attempts`` (tier used,
-engine, status, blocked, block reason, error code, elapsed time), and the next attempt is the
-same request, from its URL again, for:
+An auto order carries its ladder (service.core.escalation): the (engine, tier) steps it may
+try, those over its ``max_credits`` left out. :func:`start_escalation` (spiders.feed) puts the
+first step in the meta. Each answer or failure of an attempt is recorded in ``order.attempts``
+(tier used, engine, status, blocked, block reason, error code, elapsed time), and the next
+attempt is the same request, from its URL again, for:
 
 * the next tier, when the answer is an anti-bot page (``meta["scrapespy_block_reason"]``, set
   by the anti-bot middleware before this one sees the response), a 403 or a 429, or the
@@ -13,8 +13,8 @@ same request, from its URL again, for:
 * the ``js`` engine at the same tier, when a ``static`` answer is a JavaScript shell
   (service.extraction.shell); it gets a fresh browser context of its own.
 
-No attempt starts with less than :data:`MIN_LEFT` seconds of the job's timeout left; the last
-answer or failure is then the job's. Billing charges the attempt that answered, at its engine
+No attempt starts with less than :data:`MIN_LEFT` seconds of the order's timeout left; the last
+answer or failure is then the order's. Billing charges the attempt that answered, at its engine
 and tier (pipelines.billing). A request that is not auto has no ladder in its meta and costs this
 middleware one dictionary lookup per answer.
 
@@ -74,7 +74,7 @@ STATS_PREFIX = "scrapespy/escalation"
 
 
 def start_escalation(order: ScrapeOrder, meta: dict[str, Any]) -> str:
-    """Puts the first step of auto ``job`` in its request's ``meta``; returns its engine."""
+    """Puts the first step of auto ``order`` in its request's ``meta``; returns its engine."""
     assert order.ladder is not None
     engine, tier = order.ladder.first
     meta[PROXY_TIER] = tier
@@ -146,7 +146,7 @@ class EscalationMiddleware:
         )
 
     def _next(self, request: Request, engine: str, tier: str, why: str) -> Request | None:
-        """The job's request again, for ``engine`` at ``tier``, unless its time is up."""
+        """The order's request again, for ``engine`` at ``tier``, unless its time is up."""
         deadline = scrape_meta.deadline(request)
         if deadline is not None and deadline - self.clock() <= MIN_LEFT:
             return None

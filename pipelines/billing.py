@@ -19,7 +19,7 @@ when the caller went away (service.scrape.engine). The pipeline claims the answe
 On SQLite :class:`BillingPipeline` settles after the parse.
 A page of a batch on PostgreSQL (``ScrapeOrder.settle_later``) is settled by the batch with its
 result, in one call (service.jobs.batches, migration 0017): :class:`BillingPipeline` leaves what to
-settle on the job, computed on the final outcome.
+settle on the order, computed on the final outcome.
 
 Needs the service's database on the crawler (``crawler.scrapespy_database``, set by the
 engine bridge); without it (for

@@ -34,7 +34,7 @@ MOBILE_USER_AGENT = (
 
 
 def request_for(order: ScrapeOrder, spider: Spider) -> Request:
-    """The Scrapy request of ``job``. What a caller may add (headers, cookies, a device, steps
+    """The Scrapy request of ``order``. What a caller may add (headers, cookies, a device, steps
     for the browser) is looked at only when asked, so a plain scrape builds nothing more."""
     meta: dict[str, Any] = {
         ORDER: order,
@@ -50,7 +50,7 @@ def request_for(order: ScrapeOrder, spider: Spider) -> Request:
         for_browser(meta, order)  # the cookies too, set in the scrape's own browser context
         cookies = None
     else:
-        # Into the job's own jar (meta["cookiejar"]), which the engine drops after the job.
+        # Into the order's own jar (meta["cookiejar"]), which the engine drops after it.
         cookies = [cast("VerboseCookie", dict(c)) for c in order.cookies] if order.cookies else None
     headers = order.headers
     if order.device == "mobile" and engine != "js":

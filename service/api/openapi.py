@@ -57,6 +57,14 @@ _TIME_BOUND = {
     "anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}]
 }
 
+# a listing's page after the one given: the same parameter on every listing
+_CURSOR: dict[str, Any] = {
+    "name": "cursor",
+    "in": "query",
+    "description": "the next_cursor of the previous page; anything else is a 400",
+    "schema": {"type": "string"},
+}
+
 LISTING_PARAMETERS: list[dict[str, Any]] = [
     {
         "name": "since",
@@ -71,12 +79,7 @@ LISTING_PARAMETERS: list[dict[str, Any]] = [
         "description": "rows before this time",
         "schema": _TIME_BOUND,
     },
-    {
-        "name": "cursor",
-        "in": "query",
-        "description": "the next_cursor of the previous page; anything else is a 400",
-        "schema": {"type": "string"},
-    },
+    _CURSOR,
     {
         "name": "limit",
         "in": "query",
@@ -175,12 +178,7 @@ IDEMPOTENCY_KEY = {
 
 def _cursor_and_limit(most: int) -> list[dict[str, Any]]:
     return [
-        {
-            "name": "cursor",
-            "in": "query",
-            "description": "the next_cursor of the previous page; anything else is a 400",
-            "schema": {"type": "string"},
-        },
+        _CURSOR,
         {
             "name": "limit",
             "in": "query",

@@ -28,7 +28,7 @@ PAGE_HEADERS = {
     b"Content-Type": b"text/html; charset=utf-8",
     b"Cache-Control": b"no-store",
     b"Content-Security-Policy": CONTENT_SECURITY_POLICY.encode(),
-    b"X-Content-Type-Options": b"nosniff",
+    NOSNIFF[0]: NOSNIFF[1],
     b"X-Frame-Options": b"DENY",
     # Page addresses (a checkout's session id) stay on this site.
     b"Referrer-Policy": b"same-origin",

@@ -2,10 +2,10 @@
 
 The HTTP front talks to Scrapy only through this module. :meth:`EngineBridge.start` builds the
 crawler once; :meth:`EngineBridge.submit` turns a :class:`ScrapeOrder`, whose credits are held
-already, into one request for the running engine and returns the job's Deferred, which fires
-with the result once the pipelines (result building, billing) are through. A watchdog answers a
-job that overran its timeout by a margin, and releases its hold, whatever Scrapy is doing with
-it; so does the shutdown's :meth:`EngineBridge.drain`, after which a job is answered and its hold
+already, into one request for the running engine and returns the order's Deferred, which fires
+with the result once the pipelines (result building, billing) are through. A watchdog answers an
+order that overran its timeout by a margin, and releases its hold, whatever Scrapy is doing with
+it; so does the shutdown's :meth:`EngineBridge.drain`, after which an order is answered and its hold
 released without entering the engine, and so does a caller who went away (the HTTP front cancels
 the answer it waits for). A scrape that finishes after its caller was answered so bills nothing.
 """
@@ -60,18 +60,18 @@ class EngineBridge:
         self.crawler: Crawler | None = None
         self.spider: Any = None  # the feed spider (spiders.feed), named by SCRAPESPY_FEED_SPIDER
         self._finished: Deferred[None] | None = None
-        self._watchdogs: dict[int, Any] = {}  # job id -> IDelayedCall
-        self._jobs: dict[int, ScrapeOrder] = {}
+        self._watchdogs: dict[int, Any] = {}  # order id -> IDelayedCall
+        self._orders: dict[int, ScrapeOrder] = {}
         self._drained = False  # the shutdown answered what was in flight; nothing more goes in
         self._cookie_jars: Any = None
         self.extractor: ExtractionPool | None = None
 
     @property
     def in_flight(self) -> int:
-        return len(self._jobs)
+        return len(self._orders)
 
     def _alone_in_flight(self) -> bool:
-        return len(self._jobs) <= 1
+        return len(self._orders) <= 1
 
     async def start(self) -> None:
         settings = crawler_settings(self.config)
@@ -120,7 +120,7 @@ class EngineBridge:
             self.extractor = None
 
     def submit(self, order: ScrapeOrder) -> Deferred[ScrapeResult]:
-        """Scrape ``job``, whose credits (if any) are held already. Returns its answer."""
+        """Scrape ``order``, whose credits (if any) are held already. Returns its answer."""
         if self._drained:
             # the hold came in after the shutdown's drain: give it back and fetch nothing
             self._abandon(order, SHUTTING_DOWN)
@@ -129,7 +129,7 @@ class EngineBridge:
         assert self.spider is not None
         if order.hold_id is not None:
             HOLDS_OPEN.inc()
-        self._jobs[order.id] = order
+        self._orders[order.id] = order
         self._watchdogs[order.id] = running().callLater(
             order.timeout + WATCHDOG_MARGIN, self._overran, order
         )
@@ -138,8 +138,8 @@ class EngineBridge:
         return self._answer_for_caller(order)
 
     def _answer_for_caller(self, order: ScrapeOrder) -> Deferred[ScrapeResult]:
-        """``job``'s answer, for a caller who may go away: cancelling it (the HTTP front does
-        when the client disconnects) answers the job without it and releases its hold, so a
+        """``order``'s answer, for a caller who may go away: cancelling it (the HTTP front does
+        when the client disconnects) answers the order without it and releases its hold, so a
         scrape that finishes later bills nothing."""
         answer: Deferred[ScrapeResult] = Deferred(lambda _: self._caller_gone(order))
         order.done.chainDeferred(answer)
@@ -158,7 +158,7 @@ class EngineBridge:
     def _forget(self, result: Any, order: ScrapeOrder) -> Any:
         if order.hold_id is not None:
             HOLDS_OPEN.dec()
-        self._jobs.pop(order.id, None)
+        self._orders.pop(order.id, None)
         watchdog = self._watchdogs.pop(order.id, None)
         if watchdog is not None and watchdog.active():
             watchdog.cancel()
@@ -188,7 +188,7 @@ class EngineBridge:
         self._abandon(order, timed_out(order), "timeout")
 
     def _abandon(self, order: ScrapeOrder, error: str, code: str = "unavailable") -> Deferred[Any]:
-        """Answer a job that Scrapy has not finished, and release its hold (at most once),
+        """Answer an order that Scrapy has not finished, and release its hold (at most once),
         unless its own answer was claimed first (pipelines.billing): then that one goes out."""
         result = new_result(
             order,
@@ -208,7 +208,7 @@ class EngineBridge:
         )
 
     def _release(self, order: ScrapeOrder, result: ScrapeResult) -> Deferred[Any]:
-        """Release ``job``'s hold, unbilled, with a usage row for the answer ``result``."""
+        """Release ``order``'s hold, unbilled, with a usage row for the answer ``result``."""
         assert self.database is not None and order.hold_id is not None
 
         def released(settlement: ledger.Settlement) -> None:
@@ -225,10 +225,10 @@ class EngineBridge:
         Returns how many had to be abandoned.
         """
         deadline = time.monotonic() + grace
-        while self._jobs and time.monotonic() < deadline:
+        while self._orders and time.monotonic() < deadline:
             await deferLater(running(), 0.05)
         self._drained = True
-        left = [order for order in self._jobs.values() if not order.done.called]
+        left = [order for order in self._orders.values() if not order.done.called]
         for order in left:
             await self._abandon(order, SHUTTING_DOWN)
         return len(left)

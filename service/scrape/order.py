@@ -83,8 +83,8 @@ class ScrapeOrder:
 
     @classmethod
     def asked(cls, request: ScrapeRequest, selectors: Any, **billing: Any) -> ScrapeOrder:
-        """The job a checked request (``service.core.schemas.checked_scrape``) asks for; ``billing``
-        gives who pays, when anyone does."""
+        """The order a checked request (``service.core.schemas.checked_scrape``) asks for;
+        ``billing`` gives who pays, when anyone does."""
         return cls(
             url=request.url,
             engine=request.engine,
@@ -200,10 +200,10 @@ def new_result(
     block_reason: str | None = None,
     engine: str | None = None,
 ) -> ScrapeResult:
-    """The answer to ``job``: a success unless there is an ``error`` (whose ``error_code`` says
+    """The answer to ``order``: a success unless there is an ``error`` (whose ``error_code`` says
     why; ``blocked`` for a blocked page); ``page`` gives the page's fields
     (``service.extraction.empty_fields`` until the page is parsed). Nothing is charged yet.
-    ``engine`` is the one that answered an auto job (by default the one it starts with)."""
+    ``engine`` is the one that answered an auto order (by default the one it starts with)."""
     if engine is None:
         engine = order.engine if order.ladder is None else order.ladder.first[0]
     outcome: dict[str, Any] = {

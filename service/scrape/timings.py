@@ -1,7 +1,7 @@
 """Where a scrape's time went: the ``timings`` of a result (docs/api.md), measured where each
 phase happens, on ``time.monotonic()``.
 
-A :class:`Clock` rides on the scrape's job and in its request's meta (``CLOCK`` of
+A :class:`Clock` rides on the scrape's order and in its request's meta (``CLOCK`` of
 service.scrape.meta; a redirect's request copies the meta, not the clock, so every hop adds to
 the same one):
 
@@ -109,7 +109,7 @@ class Clock:
             self.fetch_started = now
 
     def timings(self, started: float) -> Timings:
-        """The result's ``timings``, in milliseconds; ``started`` is when the job began."""
+        """The result's ``timings``, in milliseconds; ``started`` is when the order began."""
         fetched = self.fetch_started
         return {
             "queue": _ms(fetched - started) if fetched is not None else None,
