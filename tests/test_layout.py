@@ -33,7 +33,7 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the API's jobs: batch, crawl, map, their queue and webhooks
     ("jobs", ("service.jobs",)),
     # the HTTP front: the API, the dashboard, the reference page
-    ("front", ("service.api", "service.dashboard", "service.reference")),
+    ("front", ("service.api", "service.firecrawl", "service.dashboard", "service.reference")),
     # the running process: CLI, server, daemon, workers, logs and metrics
     ("process", ("service.process", "twisted.plugins")),
 )

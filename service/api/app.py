@@ -20,6 +20,16 @@ from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
 from service.api.account import AccountReads
+from service.api.http import (
+    MAX_BODY_BYTES,
+    api_key_of,
+    bearer_token_of,
+    query_of,
+    read_json_body,
+    render_error,
+    render_json,
+    url_is_utf8,
+)
 from service.api.openapi import document
 from service.api.site import request_id_of
 from service.billing import ledger
@@ -39,6 +49,7 @@ from service.core.errors import (
 )
 from service.core.schemas import BuyRequest, parse_json_object, validate
 from service.db import Database
+from service.firecrawl.routes import FirecrawlApi, is_firecrawl
 from service.jobs.batches import MAX_URLS, Batches
 from service.jobs.crawls import Crawls
 from service.jobs.queue_worker import QueueWorker
@@ -52,61 +63,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 256 * 1024
 # a batch's URLs may each be as long as a scrape's (8 KiB), besides the options
 MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
 METRICS_TOKEN_REQUIRED = "/metrics needs the operator's token: Authorization: Bearer <token>"
-
-
-def render_json(request: Request, body: Any, status: int = 200) -> bytes:
-    request.setResponseCode(status)
-    request.setHeader(b"Content-Type", b"application/json")
-    request.setHeader(b"Cache-Control", b"no-store")
-    return orjson.dumps(body)
-
-
-def render_error(request: Request, error: ApiError) -> bytes:
-    """An error answer: ``{"error": message}``, its code in the X-Error-Code header."""
-    for name, value in error.answer_headers().items():
-        request.setHeader(name.encode(), value.encode())
-    return render_json(request, error.body(), error.status)
-
-
-def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    content_type = (request.getHeader(b"Content-Type") or b"").split(b";")[0].strip().lower()
-    if content_type != b"application/json":
-        raise BadRequest("Content-Type must be application/json")
-    content = request.content  # type: ignore[attr-defined]
-    body: bytes = content.read(limit + 1) if content is not None else b""
-    if len(body) > limit:
-        raise BadRequest(f"the body is larger than {limit} bytes")
-    return body
-
-
-def url_is_utf8(request: Request) -> bool:
-    """Whether the host name and the (percent-decoded) path are UTF-8, as routing needs."""
-    try:
-        request.getRequestHostname().decode("utf-8")
-        b"/".join(request.postpath or ()).decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def api_key_of(request: Request) -> str | None:
-    raw = request.getHeader(b"X-API-Key")
-    return raw.decode("utf-8", "replace").strip() if raw else None
-
-
-def query_of(request: Request) -> dict[bytes, list[bytes]]:
-    """The query string's parameters (Twisted parses a GET's into ``args``)."""
-    args: dict[bytes, list[bytes]] | None = request.args  # type: ignore[assignment]
-    return args or {}
-
-
-def bearer_token_of(request: Request) -> bytes:
-    scheme, _, token = (request.getHeader(b"Authorization") or b"").strip().partition(b" ")
-    return token.strip() if scheme.lower() == b"bearer" else b""
 
 
 class ScrapespyApp:
@@ -144,15 +103,16 @@ class ScrapespyApp:
         self._prices = orjson.dumps(price_list(config))
         self._openapi = orjson.dumps(document(config.public_url))
         self.reference = Reference(config)
+        self.firecrawl = FirecrawlApi(scraper)
         self._metrics_token = config.metrics_token.encode()
 
     def resource(self) -> Any:
-        return ScrapeFirst(self, self.app.resource())
+        return ScrapeFirst(self, self.app.resource(), self.firecrawl)
 
     # errors -----------------------------------------------------------------------------------
 
     @app.handle_errors(ApiError)
-    def _api_error(self, request: Request, failure: Any) -> bytes:
+    def api_error(self, request: Request, failure: Any) -> bytes:
         return render_error(request, failure.value)
 
     @app.handle_errors(WerkzeugNotFound)
@@ -167,7 +127,7 @@ class ScrapespyApp:
         return render_error(request, MethodNotAllowed())
 
     @app.handle_errors(Exception)
-    def _unexpected(self, request: Request, failure: Any) -> bytes:
+    def unexpected(self, request: Request, failure: Any) -> bytes:
         log.error(
             "unexpected error on %s %s",
             request.method.decode(errors="replace"),
@@ -432,30 +392,37 @@ class ScrapeFirst(Resource):
 
     isLeaf = True
 
-    def __init__(self, http: ScrapespyApp, routes: Any) -> None:
+    def __init__(self, http: ScrapespyApp, routes: Any, firecrawl: FirecrawlApi) -> None:
         super().__init__()
         self.http = http
         self.routes = routes
+        self.firecrawl = firecrawl
+        self.firecrawl_routes = firecrawl.resource()
 
     def render(self, request: Request) -> Any:
-        if request.method == b"POST" and request.path == b"/scrape":
-            return self._scrape(request)
+        if request.method == b"POST":
+            if request.path == b"/scrape":
+                return self._scrape(request, self.http.scrape, self.http)
+            if request.path in (b"/v1/scrape", b"/v2/scrape"):
+                return self._scrape(request, self.firecrawl.scrape, self.firecrawl)
         if not url_is_utf8(request):  # Klein would answer it with a bare text 400
             return render_error(request, BadRequest("the URL is not valid UTF-8"))
+        if is_firecrawl(request.path):
+            return self.firecrawl_routes.render(request)
         return self.routes.render(request)
 
-    def _scrape(self, request: Request) -> Any:
+    def _scrape(self, request: Request, route: Any, errors: Any) -> Any:
         gone: list[Any] = []
         request.notifyFinish().addBoth(gone.append)
-        d = Deferred.fromCoroutine(self.http.scrape(request))
+        d = Deferred.fromCoroutine(route(request))
         request.notifyFinish().addErrback(lambda _: d.cancel())
 
         def failed(failure: Failure) -> bytes | None:
             if gone:  # the caller went away: nobody to answer
                 return None
             if failure.check(ApiError):
-                return self.http._api_error(request, failure)  # type: ignore[no-any-return]
-            return self.http._unexpected(request, failure)  # type: ignore[no-any-return]
+                return errors.api_error(request, failure)  # type: ignore[no-any-return]
+            return errors.unexpected(request, failure)  # type: ignore[no-any-return]
 
         def answer(body: bytes | None) -> None:
             if body is not None and not gone:

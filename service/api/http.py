@@ -1,0 +1,64 @@
+"""What every route of the HTTP front shares: reading a JSON body and the caller's key, and
+rendering a JSON answer or an error (``{"error": message}``, its code in ``X-Error-Code``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from twisted.web.server import Request
+
+from service.core.errors import ApiError, BadRequest
+
+MAX_BODY_BYTES = 256 * 1024
+
+
+def render_json(request: Request, body: Any, status: int = 200) -> bytes:
+    request.setResponseCode(status)
+    request.setHeader(b"Content-Type", b"application/json")
+    request.setHeader(b"Cache-Control", b"no-store")
+    return orjson.dumps(body)
+
+
+def render_error(request: Request, error: ApiError) -> bytes:
+    """An error answer: ``{"error": message}``, its code in the X-Error-Code header."""
+    for name, value in error.answer_headers().items():
+        request.setHeader(name.encode(), value.encode())
+    return render_json(request, error.body(), error.status)
+
+
+def read_json_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    content_type = (request.getHeader(b"Content-Type") or b"").split(b";")[0].strip().lower()
+    if content_type != b"application/json":
+        raise BadRequest("Content-Type must be application/json")
+    content = request.content  # type: ignore[attr-defined]
+    body: bytes = content.read(limit + 1) if content is not None else b""
+    if len(body) > limit:
+        raise BadRequest(f"the body is larger than {limit} bytes")
+    return body
+
+
+def url_is_utf8(request: Request) -> bool:
+    """Whether the host name and the (percent-decoded) path are UTF-8, as routing needs."""
+    try:
+        request.getRequestHostname().decode("utf-8")
+        b"/".join(request.postpath or ()).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def api_key_of(request: Request) -> str | None:
+    raw = request.getHeader(b"X-API-Key")
+    return raw.decode("utf-8", "replace").strip() if raw else None
+
+
+def query_of(request: Request) -> dict[bytes, list[bytes]]:
+    """The query string's parameters (Twisted parses a GET's into ``args``)."""
+    args: dict[bytes, list[bytes]] | None = request.args  # type: ignore[assignment]
+    return args or {}
+
+
+def bearer_token_of(request: Request) -> bytes:
+    scheme, _, token = (request.getHeader(b"Authorization") or b"").strip().partition(b" ")
+    return token.strip() if scheme.lower() == b"bearer" else b""
