@@ -102,4 +102,3 @@ class FirecrawlApi:
 
 def is_firecrawl(path: bytes) -> bool:
     return path.startswith((b"/v1/", b"/v2/"))
-

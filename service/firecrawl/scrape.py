@@ -7,6 +7,7 @@ strings); :func:`native_scrape` and :func:`document` take the version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from service.core.errors import BadRequest
@@ -58,27 +59,34 @@ def native_scrape(data: dict[str, Any], version: Version) -> dict[str, Any]:
     return native
 
 
-def document(result: ScrapeResult, data: dict[str, Any], version: Version) -> dict[str, Any]:
-    """Firecrawl's document of ``result``, the answer to scrape ``data``."""
+def _field(result: ScrapeResult | Mapping[str, Any], name: str) -> Any:
+    if isinstance(result, Mapping):
+        return result.get(name)
+    return getattr(result, name, None)
+
+
+def document(
+    result: ScrapeResult | Mapping[str, Any], data: Mapping[str, Any], version: Version
+) -> dict[str, Any]:
+    """Firecrawl's document of ``result`` (a native result, or its JSON as jobs store it), the
+    answer to Firecrawl's scrape options ``data``."""
     formats = _format_names(data.get("formats"))
     doc: dict[str, Any] = {}
-    if "markdown" in formats:
-        doc["markdown"] = getattr(result, "markdown", None)
-    if "html" in formats:
-        doc["html"] = getattr(result, "html", None)
-    if "rawHtml" in formats:
-        doc["rawHtml"] = getattr(result, "raw_html", None)
+    for name, field in (("markdown", "markdown"), ("html", "html"), ("rawHtml", "raw_html")):
+        if name in formats:
+            doc[name] = _field(result, field)
     if "links" in formats:
-        doc["links"] = [link["href"] for link in result.links]
+        doc["links"] = [link["href"] for link in _field(result, "links") or ()]
+    meta = _field(result, "meta") or {}
     doc["metadata"] = {
-        "title": result.title,
-        "description": result.meta.get("description"),
-        "sourceURL": result.url,
-        "url": result.final_url,
-        "statusCode": result.status_code,
-        "error": result.error,
-        "proxyUsed": "stealth" if result.tier_used == "residential" else "basic",
-        "cacheState": "hit" if result.cached else "miss",
-        "creditsUsed": result.credits_charged,
+        "title": _field(result, "title"),
+        "description": meta.get("description"),
+        "sourceURL": _field(result, "url"),
+        "url": _field(result, "final_url"),
+        "statusCode": _field(result, "status_code"),
+        "error": _field(result, "error"),
+        "proxyUsed": "stealth" if _field(result, "tier_used") == "residential" else "basic",
+        "cacheState": "hit" if _field(result, "cached") else "miss",
+        "creditsUsed": _field(result, "credits_charged"),
     }
     return doc
