@@ -3,7 +3,9 @@ Standard Webhooks scheme.
 
 What a job's events are and when each is stored: service.jobs.batch_store (in the transaction of the
 event) and service.jobs.webhook_store (the rows). This module validates a job's ``webhook``
-(:func:`take_webhook`) and sends the deliveries (:class:`WebhookSender`).
+(:func:`take_webhook`) and sends the deliveries (:class:`WebhookSender`). A webhook of another
+flavour (Firecrawl's, for the jobs of service.firecrawl) is delivered by the same machinery with
+its own body and headers (service.jobs.webhook_flavours).
 
 Signing is the ``standardwebhooks`` package's (the scheme's own reference library): each attempt
 carries ``webhook-id`` (the delivery's, the same on every attempt, for receivers to drop
@@ -32,15 +34,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
-from standardwebhooks.webhooks import Webhook
+from pydantic import Field, field_validator, model_validator
 from twisted.internet.defer import CancelledError, Deferred, DeferredList
 from twisted.internet.defer import TimeoutError as DeferredTimeout
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
@@ -61,6 +63,7 @@ from service.db import Database
 from service.egress.addresses import BLOCKED_MESSAGE, is_public_address, parse_host_literal
 from service.jobs import webhook_store
 from service.jobs.queue_worker import QueueWorker
+from service.jobs.webhook_flavours import NATIVE, Flavour, Outgoing, flavour_of, native
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +72,32 @@ EVENTS: tuple[Event, ...] = ("started", "page", "completed", "failed")
 POLL_SECONDS = 1.0  # how often an instance looks for due deliveries
 IN_FLIGHT = 16  # deliveries one instance sends at once
 BACKOFF_FACTOR = 4
-USER_AGENT = b"scrapespy-webhooks/1"
+USER_AGENT = "scrapespy-webhooks/1"
 TASK = "scrapespy.webhook_delivery"
 QUEUE = "webhooks"
+MAX_HEADERS = 20
+MAX_METADATA = 50
+MAX_VALUE_LENGTH = 1024
+# headers a webhook's own may not set: the connection's framing, and the signature
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-connection",
+        "x-firecrawl-signature",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+    }
+)
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 class WebhookSpec(_Strict):
@@ -108,8 +134,63 @@ class WebhookSpec(_Strict):
         return value
 
 
+class FlavouredSpec(WebhookSpec):
+    """A webhook of another flavour (service.jobs.webhook_flavours): a job made by a front of
+    another API (Firecrawl's) stores its webhook's own headers, metadata and API version."""
+
+    flavour: Literal["firecrawl"] | None = None
+    version: Literal[1, 2] | None = None
+    headers: dict[str, str] = Field(default_factory=dict, max_length=MAX_HEADERS)
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA)
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if _TOKEN.fullmatch(name) is None:
+                raise ValueError(f"{name!r} is not a header name")
+            if name.lower() in RESERVED_HEADERS:
+                raise ValueError(f"{name!r} is set by the service")
+            if _CONTROL.search(text) or len(text) > MAX_VALUE_LENGTH:
+                raise ValueError(
+                    f"{name!r}: a value of at most {MAX_VALUE_LENGTH} characters, no line breaks"
+                )
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded(cls, value: dict[str, str]) -> dict[str, str]:
+        if any(len(k) + len(v) > MAX_VALUE_LENGTH for k, v in value.items()):
+            raise ValueError(f"each key and value together at most {MAX_VALUE_LENGTH} characters")
+        return value
+
+    @model_validator(mode="after")
+    def _own_fields(self) -> FlavouredSpec:
+        if self.flavour is None and (self.version or self.headers or self.metadata):
+            raise ValueError("'version', 'headers' and 'metadata' need a 'flavour'")
+        return self
+
+
 class _WithWebhook(_Strict):
-    webhook: WebhookSpec
+    webhook: FlavouredSpec
+
+
+def checked_webhook(value: Any) -> dict[str, Any]:
+    """A job's ``webhook`` as stored on the job: ``{"url", "events"}``, and for another
+    flavour its ``flavour``, ``version``, ``headers`` and ``metadata``; a 400 names the field."""
+    spec = validate(_WithWebhook, {"webhook": value}).webhook
+    stored: dict[str, Any] = {
+        "url": spec.url,
+        "events": [event for event in EVENTS if event in spec.events],
+    }
+    if spec.flavour is not None:
+        stored |= {
+            "flavour": spec.flavour,
+            "version": spec.version or 2,
+            "headers": spec.headers,
+            "metadata": spec.metadata,
+        }
+    return stored
 
 
 def take_webhook(data: dict[str, Any], config: Config) -> dict[str, Any] | None:
@@ -118,12 +199,12 @@ def take_webhook(data: dict[str, Any], config: Config) -> dict[str, Any] | None:
     service does not reach private targets; a name that resolves to one fails at delivery."""
     if "webhook" not in data:
         return None
-    spec = validate(_WithWebhook, {"webhook": data.pop("webhook")}).webhook
-    host = urlsplit(spec.url).hostname or ""
+    stored = checked_webhook(data.pop("webhook"))
+    host = urlsplit(stored["url"]).hostname or ""
     literal = parse_host_literal(host)
     if not config.allow_private_targets and literal is not None and not is_public_address(literal):
         raise BadRequest(f"invalid request: 'webhook.url': {BLOCKED_MESSAGE}")
-    return {"url": spec.url, "events": [event for event in EVENTS if event in spec.events]}
+    return stored
 
 
 class DeliveryFailed(Exception):
@@ -157,8 +238,15 @@ class _Ignore(Protocol):
 
 
 class WebhookSender:
-    def __init__(self, config: Config, database: Database, instance: str = "webhooks"):
+    def __init__(
+        self,
+        config: Config,
+        database: Database,
+        instance: str = "webhooks",
+        flavours: Mapping[str, Flavour] | None = None,
+    ):
         self.config = config
+        self.flavours: dict[str, Flavour] = {NATIVE: native, **(flavours or {})}
         self.database = database
         self.instance = instance
         self.test_hosts = parse_test_public_hosts(config.egress_test_public_hosts)
@@ -311,23 +399,14 @@ class WebhookSender:
         if https:
             endpoint = wrapClientTLS(optionsForClientTLS(host), endpoint)
         agent = Agent.usingEndpointFactory(reactor, _Bound(endpoint))
-        sent_at = datetime.now(UTC)
-        headers = Headers(
-            {
-                b"content-type": [b"application/json"],
-                b"user-agent": [USER_AGENT],
-                b"webhook-id": [delivery.message_id.encode()],
-                b"webhook-timestamp": [str(int(sent_at.timestamp())).encode()],
-                b"webhook-signature": [
-                    Webhook(secret).sign(delivery.message_id, sent_at, delivery.payload).encode()
-                ],
-            }
-        )
+        outgoing = self._outgoing(delivery, secret)
+        headers = {"content-type": "application/json", "user-agent": USER_AGENT}
+        headers |= {name.lower(): value for name, value in outgoing.headers.items()}
         request = agent.request(
             b"POST",
             delivery.url.encode(),
-            headers,
-            FileBodyProducer(BytesIO(delivery.payload.encode())),
+            Headers({name.encode(): [value.encode()] for name, value in headers.items()}),
+            FileBodyProducer(BytesIO(outgoing.body)),
         )
         request.addTimeout(timeout, reactor)
         try:
@@ -343,6 +422,18 @@ class WebhookSender:
             pass
         if not 200 <= response.code < 300:
             raise DeliveryFailed(f"the receiver answered HTTP {response.code}")
+
+    def _outgoing(self, delivery: webhook_store.Delivery, secret: str) -> Outgoing:
+        """The attempt's body and headers, by the webhook's flavour; a flavour this process
+        has no builder for (or whose builder fails) is a failed attempt, tried again."""
+        flavour = self.flavours.get(flavour_of(delivery))
+        if flavour is None:
+            raise DeliveryFailed(f"no sender for webhooks of flavour {flavour_of(delivery)!r}")
+        try:
+            return flavour(delivery, secret, datetime.now(UTC))
+        except Exception as exc:
+            log.exception("webhook delivery %s could not be built", delivery.message_id)
+            raise DeliveryFailed(f"the delivery could not be built: {exc}") from None
 
     async def _address(self, host: str, port: int) -> str:
         """The first address of ``host`` the service may reach; raises DeliveryFailed."""
