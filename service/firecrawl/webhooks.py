@@ -28,8 +28,8 @@ import orjson
 from service.core.errors import BadRequest
 from service.firecrawl.scrape import FORMATS, Version, document
 from service.jobs.webhook_flavours import Flavour, Outgoing
+from service.jobs.webhook_spec import EVENTS, checked_webhook
 from service.jobs.webhook_store import Delivery
-from service.jobs.webhooks import EVENTS, checked_webhook
 
 FLAVOUR = "firecrawl"
 FIELDS = frozenset({"url", "headers", "metadata", "events"})
