@@ -16,22 +16,48 @@ from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
+from service.api.account import AccountReads
 from service.api.http import (
+    MAX_BODY_BYTES,
     api_key_of,
     bearer_token_of,
+    query_of,
     read_json_body,
     render_error,
     render_json,
 )
 from service.api.site import request_id_of
-from service.core.errors import ApiError, MethodNotAllowed, NotFound
-from service.core.schemas import parse_json_object
+from service.billing import keys, ledger
+from service.billing.pricing import quote
+from service.core.config import Config
+from service.core.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    MethodNotAllowed,
+    NotFound,
+    ServiceUnavailable,
+    insufficient_credits,
+)
+from service.core.schemas import ScrapeRequest, parse_json_object
+from service.db import Database
+from service.firecrawl import jobs
 from service.firecrawl.scrape import Version, document, native_scrape
+from service.jobs import outcomes
+from service.jobs.answers import JobAccepted
+from service.jobs.batches import MAX_URLS
+from service.jobs.crawls import Crawls
 from service.scrape.scraper import Scraper
 
 log = logging.getLogger(__name__)
 
 VERSIONS: dict[bytes, Version] = {b"v1": 1, b"v2": 2}
+# a job's path under /v{n}/ by its kind
+JOB_PATHS = {"crawl": "crawl", "batch": "batch/scrape"}
+ERRORS_LIMIT = 1000  # pages /crawl/{id}/errors lists
+FIRECRAWL_PAGE_BYTES = 10 * 1024 * 1024  # a page of a job's documents, as Firecrawl bounds it
+# a batch's URLs may each be as long as a scrape's (8 KiB), besides the options
+MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
 
 
 def key_of(request: Request) -> str | None:
@@ -50,8 +76,19 @@ class FirecrawlApi:
     app = Klein()
     app.url_map.merge_slashes = False
 
-    def __init__(self, scraper: Scraper) -> None:
+    def __init__(
+        self,
+        scraper: Scraper,
+        config: Config,
+        database: Database,
+        reads: AccountReads,
+        crawls: Crawls | None = None,
+    ) -> None:
         self.scraper = scraper
+        self.config = config
+        self.database = database
+        self.reads = reads
+        self.crawls = crawls
 
     def resource(self) -> Any:
         return self.app.resource()
@@ -98,6 +135,185 @@ class FirecrawlApi:
     @app.route("/<any(v1,v2):version>/scrape", methods=["POST"])
     async def _scrape_route(self, request: Request, version: str) -> bytes:
         return await self.scrape(request)
+
+    # jobs: crawl, batch scrape, map (service.firecrawl.jobs) -----------------------------------
+
+    def _crawls(self) -> Crawls:
+        if self.crawls is None:
+            raise ServiceUnavailable("jobs are not available on this instance")
+        return self.crawls
+
+    async def _affordable(self, caller: keys.Caller, options: dict[str, Any]) -> None:
+        """A 402 before anything is fetched when the balance cannot pay for one page, which
+        the native job would find only at its first page (and after a crawl's sitemaps)."""
+        defaults = ScrapeRequest.model_fields
+        price = quote(
+            self.config,
+            options.get("engine", defaults["engine"].default),
+            options.get("proxy_type", defaults["proxy_type"].default),
+            caller,
+            options.get("max_credits"),
+        ).hold
+        available = await self.database.run(ledger.available, caller.account_id)
+        if available < price:
+            raise insufficient_credits(price, available)
+
+    def _accepted(self, request: Request, made: JobAccepted, kind: str) -> dict[str, Any]:
+        version = version_of(request)
+        url = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{made['id']}"
+        return {"success": True, "id": made["id"], "url": url}
+
+    @app.route("/<any(v1,v2):version>/crawl", methods=["POST"])
+    async def crawl(self, request: Request, version: str) -> bytes:
+        crawls = self._crawls()
+        data = parse_json_object(read_json_body(request))
+        body, shown = jobs.native_crawl(data, version_of(request), self.config)
+        try:
+            asked, options, url = crawls.parse(orjson.dumps(body))
+        except BadRequest as exc:
+            raise jobs.told_by_firecrawl_names(exc) from None
+        caller = await crawls.batches.caller(key_of(request))
+        await self._affordable(caller, options)
+        made = await crawls.create(caller, asked, {**options, "firecrawl": shown}, url)
+        return render_json(request, self._accepted(request, made, "crawl"))
+
+    @app.route("/<any(v1,v2):version>/batch/scrape", methods=["POST"])
+    async def batch(self, request: Request, version: str) -> bytes:
+        batches = self._crawls().batches
+        data = parse_json_object(read_json_body(request, MAX_BATCH_BODY_BYTES))
+        body, shown, left_out = jobs.native_batch(data, version_of(request))
+        options, urls = batches.parse(orjson.dumps(body))
+        caller = await batches.caller(key_of(request))
+        await self._affordable(caller, options)
+        made = await batches.create(caller, {**options, "firecrawl": shown}, urls)
+        answer = self._accepted(request, made, "batch")
+        if left_out:
+            answer["invalidURLs"] = left_out
+        return render_json(request, answer)
+
+    @app.route("/<any(v1,v2):version>/map", methods=["POST"])
+    async def map(self, request: Request, version: str) -> bytes:
+        crawls = self._crawls()
+        data = parse_json_object(read_json_body(request))
+        body, kept = jobs.native_map(data, version_of(request))
+        try:
+            asked = crawls.parse_map(orjson.dumps(body))
+        except BadRequest as exc:
+            raise jobs.told_by_firecrawl_names(exc) from None
+        caller = await crawls.batches.caller(key_of(request))
+        found = await crawls.map(caller, asked)
+        return render_json(
+            request, jobs.map_answer(kept(found["urls"]), found["error"], version_of(request))
+        )
+
+    @app.route("/<any(v1,v2):version>/crawl/active", methods=["GET"])
+    async def active_crawls(self, request: Request, version: str) -> bytes:
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        found = await self.database.run(outcomes.active, caller.account_id, "crawl")
+        crawls = [
+            {"id": public_id, "teamId": str(caller.account_id), "url": url}
+            for public_id, url in found
+        ]
+        return render_json(request, {"success": True, "crawls": crawls})
+
+    async def _status(self, request: Request, job_id: str, kind: str) -> bytes:
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        query = query_of(request)
+        after = _number(query.get(b"cursor"), "cursor", -1)
+        limit = _number(query.get(b"limit"), "limit", self.config.firecrawl_page_documents)
+        found = await self.database.run(
+            outcomes.scraped,
+            caller.account_id,
+            job_id[:64],
+            kind,
+            after,
+            max(1, min(limit, self.config.firecrawl_page_documents)),
+            FIRECRAWL_PAGE_BYTES,
+        )
+        if found is None:
+            raise NotFound("Job not found")
+        version = version_of(request)
+        last = found.results[-1][0] if found.results else after
+        running = found.summary["status"] in ("queued", "running")
+        next_url = None
+        if found.more or running:  # a running job's next page may still come: its cursor
+            base = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{job_id}"
+            next_url = f"{base}?cursor={last}"
+        answer = jobs.status_page(found, version, next_url, self.config.job_retention_days)
+        return render_json(request, answer)
+
+    async def _cancel(self, request: Request, job_id: str, kind: str) -> bytes:
+        batches = self._crawls().batches
+        caller = await batches.caller(key_of(request), reading=True)
+        found = await self.database.run(outcomes.kind_of, caller.account_id, job_id[:64])
+        if found != kind:
+            raise NotFound("Job not found")
+        summary = await batches.cancel(key_of(request), job_id)
+        if summary["status"] != "cancelled":
+            raise Conflict(f"the job already finished: {jobs.STATUSES[summary['status']]}")
+        return render_json(request, {"success": True, "status": "cancelled"})
+
+    async def _errors(self, request: Request, job_id: str, kind: str) -> bytes:
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        found = await self.database.run(
+            outcomes.unscraped, caller.account_id, job_id[:64], kind, ERRORS_LIMIT
+        )
+        if found is None:
+            raise NotFound("Job not found")
+        return render_json(request, jobs.errors_answer(job_id, found))
+
+    @app.route("/<any(v1,v2):version>/crawl/<job_id>", methods=["GET"])
+    async def crawl_status(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._status(request, job_id, "crawl")
+
+    @app.route("/<any(v1,v2):version>/crawl/<job_id>", methods=["DELETE"])
+    async def crawl_cancel(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._cancel(request, job_id, "crawl")
+
+    @app.route("/<any(v1,v2):version>/crawl/<job_id>/errors", methods=["GET"])
+    async def crawl_errors(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._errors(request, job_id, "crawl")
+
+    @app.route("/<any(v1,v2):version>/batch/scrape/<job_id>", methods=["GET"])
+    async def batch_status(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._status(request, job_id, "batch")
+
+    @app.route("/<any(v1,v2):version>/batch/scrape/<job_id>", methods=["DELETE"])
+    async def batch_cancel(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._cancel(request, job_id, "batch")
+
+    @app.route("/<any(v1,v2):version>/batch/scrape/<job_id>/errors", methods=["GET"])
+    async def batch_errors(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._errors(request, job_id, "batch")
+
+    # usage ---------------------------------------------------------------------------------
+
+    @app.route("/<any(v1,v2):version>/team/credit-usage", methods=["GET"])
+    async def credit_usage(self, request: Request, version: str) -> bytes:
+        """The balance; v1's SDK reads snake_case names, Firecrawl's server writes camelCase."""
+        figures = await self.reads.account(key_of(request), {})
+        usage: dict[str, Any] = {"remainingCredits": figures["balance"]}
+        if version == "v1":
+            usage["remaining_credits"] = figures["balance"]
+        return render_json(request, {"success": True, "data": usage})
+
+    @app.route("/<any(v1,v2):version>/team/token-usage", methods=["GET"])
+    async def token_usage(self, request: Request, version: str) -> bytes:
+        """scrapespy sells no LLM tokens: an account has none, honestly."""
+        await self.reads.account(key_of(request), {})
+        usage: dict[str, Any] = {"remainingTokens": 0}
+        if version == "v1":
+            usage["remaining_tokens"] = 0
+        return render_json(request, {"success": True, "data": usage})
+
+
+def _number(raw: list[bytes] | None, name: str, default: int) -> int:
+    if not raw:
+        return default
+    text = raw[0].decode("ascii", "replace")
+    if not text.lstrip("-").isdigit() or len(text) > 18:
+        raise BadRequest(f"invalid request: {name!r}: must be a whole number")
+    return int(text)
 
 
 def is_firecrawl(path: bytes) -> bool:
