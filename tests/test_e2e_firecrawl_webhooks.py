@@ -19,6 +19,9 @@ from typing import Any
 
 import orjson
 import pytest
+from firecrawl import Firecrawl, V1FirecrawlApp
+from firecrawl.v1.client import V1WebhookConfig
+from firecrawl.v2.types import ScrapeOptions, WebhookConfig
 from standardwebhooks.webhooks import Webhook
 
 from harness.service import Accounts, ServiceProcess, call
@@ -28,7 +31,7 @@ from service.firecrawl.webhooks import event_body, firecrawl_delivery, native_we
 from service.jobs import webhook_store
 from service.jobs.webhook_flavours import native
 from service.jobs.webhook_store import Delivery
-from tests.test_e2e_batch import a_database_of_its_own, add_pages, batch, start, wait_finished
+from tests.test_e2e_batch import a_database_of_its_own, add_pages, start
 from tests.test_e2e_webhooks import HOOKS_ENV, Receiver, secret_of, settled
 
 
@@ -245,31 +248,24 @@ def by_type(secret: str, got: list[tuple[dict[str, str], bytes]]) -> dict[str, l
     return found
 
 
-def test_a_flavoured_crawl_sends_firecrawl_s_events(
+def test_a_v2_crawl_sends_firecrawl_s_events_with_the_user_s_headers_and_metadata(
     fc_service: ServiceProcess, accounts: Accounts, site: TargetSite, receiver: Receiver
 ) -> None:
     account_id, key = accounts.create(credits=100)
-    site.page("/fc-hooks/", "<html><title>Start</title><a href='/fc-hooks/a'>a</a><p>go</p></html>")
-    site.page("/fc-hooks/a", "<html><title>A</title><h1>Leaf</h1><p>a leaf page</p></html>")
-    hook = native_webhook(
-        {
-            "url": receiver.url("/fc-crawl"),
-            "headers": {"X-Receiver-Token": "r-42"},
-            "metadata": {"project": "docs"},
-        },
-        2,
+    site.page("/fch/", "<html><title>Start</title><main><a href='/fch/a'>a</a><p>go</p></main>")
+    site.page("/fch/a", "<html><title>A</title><main><h1>Leaf</h1><p>a leaf page</p></main>")
+    hook = WebhookConfig(
+        url=receiver.url("/fc-crawl"),
+        headers={"X-Receiver-Token": "r-42"},
+        metadata={"project": "docs"},
     )
-    body = {
-        "url": site.url("/fc-hooks/"),
-        "sitemap": "skip",
-        "include_paths": ["^/fc-hooks/"],
-        "formats": ["markdown"],
-        "webhook": hook,
-    }
-    reply = call("POST", fc_service.url("/crawl"), body, key=key)
-    assert reply.status == 202, reply.body
-    job_id = reply.json["id"]
-    wait_finished(fc_service, key, job_id)
+    job = Firecrawl(api_key=key, api_url=fc_service.base).start_crawl(
+        site.url("/fch/"),
+        limit=5,
+        sitemap="skip",
+        webhook=hook,
+        scrape_options=ScrapeOptions(formats=["markdown"]),
+    )
     got = receiver.wait("/fc-crawl", 4)
     events = by_type(secret_of(accounts, account_id), got)
     assert sorted(events) == ["crawl.completed", "crawl.page", "crawl.started"]
@@ -278,19 +274,49 @@ def test_a_flavoured_crawl_sends_firecrawl_s_events(
         for headers, payload in told:
             assert headers["x-receiver-token"] == "r-42"
             assert headers["content-type"] == "application/json"
-            assert (payload["id"], payload["metadata"]) == (job_id, {"project": "docs"})
+            assert (payload["id"], payload["metadata"]) == (job.id, {"project": "docs"})
             assert payload["success"] is True and "error" not in payload
             if name != "crawl.page":
                 assert payload["data"] == []
     pages = sorted((p["data"][0] for _, p in events["crawl.page"]), key=lambda d: d["markdown"])
     assert "a leaf page" in pages[0]["markdown"] and "go" in pages[1]["markdown"]
     assert {page["metadata"]["sourceURL"] for page in pages} == {
-        site.url("/fc-hooks/"),
-        site.url("/fc-hooks/a"),
+        site.url("/fch/"),
+        site.url("/fch/a"),
     }
-    rows = settled(accounts, job_id)
     sent_ids = {payload["webhookId"] for told in events.values() for _, payload in told}
-    assert {row.message_id for row in rows} == sent_ids
+    assert {row.message_id for row in settled(accounts, job.id)} == sent_ids
+
+
+def test_a_v2_batch_s_webhook_may_be_a_url_alone(
+    fc_service: ServiceProcess, accounts: Accounts, site: TargetSite, receiver: Receiver
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    urls = add_pages(site, "/fc-batch", 2)
+    job = Firecrawl(api_key=key, api_url=fc_service.base).start_batch_scrape(
+        urls, formats=["markdown"], webhook=receiver.url("/fc-batch")
+    )
+    events = by_type(secret_of(accounts, account_id), receiver.wait("/fc-batch", 4))
+    assert sorted(events) == ["batch_scrape.completed", "batch_scrape.page", "batch_scrape.started"]
+    assert {p["data"][0]["metadata"]["sourceURL"] for _, p in events["batch_scrape.page"]} == set(
+        urls
+    )
+    assert all(p["id"] == job.id and p["metadata"] == {} for t in events.values() for _, p in t)
+
+
+def test_a_v1_crawl_sends_only_the_events_asked_for(
+    fc_service: ServiceProcess, accounts: Accounts, site: TargetSite, receiver: Receiver
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    site.page("/fch1/", "<html><title>One</title><main><p>only page</p></main></html>")
+    hook = V1WebhookConfig(url=receiver.url("/fc-v1"), events=["completed"])
+    job = V1FirecrawlApp(api_key=key, api_url=fc_service.base).async_crawl_url(
+        site.url("/fch1/"), limit=1, ignore_sitemap=True, webhook=hook
+    )
+    [(headers, body)] = receiver.wait("/fc-v1", 1)
+    payload = verified(secret_of(accounts, account_id), headers, body)
+    assert (payload["type"], payload["id"], payload["success"]) == ("crawl.completed", job.id, True)
+    assert [row.event for row in settled(accounts, job.id)] == ["completed"]
 
 
 def test_a_cancelled_batch_is_batch_scrape_failed_and_retries_keep_the_webhook_id(
@@ -298,11 +324,13 @@ def test_a_cancelled_batch_is_batch_scrape_failed_and_retries_keep_the_webhook_i
 ) -> None:
     account_id, key = accounts.create(credits=100)
     urls = add_pages(site, "/fc-hooks-cancel", 6, delay=0.5)
-    hook = native_webhook({"url": receiver.url("/fail-1/fc"), "events": ["failed"]}, 1)
-    reply = batch(fc_service, key, {"urls": urls, "webhook": hook})
-    assert reply.status == 202, reply.body
+    hook = {"url": receiver.url("/fail-1/fc"), "events": ["failed"]}
+    reply = call(
+        "POST", fc_service.url("/v1/batch/scrape"), {"urls": urls, "webhook": hook}, key=key
+    )
+    assert reply.status == 200, reply.body
     job_id = reply.json["id"]
-    assert call("DELETE", fc_service.url(f"/jobs/{job_id}"), key=key).status == 200
+    assert call("DELETE", fc_service.url(f"/v1/batch/scrape/{job_id}"), key=key).status == 200
     got = receiver.wait("/fail-1/fc", 2)  # answered 500 once, then 200
     secret = secret_of(accounts, account_id)
     payloads = [verified(secret, headers, body) for headers, body in got]
@@ -311,3 +339,21 @@ def test_a_cancelled_batch_is_batch_scrape_failed_and_retries_keep_the_webhook_i
     assert payloads[0] == payloads[1]
     assert payloads[0]["type"] == "batch_scrape.failed" and payloads[0]["success"] is False
     assert payloads[0]["error"] == "the job was cancelled"
+
+
+@pytest.mark.parametrize(
+    ("hook", "named"),
+    [
+        ({"url": "http://example.com/", "secret": "s"}, "'webhook.secret'"),
+        ({"url": "http://example.com/", "events": ["done"]}, "'webhook.events[0]'"),
+        ({"url": "http://example.com/", "headers": {"Content-Length": "1"}}, "'webhook.headers'"),
+    ],
+)
+def test_a_bad_webhook_on_a_firecrawl_route_is_a_400_naming_it(
+    fc_service: ServiceProcess, accounts: Accounts, hook: Any, named: str
+) -> None:
+    _, key = accounts.create(credits=10)
+    body = {"url": "http://example.com/", "webhook": hook}
+    reply = call("POST", fc_service.url("/v2/crawl"), body, key=key)
+    assert reply.status == 400 and named in reply.json["error"], reply.body
+    assert set(reply.json) == {"error"}
