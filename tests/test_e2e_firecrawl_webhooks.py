@@ -292,7 +292,7 @@ def test_a_v2_batch_s_webhook_may_be_a_url_alone(
 ) -> None:
     account_id, key = accounts.create(credits=100)
     urls = add_pages(site, "/fc-batch", 2)
-    body = {"urls": urls, "formats": ["markdown"], "webhook": receiver.url("/fc-batch")}
+    body = {"urls": urls, "formats": ["markdown", "links"], "webhook": receiver.url("/fc-batch")}
     reply = call("POST", fc_service.url("/v2/batch/scrape"), body, key=key)
     assert reply.status == 200 and reply.json["success"] is True, reply.body
     events = by_type(secret_of(accounts, account_id), receiver.wait("/fc-batch", 4))
@@ -300,6 +300,9 @@ def test_a_v2_batch_s_webhook_may_be_a_url_alone(
     assert {p["data"][0]["metadata"]["sourceURL"] for _, p in events["batch_scrape.page"]} == set(
         urls
     )
+    for _, payload in events["batch_scrape.page"]:  # the formats the batch asked for
+        [doc] = payload["data"]
+        assert "Text of page" in doc["markdown"] and doc["links"] == [site.url("/article")]
     job_id = reply.json["id"]
     assert all(p["id"] == job_id and p["metadata"] == {} for t in events.values() for _, p in t)
 

@@ -126,8 +126,12 @@ def _page(delivery: Delivery, page: Mapping[str, Any]) -> tuple[bool, list[Any],
     return False, docs, error
 
 
-def _options(delivery: Delivery) -> dict[str, Any]:
-    """Firecrawl's scrape options of the job's pages, as far as a document needs them."""
+def _options(delivery: Delivery) -> Mapping[str, Any]:
+    """Firecrawl's scrape options of the job's pages: those the job was made with (kept under
+    ``firecrawl`` in its options, service.firecrawl.jobs), else read from its native formats."""
+    shown = delivery.options.get("firecrawl")
+    if isinstance(shown, Mapping):
+        return shown
     if "formats" not in delivery.options:
         return {}
     names = (FIRECRAWL_FORMAT.get(name) for name in delivery.options["formats"])
