@@ -14,7 +14,7 @@ import base64
 import secrets
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -49,11 +49,11 @@ class Delivery:
     url: str
     payload: str
     attempts: int
-    event: str = "page"
-    job_id: str = ""
-    kind: str = "batch"
-    hook: Mapping[str, Any] = field(default_factory=dict)
-    options: Mapping[str, Any] = field(default_factory=dict)
+    event: str
+    job_id: str
+    kind: str
+    hook: Mapping[str, Any]
+    options: Mapping[str, Any]
 
 
 def new_secret() -> str:
