@@ -122,12 +122,13 @@ FIRECRAWL_NAMES = {
     "wait_for": "waitFor",
     "headers": "headers",
     "actions": "actions",
-    "device": "mobile",
     "proxy_type": "proxy",
     "max_age": "maxAge",
 }
 _STEP_NAMES = {"ms": "milliseconds", "full_page": "fullPage", "script": "script"}
-_QUOTED = re.compile(r"'([a-z_]+)((?:\[\d+\])?)(?:\.([a-z_]+))?'")
+_NATIVE_NAME = re.compile(
+    rf"(?<![\w.-])({'|'.join(FIRECRAWL_NAMES)})((?:\[\d+\])?)(?:\.([a-z_]+))?(?![\w-])"
+)
 
 
 def _bad(where: str, message: str) -> BadRequest:
@@ -301,20 +302,16 @@ def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
 
 def firecrawl_message(message: str) -> str:
     """A native validation message with the fields it names spelt as Firecrawl names them:
-    ``'include_tags'`` is ``'includeTags'``, ``'actions[0].ms'`` ``'actions[0].milliseconds'``."""
+    ``include_tags[0]`` is ``includeTags[0]``, ``actions[0].ms`` ``actions[0].milliseconds``."""
 
     def rename(match: re.Match[str]) -> str:
         head, index, tail = match.group(1), match.group(2), match.group(3)
-        name = FIRECRAWL_NAMES.get(head)
-        if name is None:
-            return match.group(0)
-        if head == "wait_for":
-            return f"'{name}'"
-        if tail:
-            return f"'{name}{index}.{_STEP_NAMES.get(tail, tail)}'"
-        return f"'{name}{index}'"
+        name = FIRECRAWL_NAMES[head]
+        if head == "wait_for" or not tail:
+            return f"{name}{index}"
+        return f"{name}{index}.{_STEP_NAMES.get(tail, tail)}"
 
-    return _QUOTED.sub(rename, message)
+    return _NATIVE_NAME.sub(rename, message)
 
 
 # documents -------------------------------------------------------------------------------------
