@@ -71,6 +71,17 @@ def test_the_sdks_default_fields_are_accepted_and_mean_what_the_server_does():
     }
 
 
+def test_a_url_without_a_scheme_is_http_as_firecrawl_reads_it():
+    assert translated({"url": "example.com/a"})["url"] == "http://example.com/a"
+    assert "'url'" in firecrawl_message(refusal_of_native({"url": "ftp://example.com"}))
+
+
+def refusal_of_native(data: dict[str, Any]) -> str:
+    with pytest.raises(BadRequest) as refused:
+        checked_scrape(native_scrape(data, 2))
+    return refused.value.message
+
+
 def test_langchain_and_v1_bookkeeping_are_ignored():
     langchain = _prepare_scrape_request(URL, ScrapeOptions(integration="langchain"))
     assert "integration" in langchain

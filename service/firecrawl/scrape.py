@@ -16,6 +16,7 @@ What the translation decides, field by field:
   the engine used;
 - ``proxy``: absent is ``none``, ``basic`` is ``datacenter``, ``stealth`` (and its newer name
   ``enhanced``) is ``residential``, ``auto`` is ``auto``;
+- a URL without a scheme is ``http://``, as Firecrawl reads it;
 - milliseconds (``timeout``, ``waitFor``, ``maxAge``) become the native seconds or ``ms``;
   a ``timeout`` over the 120 s bound is a 400 naming ``timeout``;
 - ``location.languages`` is an ``Accept-Language`` header (the caller's own header wins);
@@ -247,6 +248,13 @@ def _max_age(options: dict[str, Any], flags: Mapping[str, bool]) -> int | None:
     return max_age // 1000
 
 
+def _with_scheme(url: Any) -> Any:
+    """Firecrawl reads a URL without a scheme (``example.com/a``) as ``http://``."""
+    if isinstance(url, str) and url.strip() and "://" not in url:
+        return "http://" + url.strip()
+    return url
+
+
 def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
     """The native ``POST /scrape`` body for Firecrawl's scrape ``data`` (the url, when given,
     and the scrape options)."""
@@ -258,7 +266,7 @@ def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
     names, full_page = format_names(options.pop("formats", None))
     native: dict[str, Any] = {}
     if "url" in options:
-        native["url"] = options.pop("url")
+        native["url"] = _with_scheme(options.pop("url"))
     native["formats"] = sorted({n for name in names if (n := FORMATS[name]) is not None})
     if full_page and "screenshot" in names:
         native["screenshot_full_page"] = True
