@@ -245,12 +245,12 @@ def native_batch(
 # POST /map --------------------------------------------------------------------------------
 
 
-def native_map(data: Mapping[str, Any], version: Version) -> tuple[dict[str, Any], MapFilter]:
-    """The native ``POST /map`` body for Firecrawl's map ``data``, and what is done to the
-    native answer's URLs (Firecrawl's ``search``, ``ignoreQueryParameters`` and ``limit``)."""
+def native_map(data: Mapping[str, Any], version: Version) -> tuple[dict[str, Any], MapAsk]:
+    """The native ``POST /map`` body for Firecrawl's map ``data``, and what Firecrawl's map
+    asks besides (its ``timeout``, and what is done to the native answer's URLs)."""
     fields = _own(data)
-    if "timeout" in fields:
-        raise invalid("timeout", "a map here takes the time of its fetches, each within 20 s")
+    timeout = fields.pop("timeout", None)
+    seconds = None if timeout is None else _positive(timeout, "timeout") / 1000
     plain_query = _bool(fields, "ignoreQueryParameters", True)
     search = fields.pop("search", None)
     if search is not None and not isinstance(search, str):
@@ -276,18 +276,20 @@ def native_map(data: Mapping[str, Any], version: Version) -> tuple[dict[str, Any
         body["respect_robots"] = not _bool(fields, "ignoreRobotsTxt", False)
     _settled(fields)
     _unknown(fields)
-    return body, MapFilter(search, plain_query, limit)
+    return body, MapAsk(search, plain_query, limit, seconds)
 
 
-class MapFilter:
-    """Firecrawl's map fields that apply to the URLs found: ``search`` keeps those that
+class MapAsk:
+    """Firecrawl's map fields that the native map has not: ``timeout`` (the map's, in
+    seconds here), and those that apply to the URLs found: ``search`` keeps those that
     contain it (case apart), ``ignoreQueryParameters`` counts URLs apart from their query
     as one, and ``limit`` keeps the first so many."""
 
-    def __init__(self, search: str | None, plain_query: bool, limit: int):
+    def __init__(self, search: str | None, plain_query: bool, limit: int, seconds: float | None):
         self.search = (search or "").casefold()
         self.plain_query = plain_query
         self.limit = limit
+        self.seconds = seconds
 
     def __call__(self, urls: list[str]) -> list[str]:
         kept: dict[str, None] = {}

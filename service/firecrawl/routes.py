@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 from klein import Klein
+from twisted.internet.defer import Deferred, TimeoutError
 from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
@@ -39,6 +40,7 @@ from service.core.errors import (
     ServiceUnavailable,
     insufficient_credits,
 )
+from service.core.reactor import running
 from service.core.schemas import ScrapeRequest, parse_json_object
 from service.db import Database
 from service.firecrawl import jobs
@@ -58,6 +60,12 @@ ERRORS_LIMIT = 1000  # pages /crawl/{id}/errors lists
 FIRECRAWL_PAGE_BYTES = 10 * 1024 * 1024  # a page of a job's documents, as Firecrawl bounds it
 # a batch's URLs may each be as long as a scrape's (8 KiB), besides the options
 MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
+
+
+class MapTimedOut(ApiError):
+    status = 408
+    code = "timeout"
+    message = "the map did not finish within its timeout; nothing was charged"
 
 
 def key_of(request: Request) -> str | None:
@@ -195,16 +203,21 @@ class FirecrawlApi:
     async def map(self, request: Request, version: str) -> bytes:
         crawls = self._crawls()
         data = parse_json_object(read_json_body(request))
-        body, kept = jobs.native_map(data, version_of(request))
+        body, ask = jobs.native_map(data, version_of(request))
         try:
             asked = crawls.parse_map(orjson.dumps(body))
         except BadRequest as exc:
             raise jobs.told_by_firecrawl_names(exc) from None
         caller = await crawls.batches.caller(key_of(request))
-        found = await crawls.map(caller, asked)
-        return render_json(
-            request, jobs.map_answer(kept(found["urls"]), found["error"], version_of(request))
-        )
+        mapping = Deferred.fromCoroutine(crawls.map(caller, asked))
+        if ask.seconds is not None:  # cancelled, the map settles its hold unbilled
+            mapping.addTimeout(ask.seconds, running())
+        try:
+            found = await mapping
+        except TimeoutError:
+            raise MapTimedOut() from None
+        answer = jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
+        return render_json(request, answer)
 
     @app.route("/<any(v1,v2):version>/crawl/active", methods=["GET"])
     async def active_crawls(self, request: Request, version: str) -> bytes:
