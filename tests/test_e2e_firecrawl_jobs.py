@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from firecrawl import Firecrawl, PaymentRequiredError, V1FirecrawlApp
+from firecrawl import Firecrawl, PaymentRequiredError, RequestTimeoutError, V1FirecrawlApp
 from firecrawl.v2.types import PaginationConfig, ScrapeOptions
 from langchain_community.document_loaders import FireCrawlLoader
 from sqlalchemy import func, select
@@ -48,6 +48,7 @@ def build_site(slow: float = 0.0) -> TargetSite:
     docs = [f"/docs/{n}" for n in range(DOCS)]
     blogs = [f"/blog/{n}" for n in range(BLOGS)]
     site.page("/", html("Home", *docs, *blogs, "/private/secret"))
+    site.page("/docs/", html("Docs", *docs))  # a start page no other page links to
     for n, path in enumerate(docs):
         body = html(f"Doc {n}", "/", docs[(n + 1) % DOCS]).encode()
 
@@ -242,6 +243,36 @@ def test_a_map_lists_the_sites_urls_and_is_billed_as_a_native_map(
     assert page_hits(fc_site, "/docs/") == 0  # a map scrapes the start page alone
     assert charged(accounts, account_id) == 3 * MAP_COST
     assert balance(accounts, account_id) == 10 - 3 * MAP_COST
+
+
+def test_a_map_past_its_timeout_is_a_408_and_unbilled(
+    fc_service: ServiceProcess, accounts: Accounts, fc_site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=10)
+    with pytest.raises(RequestTimeoutError):
+        firecrawl(fc_service, key).map(fc_site.url("/slow"), sitemap="skip", timeout=1000)
+    summary = accounts.summary(account_id)
+    assert (summary["balance"], summary["held"]) == (10, 0)
+    assert charged(accounts, account_id) == 0
+
+
+def test_a_crawl_stays_under_its_start_path_unless_asked_for_the_whole_domain(
+    fc_service: ServiceProcess, accounts: Accounts, fc_site: TargetSite
+) -> None:
+    _, key = accounts.create(credits=100)
+    app = firecrawl(fc_service, key)
+    start = fc_site.url("/docs/")
+    under = app.crawl(start, limit=30, sitemap="skip", poll_interval=1, timeout=60)
+    assert sorted(doc.metadata.title for doc in under.data if doc.metadata) == [
+        *(f"Doc {n}" for n in range(DOCS)),
+        "Docs",
+    ]
+    assert fc_site.count("/") == 0 and page_hits(fc_site, "/blog/") == 0
+    whole = app.crawl(
+        start, limit=30, sitemap="skip", crawl_entire_domain=True, poll_interval=1, timeout=60
+    )
+    assert len(whole.data) == 2 + DOCS + BLOGS
+    assert fc_site.count("/") == 1
 
 
 def test_the_credit_usage_is_the_balance(fc_service: ServiceProcess, accounts: Accounts) -> None:

@@ -61,6 +61,9 @@ AS_WE_DO: dict[str, tuple[Any, ...]] = {
     "zeroDataRetention": (False,),
     # scrapespy drops a URL already in the job; near-duplicates are pages of their own
     "deduplicateSimilarURLs": (True, False),
+}
+# ... and a map's
+MAP_AS_WE_DO: dict[str, tuple[Any, ...]] = {
     # a map here never reads an index; it filters by the rules it is given
     "useIndex": (True, False),
     "filterByPath": (True,),
@@ -97,15 +100,15 @@ def _own(data: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in data.items() if name not in BOOKKEEPING}
 
 
-def _settled(fields: dict[str, Any]) -> None:
+def _settled(fields: dict[str, Any], as_we_do: Mapping[str, tuple[Any, ...]] = AS_WE_DO) -> None:
     """Takes out the fields scrapespy does anyway; a 400 for those it cannot do."""
     for name in list(fields):
         if name in REFUSED:
             raise invalid(name, REFUSED[name])
-        if name in AS_WE_DO:
+        if name in as_we_do:
             value = fields.pop(name)
-            if not any(value is ok for ok in AS_WE_DO[name]):
-                allowed = " or ".join(str(ok).lower() for ok in AS_WE_DO[name])
+            if not any(value is ok for ok in as_we_do[name]):
+                allowed = " or ".join(str(ok).lower() for ok in as_we_do[name])
                 raise invalid(name, f"only {allowed} is supported")
 
 
@@ -276,7 +279,7 @@ def native_map(data: Mapping[str, Any], version: Version) -> tuple[dict[str, Any
             body[CRAWL_FIELDS[name]] = fields.pop(name)
     if "ignoreRobotsTxt" in fields:
         body["respect_robots"] = not _bool(fields, "ignoreRobotsTxt", False)
-    _settled(fields)
+    _settled(fields, {**AS_WE_DO, **MAP_AS_WE_DO})
     _unknown(fields)
     return body, MapAsk(search, plain_query, limit, seconds)
 

@@ -8,11 +8,12 @@ The key comes from ``Authorization: Bearer spy_...`` (Firecrawl's) or ``X-API-Ke
 from __future__ import annotations
 
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 import orjson
 from klein import Klein
-from twisted.internet.defer import Deferred, TimeoutError
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
@@ -46,7 +47,7 @@ from service.db import Database
 from service.firecrawl import jobs
 from service.firecrawl.scrape import Version, document, native_scrape
 from service.jobs import outcomes
-from service.jobs.answers import JobAccepted
+from service.jobs.answers import JobAccepted, MapResult
 from service.jobs.batches import MAX_URLS
 from service.jobs.crawls import Crawls
 from service.scrape.scraper import Scraper
@@ -65,7 +66,7 @@ MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
 class MapTimedOut(ApiError):
     status = 408
     code = "timeout"
-    message = "the map did not finish within its timeout; nothing was charged"
+    message = "the map found nothing within its timeout; it was not charged"
 
 
 def key_of(request: Request) -> str | None:
@@ -209,15 +210,32 @@ class FirecrawlApi:
         except BadRequest as exc:
             raise jobs.told_by_firecrawl_names(exc) from None
         caller = await crawls.batches.caller(key_of(request))
-        mapping = Deferred.fromCoroutine(crawls.map(caller, asked))
-        if ask.seconds is not None:  # cancelled, the map settles its hold unbilled
-            mapping.addTimeout(ask.seconds, running())
-        try:
-            found = await mapping
-        except TimeoutError:
-            raise MapTimedOut() from None
+        found = await self._map_within(crawls.map(caller, asked), ask.seconds)
         answer = jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
         return render_json(request, answer)
+
+    @staticmethod
+    async def _map_within(mapping: Coroutine[Any, Any, MapResult], seconds: float | None) -> Any:
+        """The map's answer; past ``seconds``, its fetches are cancelled and it answers what
+        it found by then (charged as any map that found some), or a 408 when that is nothing
+        (unbilled)."""
+        found = Deferred.fromCoroutine(mapping)
+        if seconds is None:
+            return await found
+        timed_out: list[float] = []
+
+        def past(value: Any, timeout: float) -> Any:
+            timed_out.append(timeout)
+            return value
+
+        found.addTimeout(seconds, running(), onTimeoutCancel=past)
+        try:
+            result = await found
+        except CancelledError:
+            raise MapTimedOut() from None
+        if timed_out and not result["urls"]:
+            raise MapTimedOut()
+        return result
 
     @app.route("/<any(v1,v2):version>/crawl/active", methods=["GET"])
     async def active_crawls(self, request: Request, version: str) -> bytes:
