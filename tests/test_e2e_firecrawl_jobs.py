@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from tests.test_e2e_batch import a_database_of_its_own, start
 COST = 1  # a static scrape without a proxy
 MAP_COST = 1  # SCRAPESPY_MAP_CREDITS' default
 PAGE_DOCUMENTS = 2  # documents on one status page: the SDKs follow `next` to the others
+RETENTION_DAYS = 7  # SCRAPESPY_JOB_RETENTION_DAYS' default
 DOCS = 8
 BLOGS = 4
 
@@ -160,6 +162,9 @@ def test_status_pages_follow_next_and_the_errors_name_robots_blocked_pages(
     assert len(job.data) == pages
     assert len({doc.metadata.source_url for doc in job.data if doc.metadata}) == pages
     assert job.total == pages + 1 and job.completed == job.total
+    assert job.expires_at is not None  # when the results are deleted: 7 days after the start
+    days = (job.expires_at - datetime.now(UTC)).total_seconds() / 86400
+    assert RETENTION_DAYS - 0.01 < days <= RETENTION_DAYS
 
     # one page at a time: PAGE_DOCUMENTS documents and the next page's URL, none after the last
     first = app.get_crawl_status(started.id, PaginationConfig(auto_paginate=False))
