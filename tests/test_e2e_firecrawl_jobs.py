@@ -221,15 +221,14 @@ def test_a_batch_scrape_answers_each_pages_document_and_its_charge(
     assert job.credits_used == 3 * COST == charged(accounts, account_id)
     assert balance(accounts, account_id) == 100 - 3 * COST
 
-    # v2 leaves invalid URLs out and names them
-    reply = call(
-        "POST",
-        fc_service.url("/v2/batch/scrape"),
-        {"urls": [urls[0], "not a url"]},
-        headers={"Authorization": f"Bearer {key}"},
-    )
-    assert reply.status == 200, reply.body
-    assert reply.json["invalidURLs"] == ["not a url"]
+    # v2 leaves invalid URLs out and names them; the SDK's idempotency key makes one job
+    headers = {"Authorization": f"Bearer {key}", "x-idempotency-key": "batch-1"}
+    body = {"urls": [urls[0], "not a url"]}
+    first = call("POST", fc_service.url("/v2/batch/scrape"), body, headers=headers)
+    assert first.status == 200, first.body
+    assert first.json["invalidURLs"] == ["not a url"]
+    again = call("POST", fc_service.url("/v2/batch/scrape"), body, headers=headers)
+    assert again.json == first.json and again.headers.get("Idempotent-Replayed") == "true"
 
 
 def test_a_map_lists_the_sites_urls_and_is_billed_as_a_native_map(

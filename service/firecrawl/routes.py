@@ -8,7 +8,7 @@ The key comes from ``Authorization: Bearer spy_...`` (Firecrawl's) or ``X-API-Ke
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import orjson
@@ -30,6 +30,7 @@ from service.api.http import (
 )
 from service.api.site import request_id_of
 from service.billing import keys, ledger
+from service.billing.idempotency import Answer, Idempotency, checked_key
 from service.billing.pricing import quote
 from service.core.config import Config
 from service.core.errors import (
@@ -98,6 +99,7 @@ class FirecrawlApi:
         self.database = database
         self.reads = reads
         self.crawls = crawls
+        self.idempotency = Idempotency(database)
 
     def resource(self) -> Any:
         return self.app.resource()
@@ -175,30 +177,69 @@ class FirecrawlApi:
     @app.route("/<any(v1,v2):version>/crawl", methods=["POST"])
     async def crawl(self, request: Request, version: str) -> bytes:
         crawls = self._crawls()
-        data = parse_json_object(read_json_body(request))
-        body, shown = jobs.native_crawl(data, version_of(request), self.config)
+        raw = read_json_body(request)
+        body, shown = jobs.native_crawl(parse_json_object(raw), version_of(request), self.config)
         try:
             asked, options, url = crawls.parse(orjson.dumps(body))
         except BadRequest as exc:
             raise jobs.told_by_firecrawl_names(exc) from None
         caller = await crawls.batches.caller(key_of(request))
-        await self._affordable(caller, options)
-        made = await crawls.create(caller, asked, {**options, "firecrawl": shown}, url)
-        return render_json(request, self._accepted(request, made, "crawl"))
+
+        async def made() -> dict[str, Any]:
+            await self._affordable(caller, options)
+            job = await crawls.create(caller, asked, {**options, "firecrawl": shown}, url)
+            return self._accepted(request, job, "crawl")
+
+        return await self._once(request, caller, "crawl", raw, made)
 
     @app.route("/<any(v1,v2):version>/batch/scrape", methods=["POST"])
     async def batch(self, request: Request, version: str) -> bytes:
         batches = self._crawls().batches
-        data = parse_json_object(read_json_body(request, MAX_BATCH_BODY_BYTES))
-        body, shown, left_out = jobs.native_batch(data, version_of(request))
+        raw = read_json_body(request, MAX_BATCH_BODY_BYTES)
+        body, shown, left_out = jobs.native_batch(parse_json_object(raw), version_of(request))
         options, urls = batches.parse(orjson.dumps(body))
         caller = await batches.caller(key_of(request))
-        await self._affordable(caller, options)
-        made = await batches.create(caller, {**options, "firecrawl": shown}, urls)
-        answer = self._accepted(request, made, "batch")
-        if left_out:
-            answer["invalidURLs"] = left_out
-        return render_json(request, answer)
+
+        async def made() -> dict[str, Any]:
+            await self._affordable(caller, options)
+            job = await batches.create(caller, {**options, "firecrawl": shown}, urls)
+            answer = self._accepted(request, job, "batch")
+            if left_out:
+                answer["invalidURLs"] = left_out
+            return answer
+
+        return await self._once(request, caller, "batch/scrape", raw, made)
+
+    async def _once(
+        self,
+        request: Request,
+        caller: keys.Caller,
+        what: str,
+        body: bytes,
+        made: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> bytes:
+        """The job made, once per idempotency key (Firecrawl's ``x-idempotency-key``, or
+        scrapespy's ``Idempotency-Key``): a call again with the key answers the first call's
+        answer (service.billing.idempotency), and makes no job."""
+        key = checked_key(
+            request.getHeader(b"X-Idempotency-Key") or request.getHeader(b"Idempotency-Key")
+        )
+        if key is None:
+            return render_json(request, await made())
+
+        async def answer() -> Answer:
+            return 200, orjson.dumps(await made())
+
+        endpoint = f"v{version_of(request)}/{what}"
+        (status, payload), replayed = await self.idempotency.run(
+            caller.account_id, key, endpoint, body, answer
+        )
+        if replayed:
+            request.setHeader(b"Idempotent-Replayed", b"true")
+        request.setResponseCode(status)
+        request.setHeader(b"Content-Type", b"application/json")
+        request.setHeader(b"Cache-Control", b"no-store")
+        return payload
 
     @app.route("/<any(v1,v2):version>/map", methods=["POST"])
     async def map(self, request: Request, version: str) -> bytes:
