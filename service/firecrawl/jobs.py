@@ -77,10 +77,10 @@ REFUSED: dict[str, str] = {
     "useMock": "mocks are not supported",
     "auditMetadata": "audit metadata is not supported",
 }
-# the fields each version's crawl has that the other's has not
-CRAWL_OF_VERSION: dict[Version, frozenset[str]] = {
-    1: frozenset({"maxDepth", "ignoreSitemap", "allowBackwardLinks"}),
-    2: frozenset({"sitemap", "prompt"}),
+# the fields of the other version's crawl, which this version's has not
+NOT_OF_VERSION: dict[Version, frozenset[str]] = {
+    1: frozenset({"sitemap", "prompt"}),
+    2: frozenset({"maxDepth", "ignoreSitemap", "allowBackwardLinks"}),
 }
 DEFAULT_MAP_URLS = 5000  # Firecrawl's default limit of a map
 _QUOTED = re.compile(r"'([a-z_]+)'")
@@ -148,7 +148,7 @@ def native_crawl(
     """The native ``POST /crawl`` body for Firecrawl's crawl ``data``, and the Firecrawl scrape
     options its pages are shown with."""
     fields = _own(data)
-    for name in CRAWL_OF_VERSION[3 - version]:  # type: ignore[index]
+    for name in NOT_OF_VERSION[version]:
         if name in fields:
             raise BadRequest(f"unknown field {name!r} (a field of /v{3 - version}/crawl)")
     url = fields.pop("url", None)
@@ -233,7 +233,7 @@ def native_batch(
     if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
         raise invalid("urls", "must be a list of URLs (strings)")
     ignoring = _bool(fields, "ignoreInvalidURLs", version == 2)
-    webhook = fields.pop("webhook", None) if "webhook" in fields else None
+    webhook = fields.pop("webhook", None)
     if "maxConcurrency" in fields:
         raise invalid("maxConcurrency", "a batch's pages run at this service's job concurrency")
     _settled(fields)
