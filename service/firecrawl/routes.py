@@ -47,8 +47,9 @@ from service.core.schemas import ScrapeRequest, parse_json_object
 from service.db import Database
 from service.firecrawl import jobs
 from service.firecrawl.scrape import Version, document, native_scrape
-from service.jobs import outcomes
+from service.jobs import batch_store, outcomes
 from service.jobs.answers import JobAccepted, MapResult
+from service.jobs.batch_store import ACTIVE
 from service.jobs.batches import MAX_URLS
 from service.jobs.crawls import Crawls
 from service.scrape.scraper import Scraper
@@ -306,21 +307,22 @@ class FirecrawlApi:
             raise NotFound("Job not found")
         version = version_of(request)
         last = found.results[-1][0] if found.results else after
-        running = found.summary["status"] in ("queued", "running")
+        unfinished = found.summary["status"] in ACTIVE
         next_url = None
-        if found.more or running:  # a running job's next page may still come: its cursor
+        if found.more or unfinished:  # a running job's next page may still come: its cursor
             base = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{job_id}"
             next_url = f"{base}?cursor={last}"
         answer = jobs.status_page(found, version, next_url, self.config.job_retention_days)
         return render_json(request, answer)
 
     async def _cancel(self, request: Request, job_id: str, kind: str) -> bytes:
-        batches = self._crawls().batches
-        caller = await batches.caller(key_of(request), reading=True)
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
         found = await self.database.run(outcomes.kind_of, caller.account_id, job_id[:64])
         if found != kind:
             raise NotFound("Job not found")
-        summary = await batches.cancel(key_of(request), job_id)
+        summary = await self.database.run(batch_store.cancel, caller.account_id, job_id[:64])
+        if summary is None:  # purged meanwhile
+            raise NotFound("Job not found")
         if summary["status"] != "cancelled":
             raise Conflict(f"the job already finished: {jobs.STATUSES[summary['status']]}")
         return render_json(request, {"success": True, "status": "cancelled"})
