@@ -103,7 +103,7 @@ class ScrapespyApp:
         self._prices = orjson.dumps(price_list(config))
         self._openapi = orjson.dumps(document(config.public_url))
         self.reference = Reference(config)
-        self.firecrawl = FirecrawlApi(scraper)
+        self.firecrawl = FirecrawlApi(scraper, config, database, reads, self.crawls)
         self._metrics_token = config.metrics_token.encode()
 
     def resource(self) -> Any:

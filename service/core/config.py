@@ -249,6 +249,9 @@ class Config:
     crawl_delay_seconds: float = default("crawl_delay_seconds")
     # POST /map: its price in credits, held and settled as a scrape's (0: free)
     map_credits: int = default("map_credits")
+    # Firecrawl's GET /v{1,2}/crawl/{id} and /batch/scrape/{id}: documents on one page of a job's
+    # results (service.firecrawl.routes); the SDKs follow "next" to the others
+    firecrawl_page_documents: int = default("firecrawl_page_documents")
 
     # webhooks (service.jobs.webhooks): attempts of one delivery, the wait before the second (each
     # next one waits 4 times longer: 10 s, 40 s, 160 s, 640 s, 2560 s, about an hour in all), and

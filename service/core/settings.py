@@ -582,6 +582,15 @@ SETTINGS: tuple[Setting, ...] = (
         "the price of one `POST /map`, held and settled as a scrape's; `0` makes maps free",
     ),
     _env(
+        "SCRAPESPY_FIRECRAWL_PAGE_DOCUMENTS",
+        "firecrawl_page_documents",
+        "int",
+        100,
+        "documents on one page of a job's results on Firecrawl's `GET /v1|v2/crawl/{id}` and "
+        "`/batch/scrape/{id}` (and at most 10 MiB of them); the SDKs follow `next` to the rest",
+        minimum=1,
+    ),
+    _env(
         "SCRAPESPY_WEBHOOK_MAX_ATTEMPTS",
         "webhook_max_attempts",
         "int",

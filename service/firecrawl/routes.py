@@ -8,30 +8,67 @@ The key comes from ``Authorization: Bearer spy_...`` (Firecrawl's) or ``X-API-Ke
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import orjson
 from klein import Klein
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
+from service.api.account import AccountReads
 from service.api.http import (
+    MAX_BODY_BYTES,
     api_key_of,
     bearer_token_of,
+    query_of,
     read_json_body,
     render_error,
     render_json,
 )
 from service.api.site import request_id_of
-from service.core.errors import ApiError, BadRequest, MethodNotAllowed, NotFound
-from service.core.schemas import parse_json_object
+from service.billing import keys, ledger
+from service.billing.idempotency import Answer, Idempotency, checked_key
+from service.billing.pricing import quote
+from service.core.config import Config
+from service.core.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    MethodNotAllowed,
+    NotFound,
+    ServiceUnavailable,
+    insufficient_credits,
+)
+from service.core.reactor import running
+from service.core.schemas import ScrapeRequest, parse_json_object
+from service.db import Database
+from service.firecrawl import jobs
 from service.firecrawl.scrape import Version, document, failed, firecrawl_message, native_scrape
+from service.jobs import batch_store, outcomes
+from service.jobs.answers import JobAccepted, MapResult
+from service.jobs.batch_store import ACTIVE
+from service.jobs.batches import MAX_URLS
+from service.jobs.crawls import Crawls
 from service.scrape.scraper import Scraper
 
 log = logging.getLogger(__name__)
 
 VERSIONS: dict[bytes, Version] = {b"v1": 1, b"v2": 2}
+# a job's path under /v{n}/ by its kind
+JOB_PATHS = {"crawl": "crawl", "batch": "batch/scrape"}
+ERRORS_LIMIT = 1000  # pages /crawl/{id}/errors lists
+FIRECRAWL_PAGE_BYTES = 10 * 1024 * 1024  # a page of a job's documents, as Firecrawl bounds it
+# a batch's URLs may each be as long as a scrape's (8 KiB), besides the options
+MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
+
+
+class MapTimedOut(ApiError):
+    status = 408
+    code = "timeout"
+    message = "the map found nothing within its timeout; it was not charged"
 
 
 def key_of(request: Request) -> str | None:
@@ -50,8 +87,20 @@ class FirecrawlApi:
     app = Klein()
     app.url_map.merge_slashes = False
 
-    def __init__(self, scraper: Scraper) -> None:
+    def __init__(
+        self,
+        scraper: Scraper,
+        config: Config,
+        database: Database,
+        reads: AccountReads,
+        crawls: Crawls | None = None,
+    ) -> None:
         self.scraper = scraper
+        self.config = config
+        self.database = database
+        self.reads = reads
+        self.crawls = crawls
+        self.idempotency = Idempotency(database)
 
     def resource(self) -> Any:
         return self.app.resource()
@@ -135,6 +184,247 @@ class FirecrawlApi:
     @app.route("/<any(v1,v2):version>/scrape/<job>/interact", methods=ANY_METHOD)
     def _refused_interact(self, request: Request, version: str, job: str) -> bytes:
         raise BadRequest(f"/{version}/scrape/{{id}}/interact is not offered by this server")
+
+    # jobs: crawl, batch scrape, map (service.firecrawl.jobs) -----------------------------------
+
+    def _crawls(self) -> Crawls:
+        if self.crawls is None:
+            raise ServiceUnavailable("jobs are not available on this instance")
+        return self.crawls
+
+    async def _affordable(self, caller: keys.Caller, options: dict[str, Any]) -> None:
+        """A 402 before anything is fetched when the balance cannot pay for one page, which
+        the native job would find only at its first page (and after a crawl's sitemaps)."""
+        defaults = ScrapeRequest.model_fields
+        price = quote(
+            self.config,
+            options.get("engine", defaults["engine"].default),
+            options.get("proxy_type", defaults["proxy_type"].default),
+            caller,
+            options.get("max_credits"),
+        ).hold
+        available = await self.database.run(ledger.available, caller.account_id)
+        if available < price:
+            raise insufficient_credits(price, available)
+
+    def _accepted(self, request: Request, made: JobAccepted, kind: str) -> dict[str, Any]:
+        version = version_of(request)
+        url = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{made['id']}"
+        return {"success": True, "id": made["id"], "url": url}
+
+    @app.route("/<any(v1,v2):version>/crawl", methods=["POST"])
+    async def crawl(self, request: Request, version: str) -> bytes:
+        crawls = self._crawls()
+        raw = read_json_body(request)
+        body, shown = jobs.native_crawl(parse_json_object(raw), version_of(request), self.config)
+        try:
+            asked, options, url = crawls.parse(orjson.dumps(body))
+        except BadRequest as exc:
+            raise jobs.told_by_firecrawl_names(exc) from None
+        caller = await crawls.batches.caller(key_of(request))
+
+        async def made() -> dict[str, Any]:
+            await self._affordable(caller, options)
+            job = await crawls.create(caller, asked, {**options, "firecrawl": shown}, url)
+            return self._accepted(request, job, "crawl")
+
+        return await self._once(request, caller, "crawl", raw, made)
+
+    @app.route("/<any(v1,v2):version>/batch/scrape", methods=["POST"])
+    async def batch(self, request: Request, version: str) -> bytes:
+        batches = self._crawls().batches
+        raw = read_json_body(request, MAX_BATCH_BODY_BYTES)
+        body, shown, left_out = jobs.native_batch(parse_json_object(raw), version_of(request))
+        options, urls = batches.parse(orjson.dumps(body))
+        caller = await batches.caller(key_of(request))
+
+        async def made() -> dict[str, Any]:
+            await self._affordable(caller, options)
+            job = await batches.create(caller, {**options, "firecrawl": shown}, urls)
+            answer = self._accepted(request, job, "batch")
+            if left_out:
+                answer["invalidURLs"] = left_out
+            return answer
+
+        return await self._once(request, caller, "batch/scrape", raw, made)
+
+    async def _once(
+        self,
+        request: Request,
+        caller: keys.Caller,
+        what: str,
+        body: bytes,
+        made: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> bytes:
+        """The job made, once per idempotency key (Firecrawl's ``x-idempotency-key``, or
+        scrapespy's ``Idempotency-Key``): a call again with the key answers the first call's
+        answer (service.billing.idempotency), and makes no job."""
+        key = checked_key(
+            request.getHeader(b"X-Idempotency-Key") or request.getHeader(b"Idempotency-Key")
+        )
+        if key is None:
+            return render_json(request, await made())
+
+        async def answer() -> Answer:
+            return 200, orjson.dumps(await made())
+
+        endpoint = f"v{version_of(request)}/{what}"
+        (status, payload), replayed = await self.idempotency.run(
+            caller.account_id, key, endpoint, body, answer
+        )
+        if replayed:
+            request.setHeader(b"Idempotent-Replayed", b"true")
+        request.setResponseCode(status)
+        request.setHeader(b"Content-Type", b"application/json")
+        request.setHeader(b"Cache-Control", b"no-store")
+        return payload
+
+    @app.route("/<any(v1,v2):version>/map", methods=["POST"])
+    async def map(self, request: Request, version: str) -> bytes:
+        crawls = self._crawls()
+        data = parse_json_object(read_json_body(request))
+        body, ask = jobs.native_map(data, version_of(request))
+        try:
+            asked = crawls.parse_map(orjson.dumps(body))
+        except BadRequest as exc:
+            raise jobs.told_by_firecrawl_names(exc) from None
+        caller = await crawls.batches.caller(key_of(request))
+        found = await self._map_within(crawls.map(caller, asked), ask.seconds)
+        answer = jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
+        return render_json(request, answer)
+
+    @staticmethod
+    async def _map_within(mapping: Coroutine[Any, Any, MapResult], seconds: float | None) -> Any:
+        """The map's answer; past ``seconds``, its fetches are cancelled and it answers what
+        it found by then (charged as any map that found some), or a 408 when that is nothing
+        (unbilled)."""
+        found = Deferred.fromCoroutine(mapping)
+        if seconds is None:
+            return await found
+        timed_out: list[float] = []
+
+        def past(value: Any, timeout: float) -> Any:
+            timed_out.append(timeout)
+            return value
+
+        found.addTimeout(seconds, running(), onTimeoutCancel=past)
+        try:
+            result = await found
+        except CancelledError:
+            raise MapTimedOut() from None
+        if timed_out and not result["urls"]:
+            raise MapTimedOut()
+        return result
+
+    @app.route("/<any(v1,v2):version>/crawl/active", methods=["GET"])
+    async def active_crawls(self, request: Request, version: str) -> bytes:
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        found = await self.database.run(outcomes.active, caller.account_id, "crawl")
+        crawls = [
+            {"id": public_id, "teamId": str(caller.account_id), "url": url}
+            for public_id, url in found
+        ]
+        return render_json(request, {"success": True, "crawls": crawls})
+
+    async def _status(self, request: Request, job_id: str, kind: str) -> bytes:
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        query = query_of(request)
+        after = _number(query.get(b"cursor"), "cursor", -1)
+        limit = _number(query.get(b"limit"), "limit", self.config.firecrawl_page_documents)
+        found = await self.database.run(
+            outcomes.scraped,
+            caller.account_id,
+            job_id[:64],
+            kind,
+            after,
+            max(1, min(limit, self.config.firecrawl_page_documents)),
+            FIRECRAWL_PAGE_BYTES,
+        )
+        if found is None:
+            raise NotFound("Job not found")
+        version = version_of(request)
+        last = found.results[-1][0] if found.results else after
+        unfinished = found.summary["status"] in ACTIVE
+        next_url = None
+        if found.more or unfinished:  # a running job's next page may still come: its cursor
+            base = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{job_id}"
+            next_url = f"{base}?cursor={last}"
+        answer = jobs.status_page(found, version, next_url, self.config.job_retention_days)
+        return render_json(request, answer)
+
+    async def _cancel(self, request: Request, job_id: str, kind: str) -> bytes:
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        found = await self.database.run(outcomes.kind_of, caller.account_id, job_id[:64])
+        if found != kind:
+            raise NotFound("Job not found")
+        summary = await self.database.run(batch_store.cancel, caller.account_id, job_id[:64])
+        if summary is None:  # purged meanwhile
+            raise NotFound("Job not found")
+        if summary["status"] != "cancelled":
+            raise Conflict(f"the job already finished: {jobs.STATUSES[summary['status']]}")
+        return render_json(request, {"success": True, "status": "cancelled"})
+
+    async def _errors(self, request: Request, job_id: str, kind: str) -> bytes:
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        found = await self.database.run(
+            outcomes.unscraped, caller.account_id, job_id[:64], kind, ERRORS_LIMIT
+        )
+        if found is None:
+            raise NotFound("Job not found")
+        return render_json(request, jobs.errors_answer(job_id, found))
+
+    @app.route("/<any(v1,v2):version>/crawl/<job_id>", methods=["GET"])
+    async def crawl_status(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._status(request, job_id, "crawl")
+
+    @app.route("/<any(v1,v2):version>/crawl/<job_id>", methods=["DELETE"])
+    async def crawl_cancel(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._cancel(request, job_id, "crawl")
+
+    @app.route("/<any(v1,v2):version>/crawl/<job_id>/errors", methods=["GET"])
+    async def crawl_errors(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._errors(request, job_id, "crawl")
+
+    @app.route("/<any(v1,v2):version>/batch/scrape/<job_id>", methods=["GET"])
+    async def batch_status(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._status(request, job_id, "batch")
+
+    @app.route("/<any(v1,v2):version>/batch/scrape/<job_id>", methods=["DELETE"])
+    async def batch_cancel(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._cancel(request, job_id, "batch")
+
+    @app.route("/<any(v1,v2):version>/batch/scrape/<job_id>/errors", methods=["GET"])
+    async def batch_errors(self, request: Request, version: str, job_id: str) -> bytes:
+        return await self._errors(request, job_id, "batch")
+
+    # usage ---------------------------------------------------------------------------------
+
+    @app.route("/<any(v1,v2):version>/team/credit-usage", methods=["GET"])
+    async def credit_usage(self, request: Request, version: str) -> bytes:
+        """The balance; v1's SDK reads snake_case names, Firecrawl's server writes camelCase."""
+        figures = await self.reads.account(key_of(request), {})
+        usage: dict[str, Any] = {"remainingCredits": figures["balance"]}
+        if version == "v1":
+            usage["remaining_credits"] = figures["balance"]
+        return render_json(request, {"success": True, "data": usage})
+
+    @app.route("/<any(v1,v2):version>/team/token-usage", methods=["GET"])
+    async def token_usage(self, request: Request, version: str) -> bytes:
+        """scrapespy sells no LLM tokens: an account has none, honestly."""
+        await self.reads.account(key_of(request), {})
+        usage: dict[str, Any] = {"remainingTokens": 0}
+        if version == "v1":
+            usage["remaining_tokens"] = 0
+        return render_json(request, {"success": True, "data": usage})
+
+
+def _number(raw: list[bytes] | None, name: str, default: int) -> int:
+    if not raw:
+        return default
+    text = raw[0].decode("ascii", "replace")
+    if not text.lstrip("-").isdigit() or len(text) > 18:
+        raise BadRequest(f"invalid request: {name!r}: must be a whole number")
+    return int(text)
 
 
 def is_firecrawl(path: bytes) -> bool:

@@ -77,6 +77,10 @@ _BULKY: dict[str, Any] = {
 _OUTPUTS = (*OUTPUTS, *ACTION_FIELDS, *TRUNCATED)
 
 
+# what a job's stored options hold besides its pages' scrape options: a crawl's rules
+# (service.jobs.crawls), and how its answers are shown (service.firecrawl.jobs)
+NOT_SCRAPING = frozenset({"crawl", "firecrawl"})
+
 # a claimed page's attempt: its job, or the refusal of its hold (Batches._start)
 Started = tuple[batch_store.Claim, "ScrapeOrder | ApiError"]
 
@@ -543,7 +547,7 @@ class Batches:
         job, since they never change; what depends on a page is only its URL."""
         made = self._requests.get(job_seq)
         if made is None:
-            kept = {name: value for name, value in options.items() if name != "crawl"}
+            kept = {name: value for name, value in options.items() if name not in NOT_SCRAPING}
             made = checked_scrape({**kept, "url": url})
             self._requests.put(job_seq, made)
         return made
