@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from service.core.config import Config
 from service.core.errors import BadRequest
+from service.firecrawl.options import BOOKKEEPING
 from service.firecrawl.scrape import Version, document, native_scrape
 from service.firecrawl.webhooks import native_webhook
 from service.jobs.answers import JobSummary
@@ -25,8 +26,6 @@ from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES, normalised
 from service.jobs.crawl_rules import MAX_URLS as MAX_MAP_URLS
 from service.jobs.outcomes import Scraped, Unscraped
 
-# what the SDKs add to every request for their own bookkeeping (as service.firecrawl.scrape's)
-BOOKKEEPING = frozenset({"origin", "integration"})
 # the native job's status -> Firecrawl's
 STATUSES: dict[str, str] = {
     "queued": "scraping",
