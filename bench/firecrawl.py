@@ -9,7 +9,8 @@
   (``BENCH_FIRECRAWL_ROUNDS``, default 5, of ``BENCH_DURATION`` s). The figure is the median of
   the per-round ratios of requests per second (bar >= 0.95x).
 - **Crawl**: a ``BENCH_FIRECRAWL_PAGES``-page crawl (default 100) of bench/crawl_site.py's site,
-  started by ``POST /v2/crawl`` (``limit``, ``scrapeOptions: {formats: ["markdown"]}``) and by
+  started by ``POST /v2/crawl`` (``limit``, ``crawlEntireDomain``, ``scrapeOptions: {formats:
+  ["markdown"]}``) and by
   native ``POST /crawl`` with the same pages and outputs, alternating; each timed from its POST
   to the job's ``finished_at`` (the native view of the same job, polled with ``limit=1`` so
   that the polls cost the same). The figure is the median of the per-round ratios of the
@@ -28,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ from bench.contenders import scrapespy
 from bench.crawl_site import depth, write_site
 from bench.job_client import FINISHED, Connection, row, verdict
 from bench.run import DURATION, measured, wrk
-from bench.site import serve, server_name, tear_down
+from bench.site import serve, server_name, stop, tear_down
 from harness.pages import write_pages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +152,7 @@ def crawl_figure(proc: Any, key: str, start: str) -> dict[str, Any]:
         "limit": PAGES,
         "maxDiscoveryDepth": hops,
         "sitemap": "skip",
+        "crawlEntireDomain": True,  # as the native crawl: the site, not the start page's folder
         "scrapeOptions": {"formats": ["markdown"]},
     }
     crawl(proc.base, key, "/crawl", {**native, "max_pages": 10})  # warm-up
@@ -180,20 +183,21 @@ def crawl_figure(proc: Any, key: str, start: str) -> dict[str, Any]:
 def run() -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="scrapespy-bench-firecrawl-"))
     write_pages(work / "site")
-    start_path = write_site(work / "site" / "crawl", PAGES)
+    start_path = write_site(work / "crawl", PAGES)
     site, target = serve(work / "site")
+    crawl_site, crawl_target = serve(work / "crawl")
     results: dict[str, Any] = {
         "machine": {"cores": os.cpu_count()},
         "site": server_name(),
         "rounds": ROUNDS,
     }
-    cleanups: list[Callable[[], Any]] = []
+    cleanups: list[Callable[[], Any]] = [partial(stop, crawl_site)]
     try:
         (work / "sqlite").mkdir()
         proc, key = scrapespy(f"sqlite:///{work / 'firecrawl.db'}", work / "sqlite")
         cleanups.append(proc.stop)
         results["scrape"] = scrape_figure(proc, key, target)
-        results["crawl"] = crawl_figure(proc, key, f"{target}/crawl{start_path}")
+        results["crawl"] = crawl_figure(proc, key, f"{crawl_target}{start_path}")
         proc.stop()
     finally:
         tear_down(cleanups, site, work)
