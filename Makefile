@@ -51,6 +51,7 @@ bench: setup chromium bench/.venv-scrapyrt/.installed $(VENV)/.bench-installed
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk nginx-light >/dev/null; }
 	$(PY) -m bench
 	$(PY) -m bench.js_soak --json bench/results/js_soak.json
+	$(PY) -m bench.firecrawl
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat

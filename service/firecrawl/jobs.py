@@ -18,7 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from service.core.config import Config
 from service.core.errors import BadRequest
-from service.firecrawl.scrape import BOOKKEEPING, Version, document, native_scrape
+from service.firecrawl.options import BOOKKEEPING
+from service.firecrawl.scrape import Version, document, native_scrape
 from service.firecrawl.webhooks import native_webhook
 from service.jobs.answers import JobSummary
 from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES, normalised
@@ -59,6 +60,9 @@ AS_WE_DO: dict[str, tuple[Any, ...]] = {
     "zeroDataRetention": (False,),
     # scrapespy drops a URL already in the job; near-duplicates are pages of their own
     "deduplicateSimilarURLs": (True, False),
+}
+# ... and a map's
+MAP_AS_WE_DO: dict[str, tuple[Any, ...]] = {
     # a map here never reads an index; it filters by the rules it is given
     "useIndex": (True, False),
     "filterByPath": (True,),
@@ -72,10 +76,10 @@ REFUSED: dict[str, str] = {
     "useMock": "mocks are not supported",
     "auditMetadata": "audit metadata is not supported",
 }
-# the fields each version's crawl has that the other's has not
-CRAWL_OF_VERSION: dict[Version, frozenset[str]] = {
-    1: frozenset({"maxDepth", "ignoreSitemap", "allowBackwardLinks"}),
-    2: frozenset({"sitemap", "prompt"}),
+# the fields of the other version's crawl, which this version's has not
+NOT_OF_VERSION: dict[Version, frozenset[str]] = {
+    1: frozenset({"sitemap", "prompt"}),
+    2: frozenset({"maxDepth", "ignoreSitemap", "allowBackwardLinks"}),
 }
 DEFAULT_MAP_URLS = 5000  # Firecrawl's default limit of a map
 _QUOTED = re.compile(r"'([a-z_]+)'")
@@ -95,15 +99,15 @@ def _own(data: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in data.items() if name not in BOOKKEEPING}
 
 
-def _settled(fields: dict[str, Any]) -> None:
+def _settled(fields: dict[str, Any], as_we_do: Mapping[str, tuple[Any, ...]] = AS_WE_DO) -> None:
     """Takes out the fields scrapespy does anyway; a 400 for those it cannot do."""
     for name in list(fields):
         if name in REFUSED:
             raise invalid(name, REFUSED[name])
-        if name in AS_WE_DO:
+        if name in as_we_do:
             value = fields.pop(name)
-            if not any(value is ok for ok in AS_WE_DO[name]):
-                allowed = " or ".join(str(ok).lower() for ok in AS_WE_DO[name])
+            if not any(value is ok for ok in as_we_do[name]):
+                allowed = " or ".join(str(ok).lower() for ok in as_we_do[name])
                 raise invalid(name, f"only {allowed} is supported")
 
 
@@ -143,7 +147,7 @@ def native_crawl(
     """The native ``POST /crawl`` body for Firecrawl's crawl ``data``, and the Firecrawl scrape
     options its pages are shown with."""
     fields = _own(data)
-    for name in CRAWL_OF_VERSION[3 - version]:  # type: ignore[index]
+    for name in NOT_OF_VERSION[version]:
         if name in fields:
             raise BadRequest(f"unknown field {name!r} (a field of /v{3 - version}/crawl)")
     url = fields.pop("url", None)
@@ -228,7 +232,7 @@ def native_batch(
     if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
         raise invalid("urls", "must be a list of URLs (strings)")
     ignoring = _bool(fields, "ignoreInvalidURLs", version == 2)
-    webhook = fields.pop("webhook", None) if "webhook" in fields else None
+    webhook = fields.pop("webhook", None)
     if "maxConcurrency" in fields:
         raise invalid("maxConcurrency", "a batch's pages run at this service's job concurrency")
     _settled(fields)
@@ -245,12 +249,12 @@ def native_batch(
 # POST /map --------------------------------------------------------------------------------
 
 
-def native_map(data: Mapping[str, Any], version: Version) -> tuple[dict[str, Any], MapFilter]:
-    """The native ``POST /map`` body for Firecrawl's map ``data``, and what is done to the
-    native answer's URLs (Firecrawl's ``search``, ``ignoreQueryParameters`` and ``limit``)."""
+def native_map(data: Mapping[str, Any], version: Version) -> tuple[dict[str, Any], MapAsk]:
+    """The native ``POST /map`` body for Firecrawl's map ``data``, and what Firecrawl's map
+    asks besides (its ``timeout``, and what is done to the native answer's URLs)."""
     fields = _own(data)
-    if "timeout" in fields:
-        raise invalid("timeout", "a map here takes the time of its fetches, each within 20 s")
+    timeout = fields.pop("timeout", None)
+    seconds = None if timeout is None else _positive(timeout, "timeout") / 1000
     plain_query = _bool(fields, "ignoreQueryParameters", True)
     search = fields.pop("search", None)
     if search is not None and not isinstance(search, str):
@@ -274,20 +278,22 @@ def native_map(data: Mapping[str, Any], version: Version) -> tuple[dict[str, Any
             body[CRAWL_FIELDS[name]] = fields.pop(name)
     if "ignoreRobotsTxt" in fields:
         body["respect_robots"] = not _bool(fields, "ignoreRobotsTxt", False)
-    _settled(fields)
+    _settled(fields, {**AS_WE_DO, **MAP_AS_WE_DO})
     _unknown(fields)
-    return body, MapFilter(search, plain_query, limit)
+    return body, MapAsk(search, plain_query, limit, seconds)
 
 
-class MapFilter:
-    """Firecrawl's map fields that apply to the URLs found: ``search`` keeps those that
+class MapAsk:
+    """Firecrawl's map fields that the native map has not: ``timeout`` (the map's, in
+    seconds here), and those that apply to the URLs found: ``search`` keeps those that
     contain it (case apart), ``ignoreQueryParameters`` counts URLs apart from their query
     as one, and ``limit`` keeps the first so many."""
 
-    def __init__(self, search: str | None, plain_query: bool, limit: int):
+    def __init__(self, search: str | None, plain_query: bool, limit: int, seconds: float | None):
         self.search = (search or "").casefold()
         self.plain_query = plain_query
         self.limit = limit
+        self.seconds = seconds
 
     def __call__(self, urls: list[str]) -> list[str]:
         kept: dict[str, None] = {}

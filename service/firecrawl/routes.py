@@ -8,10 +8,12 @@ The key comes from ``Authorization: Bearer spy_...`` (Firecrawl's) or ``X-API-Ke
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import orjson
 from klein import Klein
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.web.server import Request
 from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
 from werkzeug.exceptions import NotFound as WerkzeugNotFound
@@ -28,6 +30,7 @@ from service.api.http import (
 )
 from service.api.site import request_id_of
 from service.billing import keys, ledger
+from service.billing.idempotency import Answer, Idempotency, checked_key
 from service.billing.pricing import quote
 from service.core.config import Config
 from service.core.errors import (
@@ -39,12 +42,14 @@ from service.core.errors import (
     ServiceUnavailable,
     insufficient_credits,
 )
+from service.core.reactor import running
 from service.core.schemas import ScrapeRequest, parse_json_object
 from service.db import Database
 from service.firecrawl import jobs
-from service.firecrawl.scrape import Version, document, native_scrape
-from service.jobs import outcomes
-from service.jobs.answers import JobAccepted
+from service.firecrawl.scrape import Version, document, failed, firecrawl_message, native_scrape
+from service.jobs import batch_store, outcomes
+from service.jobs.answers import JobAccepted, MapResult
+from service.jobs.batch_store import ACTIVE
 from service.jobs.batches import MAX_URLS
 from service.jobs.crawls import Crawls
 from service.scrape.scraper import Scraper
@@ -58,6 +63,12 @@ ERRORS_LIMIT = 1000  # pages /crawl/{id}/errors lists
 FIRECRAWL_PAGE_BYTES = 10 * 1024 * 1024  # a page of a job's documents, as Firecrawl bounds it
 # a batch's URLs may each be as long as a scrape's (8 KiB), besides the options
 MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
+
+
+class MapTimedOut(ApiError):
+    status = 408
+    code = "timeout"
+    message = "the map found nothing within its timeout; it was not charged"
 
 
 def key_of(request: Request) -> str | None:
@@ -89,6 +100,7 @@ class FirecrawlApi:
         self.database = database
         self.reads = reads
         self.crawls = crawls
+        self.idempotency = Idempotency(database)
 
     def resource(self) -> Any:
         return self.app.resource()
@@ -120,21 +132,58 @@ class FirecrawlApi:
     # scrape ------------------------------------------------------------------------------------
 
     async def scrape(self, request: Request) -> bytes:
-        """``POST /v{1,2}/scrape``."""
+        """``POST /v{1,2}/scrape``: the native scrape of the translated request. A scrape that
+        failed at the target is a 200 with ``success: false``, its document and its error."""
         version = version_of(request)
         data = parse_json_object(read_json_body(request))
         native = native_scrape(data, version)
-        result, remaining = await self.scraper.answer(
-            key_of(request), orjson.dumps(native), request_id=request_id_of(request)
-        )
+        try:
+            result, remaining = await self.scraper.answer(
+                key_of(request), orjson.dumps(native), request_id=request_id_of(request)
+            )
+        except BadRequest as error:  # a native validation message: Firecrawl's field names
+            raise BadRequest(firecrawl_message(error.message)) from None
         request.setHeader(b"X-Credits-Charged", b"%d" % result.credits_charged)
         if remaining is not None:
             request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
-        return render_json(request, {"success": True, "data": document(result, data, version)})
+        doc = document(result, data, version)
+        if failed(result):
+            body = {"success": False, "error": doc["metadata"].get("error"), "data": doc}
+            return render_json(request, body)
+        return render_json(request, {"success": True, "data": doc})
 
     @app.route("/<any(v1,v2):version>/scrape", methods=["POST"])
     async def _scrape_route(self, request: Request, version: str) -> bytes:
         return await self.scrape(request)
+
+    # refused: what Firecrawl offers and this server does not -----------------------------------
+
+    # Firecrawl's endpoints this server does not offer (the SDKs' paths): each a 400 naming it
+    REFUSED = ", ".join(
+        f'"{feature}"'
+        for feature in (
+            "search",
+            "extract",
+            "deep-research",
+            "llmstxt",
+            "agent",
+            "research",
+            "browser",
+            "parse",
+            "monitor",
+            "feedback",
+        )
+    )
+    ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+    @app.route(f"/<any(v1,v2):version>/<any({REFUSED}):feature>", methods=ANY_METHOD)
+    @app.route(f"/<any(v1,v2):version>/<any({REFUSED}):feature>/<path:rest>", methods=ANY_METHOD)
+    def _refused(self, request: Request, version: str, feature: str, rest: str = "") -> bytes:
+        raise BadRequest(f"/{version}/{feature} is not offered by this server")
+
+    @app.route("/<any(v1,v2):version>/scrape/<job>/interact", methods=ANY_METHOD)
+    def _refused_interact(self, request: Request, version: str, job: str) -> bytes:
+        raise BadRequest(f"/{version}/scrape/{{id}}/interact is not offered by this server")
 
     # jobs: crawl, batch scrape, map (service.firecrawl.jobs) -----------------------------------
 
@@ -166,45 +215,106 @@ class FirecrawlApi:
     @app.route("/<any(v1,v2):version>/crawl", methods=["POST"])
     async def crawl(self, request: Request, version: str) -> bytes:
         crawls = self._crawls()
-        data = parse_json_object(read_json_body(request))
-        body, shown = jobs.native_crawl(data, version_of(request), self.config)
+        raw = read_json_body(request)
+        body, shown = jobs.native_crawl(parse_json_object(raw), version_of(request), self.config)
         try:
             asked, options, url = crawls.parse(orjson.dumps(body))
         except BadRequest as exc:
             raise jobs.told_by_firecrawl_names(exc) from None
         caller = await crawls.batches.caller(key_of(request))
-        await self._affordable(caller, options)
-        made = await crawls.create(caller, asked, {**options, "firecrawl": shown}, url)
-        return render_json(request, self._accepted(request, made, "crawl"))
+
+        async def made() -> dict[str, Any]:
+            await self._affordable(caller, options)
+            job = await crawls.create(caller, asked, {**options, "firecrawl": shown}, url)
+            return self._accepted(request, job, "crawl")
+
+        return await self._once(request, caller, "crawl", raw, made)
 
     @app.route("/<any(v1,v2):version>/batch/scrape", methods=["POST"])
     async def batch(self, request: Request, version: str) -> bytes:
         batches = self._crawls().batches
-        data = parse_json_object(read_json_body(request, MAX_BATCH_BODY_BYTES))
-        body, shown, left_out = jobs.native_batch(data, version_of(request))
+        raw = read_json_body(request, MAX_BATCH_BODY_BYTES)
+        body, shown, left_out = jobs.native_batch(parse_json_object(raw), version_of(request))
         options, urls = batches.parse(orjson.dumps(body))
         caller = await batches.caller(key_of(request))
-        await self._affordable(caller, options)
-        made = await batches.create(caller, {**options, "firecrawl": shown}, urls)
-        answer = self._accepted(request, made, "batch")
-        if left_out:
-            answer["invalidURLs"] = left_out
-        return render_json(request, answer)
+
+        async def made() -> dict[str, Any]:
+            await self._affordable(caller, options)
+            job = await batches.create(caller, {**options, "firecrawl": shown}, urls)
+            answer = self._accepted(request, job, "batch")
+            if left_out:
+                answer["invalidURLs"] = left_out
+            return answer
+
+        return await self._once(request, caller, "batch/scrape", raw, made)
+
+    async def _once(
+        self,
+        request: Request,
+        caller: keys.Caller,
+        what: str,
+        body: bytes,
+        made: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> bytes:
+        """The job made, once per idempotency key (Firecrawl's ``x-idempotency-key``, or
+        scrapespy's ``Idempotency-Key``): a call again with the key answers the first call's
+        answer (service.billing.idempotency), and makes no job."""
+        key = checked_key(
+            request.getHeader(b"X-Idempotency-Key") or request.getHeader(b"Idempotency-Key")
+        )
+        if key is None:
+            return render_json(request, await made())
+
+        async def answer() -> Answer:
+            return 200, orjson.dumps(await made())
+
+        endpoint = f"v{version_of(request)}/{what}"
+        (status, payload), replayed = await self.idempotency.run(
+            caller.account_id, key, endpoint, body, answer
+        )
+        if replayed:
+            request.setHeader(b"Idempotent-Replayed", b"true")
+        request.setResponseCode(status)
+        request.setHeader(b"Content-Type", b"application/json")
+        request.setHeader(b"Cache-Control", b"no-store")
+        return payload
 
     @app.route("/<any(v1,v2):version>/map", methods=["POST"])
     async def map(self, request: Request, version: str) -> bytes:
         crawls = self._crawls()
         data = parse_json_object(read_json_body(request))
-        body, kept = jobs.native_map(data, version_of(request))
+        body, ask = jobs.native_map(data, version_of(request))
         try:
             asked = crawls.parse_map(orjson.dumps(body))
         except BadRequest as exc:
             raise jobs.told_by_firecrawl_names(exc) from None
         caller = await crawls.batches.caller(key_of(request))
-        found = await crawls.map(caller, asked)
-        return render_json(
-            request, jobs.map_answer(kept(found["urls"]), found["error"], version_of(request))
-        )
+        found = await self._map_within(crawls.map(caller, asked), ask.seconds)
+        answer = jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
+        return render_json(request, answer)
+
+    @staticmethod
+    async def _map_within(mapping: Coroutine[Any, Any, MapResult], seconds: float | None) -> Any:
+        """The map's answer; past ``seconds``, its fetches are cancelled and it answers what
+        it found by then (charged as any map that found some), or a 408 when that is nothing
+        (unbilled)."""
+        found = Deferred.fromCoroutine(mapping)
+        if seconds is None:
+            return await found
+        timed_out: list[float] = []
+
+        def past(value: Any, timeout: float) -> Any:
+            timed_out.append(timeout)
+            return value
+
+        found.addTimeout(seconds, running(), onTimeoutCancel=past)
+        try:
+            result = await found
+        except CancelledError:
+            raise MapTimedOut() from None
+        if timed_out and not result["urls"]:
+            raise MapTimedOut()
+        return result
 
     @app.route("/<any(v1,v2):version>/crawl/active", methods=["GET"])
     async def active_crawls(self, request: Request, version: str) -> bytes:
@@ -234,21 +344,22 @@ class FirecrawlApi:
             raise NotFound("Job not found")
         version = version_of(request)
         last = found.results[-1][0] if found.results else after
-        running = found.summary["status"] in ("queued", "running")
+        unfinished = found.summary["status"] in ACTIVE
         next_url = None
-        if found.more or running:  # a running job's next page may still come: its cursor
+        if found.more or unfinished:  # a running job's next page may still come: its cursor
             base = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{job_id}"
             next_url = f"{base}?cursor={last}"
         answer = jobs.status_page(found, version, next_url, self.config.job_retention_days)
         return render_json(request, answer)
 
     async def _cancel(self, request: Request, job_id: str, kind: str) -> bytes:
-        batches = self._crawls().batches
-        caller = await batches.caller(key_of(request), reading=True)
+        caller = await self._crawls().batches.caller(key_of(request), reading=True)
         found = await self.database.run(outcomes.kind_of, caller.account_id, job_id[:64])
         if found != kind:
             raise NotFound("Job not found")
-        summary = await batches.cancel(key_of(request), job_id)
+        summary = await self.database.run(batch_store.cancel, caller.account_id, job_id[:64])
+        if summary is None:  # purged meanwhile
+            raise NotFound("Job not found")
         if summary["status"] != "cancelled":
             raise Conflict(f"the job already finished: {jobs.STATUSES[summary['status']]}")
         return render_json(request, {"success": True, "status": "cancelled"})

@@ -1,62 +1,26 @@
-"""Firecrawl's scrape options as a native scrape request, and a native result as Firecrawl's
-document.
+"""A native scrape result as Firecrawl's document, and Firecrawl's scrape options as a native
+request (:mod:`service.firecrawl.options`).
 
-v1 and v2 differ in a few names and shapes (v2's formats may be objects, v2's ``links`` are
-strings); :func:`native_scrape` and :func:`document` take the version.
+Both are pure: the scrape route calls them, and so do the crawl, batch and webhook routes,
+:func:`document` with a stored result's JSON as well as with a :class:`ScrapeResult`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from service.core.errors import BadRequest
+from service.firecrawl.actions import PNG_DATA_URL, action_outputs
+from service.firecrawl.options import (
+    PROXIES,
+    Version,
+    firecrawl_message,
+    format_names,
+    native_scrape,
+)
 from service.scrape.results import ScrapeResult
 
-Version = Literal[1, 2]
-
-# what the SDKs add to every request for their own bookkeeping: accepted, ignored
-BOOKKEEPING = frozenset({"origin", "integration"})
-
-# Firecrawl's format -> the native format that makes it (None: made from the native result)
-FORMATS: dict[str, str | None] = {
-    "markdown": "markdown",
-    "html": "html",
-    "rawHtml": "raw_html",
-    "links": None,
-}
-
-
-def _format_names(value: Any) -> list[str]:
-    if value is None:
-        return ["markdown"]
-    if not isinstance(value, list):
-        raise BadRequest("invalid request: formats: must be a list")
-    names = []
-    for item in value:
-        name = item.get("type") if isinstance(item, dict) else item
-        if not isinstance(name, str):
-            raise BadRequest("invalid request: formats: each is a string or an object with type")
-        if name not in FORMATS:
-            raise BadRequest(f"invalid request: formats: {name!r} is not supported")
-        names.append(name)
-    return names
-
-
-def native_scrape(data: dict[str, Any], version: Version) -> dict[str, Any]:
-    """The native ``POST /scrape`` body for Firecrawl's scrape ``data`` (url and options)."""
-    options = {k: v for k, v in data.items() if k not in BOOKKEEPING}
-    url = options.pop("url", None)
-    formats = _format_names(options.pop("formats", None))
-    only_main = options.pop("onlyMainContent", True)
-    if options:
-        raise BadRequest(f"unknown field {sorted(options)[0]!r}")
-    native: dict[str, Any] = {
-        "url": url,
-        "formats": sorted({FORMATS[name] for name in formats if FORMATS[name]}),
-        "only_main_content": only_main,
-    }
-    return native
+__all__ = ["Version", "document", "failed", "firecrawl_message", "metadata", "native_scrape"]
 
 
 def _field(result: ScrapeResult | Mapping[str, Any], name: str) -> Any:
@@ -65,28 +29,115 @@ def _field(result: ScrapeResult | Mapping[str, Any], name: str) -> Any:
     return getattr(result, name, None)
 
 
+# Firecrawl's metadata key -> the meta tag it is read from
+META_KEYS = {
+    "description": "description",
+    "keywords": "keywords",
+    "robots": "robots",
+    "language": "content-language",
+    "ogTitle": "og:title",
+    "ogDescription": "og:description",
+    "ogUrl": "og:url",
+    "ogImage": "og:image",
+    "ogAudio": "og:audio",
+    "ogDeterminer": "og:determiner",
+    "ogLocale": "og:locale",
+    "ogSiteName": "og:site_name",
+    "ogVideo": "og:video",
+    "dcTermsCreated": "dcterms.created",
+    "dcDateCreated": "dc.date.created",
+    "dcDate": "dc.date",
+    "dcTermsType": "dcterms.type",
+    "dcType": "dc.type",
+    "dcTermsAudience": "dcterms.audience",
+    "dcTermsSubject": "dcterms.subject",
+    "dcSubject": "dc.subject",
+    "dcDescription": "dc.description",
+    "dcTermsKeywords": "dcterms.keywords",
+    "modifiedTime": "article:modified_time",
+    "publishedTime": "article:published_time",
+    "articleTag": "article:tag",
+    "articleSection": "article:section",
+}
+
+
+def failed(result: ScrapeResult | Mapping[str, Any]) -> bool:
+    """Whether Firecrawl's answer is ``success: false``: the scrape failed or was blocked (and
+    was not billed)."""
+    return not _field(result, "success") or bool(_field(result, "blocked"))
+
+
+def _error(result: ScrapeResult | Mapping[str, Any]) -> str | None:
+    if _field(result, "blocked"):
+        vendor = _field(result, "block_reason")
+        return f"the target answered with an anti-bot page ({vendor})" if vendor else "blocked"
+    return _field(result, "error")  # type: ignore[no-any-return]
+
+
+def metadata(result: ScrapeResult | Mapping[str, Any]) -> dict[str, Any]:
+    """Firecrawl's ``metadata``: the page's meta tags by their own names and by Firecrawl's,
+    then how the scrape went; only the keys that have a value, as Firecrawl sends them."""
+    meta: Mapping[str, str] = _field(result, "meta") or {}
+    status = _field(result, "status_code")
+    found = {
+        **meta,
+        "title": _field(result, "title"),
+        **{key: meta.get(tag) for key, tag in META_KEYS.items()},
+        "sourceURL": _field(result, "url"),
+        "url": _field(result, "final_url"),
+        "statusCode": status or None,
+        "error": _error(result) if failed(result) else None,
+        "proxyUsed": "stealth" if _field(result, "tier_used") == "residential" else "basic",
+        "cacheState": "hit" if _field(result, "cached") else "miss",
+        "creditsUsed": _field(result, "credits_charged"),
+    }
+    return {key: value for key, value in found.items() if value not in (None, "")}
+
+
+def _links(result: ScrapeResult | Mapping[str, Any]) -> list[str]:
+    return list(dict.fromkeys(link["href"] for link in _field(result, "links") or ()))
+
+
+def _warning(result: ScrapeResult | Mapping[str, Any], data: Mapping[str, Any]) -> str | None:
+    notes = []
+    truncated = _field(result, "truncated")
+    if truncated:
+        notes.append(f"cut to their size limit: {', '.join(truncated)}")
+    wanted = PROXIES.get(data.get("proxy") or "")
+    if wanted not in (None, "auto", _field(result, "tier_used")) and not failed(result):
+        notes.append(f"the {data['proxy']} proxy pool was unavailable; the page came directly")
+    return "; ".join(notes) or None
+
+
+# what each format of the document is read from
+DOCUMENT_FIELDS: dict[str, Callable[[ScrapeResult | Mapping[str, Any]], Any]] = {
+    "markdown": lambda result: _field(result, "markdown"),
+    "html": lambda result: _field(result, "html"),
+    "rawHtml": lambda result: _field(result, "raw_html"),
+    "links": _links,
+    "images": lambda result: list(_field(result, "images") or ()),
+    "screenshot": lambda result: (
+        PNG_DATA_URL + shot if (shot := _field(result, "screenshot")) else None
+    ),
+}
+
+
 def document(
     result: ScrapeResult | Mapping[str, Any], data: Mapping[str, Any], version: Version
 ) -> dict[str, Any]:
     """Firecrawl's document of ``result`` (a native result, or its JSON as jobs store it), the
     answer to Firecrawl's scrape options ``data``."""
-    formats = _format_names(data.get("formats"))
+    names, _ = format_names(data.get("formats"))
     doc: dict[str, Any] = {}
-    for name, field in (("markdown", "markdown"), ("html", "html"), ("rawHtml", "raw_html")):
-        if name in formats:
-            doc[name] = _field(result, field)
-    if "links" in formats:
-        doc["links"] = [link["href"] for link in _field(result, "links") or ()]
-    meta = _field(result, "meta") or {}
-    doc["metadata"] = {
-        "title": _field(result, "title"),
-        "description": meta.get("description"),
-        "sourceURL": _field(result, "url"),
-        "url": _field(result, "final_url"),
-        "statusCode": _field(result, "status_code"),
-        "error": _field(result, "error"),
-        "proxyUsed": "stealth" if _field(result, "tier_used") == "residential" else "basic",
-        "cacheState": "hit" if _field(result, "cached") else "miss",
-        "creditsUsed": _field(result, "credits_charged"),
-    }
+    for name in names:
+        value = DOCUMENT_FIELDS[name](result)
+        if value is not None:
+            doc[name] = value
+    actions = data.get("actions")
+    if actions:
+        doc["actions"] = action_outputs(actions, _field(result, "action_results") or ())
+    warning = _warning(result, data)
+    if warning:
+        doc["warning"] = warning
+    doc["metadata"] = metadata(result)
     return doc

@@ -580,7 +580,7 @@ def _tell(conn: Connection, job_seq: int, status: str) -> None:
     hook = webhook_store.wanted(conn, job_seq, event)
     if hook is not None:
         account_id, url, _ = hook
-        webhook_store.record(conn, job_seq, account_id, url, event, _summary(conn, job_seq))
+        webhook_store.record(conn, job_seq, account_id, url, event, summary_of(conn, job_seq))
 
 
 def _tell_page(conn: Connection, job_seq: int, page_id: int) -> None:
@@ -627,7 +627,7 @@ def cancel(conn: Connection, account_id: int, public_id: str) -> JobSummary | No
     if seq is None:
         return None
     stop_job(conn, seq, "cancelled", None)
-    return _summary(conn, seq)
+    return summary_of(conn, seq)
 
 
 def _job_row(conn: Connection, seq: int) -> Any:
@@ -638,7 +638,7 @@ def _charged_by_hold() -> Any:
     return and_(usage.c.hold_id == job_pages.c.hold_id, usage.c.hold_id.is_not(None))
 
 
-def _summary(conn: Connection, seq: int) -> JobSummary:
+def summary_of(conn: Connection, seq: int) -> JobSummary:
     job = _job_row(conn, seq)
     counts: Counts = {"done": 0, "failed": 0, "blocked": 0, "pending": 0, "skipped": 0}
     tally = cast(dict[str, int], counts)  # each status the pages' rows may have is a key
@@ -671,7 +671,7 @@ def view(conn: Connection, account_id: int, public_id: str, after: int, limit: i
     seq = job_seq_of(conn, account_id, public_id)
     if seq is None:
         return None
-    summary = _summary(conn, seq)
+    summary = summary_of(conn, seq)
     rows = conn.execute(
         select(
             job_pages.c.position,

@@ -15,8 +15,7 @@ from sqlalchemy import Connection, select
 from service.db.tables import job_pages, jobs
 from service.db.times import timestamp
 from service.jobs.answers import JobSummary
-from service.jobs.batch_store import ACTIVE
-from service.jobs.batch_store import _summary as summary_of
+from service.jobs.batch_store import ACTIVE, summary_of
 
 UNSCRAPED = ("failed", "blocked")
 
