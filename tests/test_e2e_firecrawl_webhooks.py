@@ -21,7 +21,7 @@ import orjson
 import pytest
 from firecrawl import Firecrawl, V1FirecrawlApp
 from firecrawl.v1.client import V1WebhookConfig
-from firecrawl.v2.types import WebhookConfig
+from firecrawl.v2.types import ScrapeOptions, WebhookConfig
 from standardwebhooks.webhooks import Webhook
 
 from harness.service import Accounts, ServiceProcess, call
@@ -264,6 +264,7 @@ def test_a_v2_crawl_sends_firecrawl_s_events_with_the_user_s_headers_and_metadat
         limit=5,
         sitemap="skip",
         webhook=hook,
+        scrape_options=ScrapeOptions(formats=["markdown"]),
     )
     got = receiver.wait("/fc-crawl", 4)
     events = by_type(secret_of(accounts, account_id), got)
@@ -292,9 +293,9 @@ def test_a_v2_batch_s_webhook_may_be_a_url_alone(
 ) -> None:
     account_id, key = accounts.create(credits=100)
     urls = add_pages(site, "/fc-batch", 2)
-    body = {"urls": urls, "formats": ["markdown", "links"], "webhook": receiver.url("/fc-batch")}
-    reply = call("POST", fc_service.url("/v2/batch/scrape"), body, key=key)
-    assert reply.status == 200 and reply.json["success"] is True, reply.body
+    job = Firecrawl(api_key=key, api_url=fc_service.base).start_batch_scrape(
+        urls, formats=["markdown", "links"], webhook=receiver.url("/fc-batch")
+    )
     events = by_type(secret_of(accounts, account_id), receiver.wait("/fc-batch", 4))
     assert sorted(events) == ["batch_scrape.completed", "batch_scrape.page", "batch_scrape.started"]
     assert {p["data"][0]["metadata"]["sourceURL"] for _, p in events["batch_scrape.page"]} == set(
@@ -303,8 +304,7 @@ def test_a_v2_batch_s_webhook_may_be_a_url_alone(
     for _, payload in events["batch_scrape.page"]:  # the formats the batch asked for
         [doc] = payload["data"]
         assert "Text of page" in doc["markdown"] and doc["links"] == [site.url("/article")]
-    job_id = reply.json["id"]
-    assert all(p["id"] == job_id and p["metadata"] == {} for t in events.values() for _, p in t)
+    assert all(p["id"] == job.id and p["metadata"] == {} for t in events.values() for _, p in t)
 
 
 def test_a_v1_crawl_sends_only_the_events_asked_for(

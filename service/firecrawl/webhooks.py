@@ -26,7 +26,8 @@ from typing import Any
 import orjson
 
 from service.core.errors import BadRequest
-from service.firecrawl.scrape import FORMATS, Version, document
+from service.firecrawl.options import FORMATS
+from service.firecrawl.scrape import Version, document
 from service.jobs.webhook_flavours import Flavour, Outgoing
 from service.jobs.webhook_spec import EVENTS, checked_webhook
 from service.jobs.webhook_store import Delivery
