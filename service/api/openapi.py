@@ -13,7 +13,7 @@ from service.core.schemas import BuyRequest, ScrapeRequest
 from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem, JobSummary, MapResult
 from service.jobs.batches import JOBS_LIMIT, MAX_URLS
 from service.jobs.crawl_rules import CrawlRules, MapRequest
-from service.jobs.webhooks import WebhookSpec
+from service.jobs.webhook_spec import WebhookSpec
 from service.scrape import results
 
 _ERROR = {
@@ -152,7 +152,7 @@ def crawl_request() -> dict[str, Any]:
 
 
 def webhook_schema() -> dict[str, Any]:
-    """A job's ``webhook`` (service.jobs.webhooks): where its signed events go, and which."""
+    """A job's ``webhook`` (service.jobs.webhook_spec): where its signed events go, and which."""
     schema: dict[str, Any] = WebhookSpec.model_json_schema()
     schema["properties"]["events"]["uniqueItems"] = True
     schema["properties"]["url"] = {

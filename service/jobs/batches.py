@@ -48,7 +48,7 @@ from service.db.grouped import Grouped
 from service.db.hot import HotConnection
 from service.jobs import batch_store, crawl_store
 from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem, JobSummary
-from service.jobs.webhooks import take_webhook
+from service.jobs.webhook_spec import take_webhook
 from service.scrape.engine import SHUTTING_DOWN, EngineBridge
 from service.scrape.order import ScrapeOrder
 from service.scrape.results import ACTION_FIELDS, OUTPUTS, TRUNCATED, ScrapeResult
@@ -247,7 +247,7 @@ class Batches:
         self, caller: keys.Caller, options: dict[str, Any], urls: list[str]
     ) -> JobAccepted:
         """Stores the job; ``options`` are its pages' scrape options and, under ``webhook``, the
-        job's webhook as service.jobs.webhooks.take_webhook checked it."""
+        job's webhook as service.jobs.webhook_spec.take_webhook checked it."""
         options = dict(options)
         webhook = options.pop("webhook", None)
         public_id = uuid.uuid4().hex

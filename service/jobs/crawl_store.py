@@ -67,7 +67,7 @@ def create_crawl(
     slots: int,
     webhook: dict[str, Any] | None = None,
 ) -> int:
-    """Stores a crawl (with its webhook, as service.jobs.webhooks checked it) and its seed pages
+    """Stores a crawl (with its webhook, as service.jobs.webhook_spec checked it) and its seed pages
     (normalised, without duplicates, at depth 0); raises TooManyJobs as a batch does. With no
     seed (a sitemap-only crawl of a site without one) the job is completed at once."""
     room_for_a_job(conn, account_id, limit)

@@ -31,7 +31,7 @@ from service.jobs.batch_store import TooManyJobs as StoredTooManyJobs
 from service.jobs.batches import Batches, TooManyJobs
 from service.jobs.crawl_rules import CRAWL_FIELDS, CrawlRules, MapRequest, Rules, normalised
 from service.jobs.sitemaps import sitemap_urls
-from service.jobs.webhooks import take_webhook
+from service.jobs.webhook_spec import take_webhook
 from service.scrape.order import ScrapeOrder
 
 MAP_FAILED: Final = "map_failed"
@@ -49,7 +49,7 @@ class Crawls:
 
     def parse(self, body: bytes) -> tuple[CrawlRules, dict[str, Any], str]:
         """The crawl's own fields, the scrape options of its pages (with, under ``webhook``, the
-        job's webhook as service.jobs.webhooks checked it), and its start URL (checked as
+        job's webhook as service.jobs.webhook_spec checked it), and its start URL (checked as
         ``POST /scrape`` checks it with those options); a 400 names the field."""
         data = parse_json_object(body)
         if "urls" in data:

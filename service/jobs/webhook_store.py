@@ -39,12 +39,21 @@ EVENT_OF_STATUS = {
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
+    """One delivery as an attempt sends it, with what its flavour's body is made of: the
+    event, and the job's public id, kind, webhook and scrape options
+    (service.jobs.webhook_flavours)."""
+
     id: int
     message_id: str
     account_id: int
     url: str
     payload: str
     attempts: int
+    event: str
+    job_id: str
+    kind: str
+    hook: Mapping[str, Any]
+    options: Mapping[str, Any]
 
 
 def new_secret() -> str:
@@ -182,9 +191,29 @@ def resume(
 
 def _loaded(conn: Connection, delivery_id: int) -> tuple[Delivery, str]:
     row = conn.execute(
-        select(webhook_deliveries).where(webhook_deliveries.c.id == delivery_id)
+        select(
+            webhook_deliveries,
+            jobs.c.public_id,
+            jobs.c.kind,
+            jobs.c.webhook,
+            jobs.c.options,
+        )
+        .select_from(webhook_deliveries.join(jobs, jobs.c.seq == webhook_deliveries.c.job_seq))
+        .where(webhook_deliveries.c.id == delivery_id)
     ).one()
-    delivery = Delivery(row.id, row.message_id, row.account_id, row.url, row.payload, row.attempts)
+    delivery = Delivery(
+        row.id,
+        row.message_id,
+        row.account_id,
+        row.url,
+        row.payload,
+        row.attempts,
+        event=row.event,
+        job_id=row.public_id,
+        kind=row.kind,
+        hook=orjson.loads(row.webhook or "{}"),
+        options=orjson.loads(row.options),
+    )
     return delivery, secret_of(conn, row.account_id)
 
 

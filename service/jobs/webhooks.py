@@ -1,9 +1,11 @@
-"""Signed webhooks of jobs: ``"webhook": {"url", "events"}`` on a job, delivered under the
-Standard Webhooks scheme.
+"""Signed webhooks of jobs: the deliveries of a job's ``webhook``, sent under the Standard
+Webhooks scheme.
 
 What a job's events are and when each is stored: service.jobs.batch_store (in the transaction of the
-event) and service.jobs.webhook_store (the rows). This module validates a job's ``webhook``
-(:func:`take_webhook`) and sends the deliveries (:class:`WebhookSender`).
+event) and service.jobs.webhook_store (the rows); a job's ``webhook`` is checked by
+service.jobs.webhook_spec. This module sends the deliveries (:class:`WebhookSender`). A webhook
+of another flavour (Firecrawl's, for the jobs of service.firecrawl) is delivered by the same
+machinery with its own body and headers (service.jobs.webhook_flavours).
 
 Signing is the ``standardwebhooks`` package's (the scheme's own reference library): each attempt
 carries ``webhook-id`` (the delivery's, the same on every attempt, for receivers to drop
@@ -33,14 +35,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
-from standardwebhooks.webhooks import Webhook
 from twisted.internet.defer import CancelledError, Deferred, DeferredList
 from twisted.internet.defer import TimeoutError as DeferredTimeout
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
@@ -54,76 +54,21 @@ from zope.interface import implementer
 
 from service.browser.egress import parse_test_public_hosts
 from service.core.config import Config
-from service.core.errors import BadRequest
 from service.core.reactor import running
-from service.core.schemas import _HTTP_URL, MAX_URL_LENGTH, _Strict, validate
 from service.db import Database
 from service.egress.addresses import BLOCKED_MESSAGE, is_public_address, parse_host_literal
 from service.jobs import webhook_store
 from service.jobs.queue_worker import QueueWorker
+from service.jobs.webhook_flavours import NATIVE, Flavour, Outgoing, flavour_of, native
 
 log = logging.getLogger(__name__)
 
-Event = Literal["started", "page", "completed", "failed"]
-EVENTS: tuple[Event, ...] = ("started", "page", "completed", "failed")
 POLL_SECONDS = 1.0  # how often an instance looks for due deliveries
 IN_FLIGHT = 16  # deliveries one instance sends at once
 BACKOFF_FACTOR = 4
-USER_AGENT = b"scrapespy-webhooks/1"
+USER_AGENT = "scrapespy-webhooks/1"
 TASK = "scrapespy.webhook_delivery"
 QUEUE = "webhooks"
-
-
-class WebhookSpec(_Strict):
-    """A job's ``webhook``: where to POST its events, and which (all four when left out)."""
-
-    url: str = Field(max_length=MAX_URL_LENGTH)
-    events: list[Event] = Field(
-        default_factory=lambda: list(EVENTS), min_length=1, max_length=len(EVENTS)
-    )
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        value = value.strip()
-        parts = urlsplit(value)
-        try:
-            parts.port  # noqa: B018 - raises ValueError on a bad port
-        except ValueError:
-            raise ValueError("must be a valid http or https URL") from None
-        if (
-            _HTTP_URL.search(value) is None
-            or parts.scheme.lower() not in ("http", "https")
-            or not parts.hostname
-            or any(ch.isspace() for ch in value)
-        ):
-            raise ValueError("must be a valid http or https URL")
-        return value
-
-    @field_validator("events")
-    @classmethod
-    def _distinct(cls, value: list[Event]) -> list[Event]:
-        if len(set(value)) != len(value):
-            raise ValueError("must not name an event twice")
-        return value
-
-
-class _WithWebhook(_Strict):
-    webhook: WebhookSpec
-
-
-def take_webhook(data: dict[str, Any], config: Config) -> dict[str, Any] | None:
-    """Takes ``webhook`` out of a job's body (the rest are scrape options): checked, as stored
-    on the job, or None. A URL whose host is a literal non-public address is a 400 when the
-    service does not reach private targets; a name that resolves to one fails at delivery."""
-    if "webhook" not in data:
-        return None
-    spec = validate(_WithWebhook, {"webhook": data.pop("webhook")}).webhook
-    host = urlsplit(spec.url).hostname or ""
-    literal = parse_host_literal(host)
-    if not config.allow_private_targets and literal is not None and not is_public_address(literal):
-        raise BadRequest(f"invalid request: 'webhook.url': {BLOCKED_MESSAGE}")
-    return {"url": spec.url, "events": [event for event in EVENTS if event in spec.events]}
 
 
 class DeliveryFailed(Exception):
@@ -157,8 +102,15 @@ class _Ignore(Protocol):
 
 
 class WebhookSender:
-    def __init__(self, config: Config, database: Database, instance: str = "webhooks"):
+    def __init__(
+        self,
+        config: Config,
+        database: Database,
+        instance: str = "webhooks",
+        flavours: Mapping[str, Flavour] | None = None,
+    ):
         self.config = config
+        self.flavours: dict[str, Flavour] = {NATIVE: native, **(flavours or {})}
         self.database = database
         self.instance = instance
         self.test_hosts = parse_test_public_hosts(config.egress_test_public_hosts)
@@ -311,23 +263,14 @@ class WebhookSender:
         if https:
             endpoint = wrapClientTLS(optionsForClientTLS(host), endpoint)
         agent = Agent.usingEndpointFactory(reactor, _Bound(endpoint))
-        sent_at = datetime.now(UTC)
-        headers = Headers(
-            {
-                b"content-type": [b"application/json"],
-                b"user-agent": [USER_AGENT],
-                b"webhook-id": [delivery.message_id.encode()],
-                b"webhook-timestamp": [str(int(sent_at.timestamp())).encode()],
-                b"webhook-signature": [
-                    Webhook(secret).sign(delivery.message_id, sent_at, delivery.payload).encode()
-                ],
-            }
-        )
+        outgoing = self._outgoing(delivery, secret)
+        headers = {"content-type": "application/json", "user-agent": USER_AGENT}
+        headers |= {name.lower(): value for name, value in outgoing.headers.items()}
         request = agent.request(
             b"POST",
             delivery.url.encode(),
-            headers,
-            FileBodyProducer(BytesIO(delivery.payload.encode())),
+            Headers({name.encode(): [value.encode()] for name, value in headers.items()}),
+            FileBodyProducer(BytesIO(outgoing.body)),
         )
         request.addTimeout(timeout, reactor)
         try:
@@ -343,6 +286,18 @@ class WebhookSender:
             pass
         if not 200 <= response.code < 300:
             raise DeliveryFailed(f"the receiver answered HTTP {response.code}")
+
+    def _outgoing(self, delivery: webhook_store.Delivery, secret: str) -> Outgoing:
+        """The attempt's body and headers, by the webhook's flavour; a flavour this process
+        has no builder for (or whose builder fails) is a failed attempt, tried again."""
+        flavour = self.flavours.get(flavour_of(delivery))
+        if flavour is None:
+            raise DeliveryFailed(f"no sender for webhooks of flavour {flavour_of(delivery)!r}")
+        try:
+            return flavour(delivery, secret, datetime.now(UTC))
+        except Exception as exc:
+            log.exception("webhook delivery %s could not be built", delivery.message_id)
+            raise DeliveryFailed(f"the delivery could not be built: {exc}") from None
 
     async def _address(self, host: str, port: int) -> str:
         """The first address of ``host`` the service may reach; raises DeliveryFailed."""

@@ -23,6 +23,7 @@ from service.core.config import Config
 from service.core.headers import security_headers
 from service.dashboard.app import Dashboard
 from service.db import Database
+from service.firecrawl.webhooks import FLAVOURS as FIRECRAWL_WEBHOOKS
 from service.jobs.batches import Batches
 from service.jobs.queue import LocalQueue, PostgresQueue
 from service.jobs.webhooks import WebhookSender
@@ -119,7 +120,7 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     else:
         batches.queue = LocalQueue(batches)
     batches.queue.start()
-    webhooks = WebhookSender(config, database, batches.instance)
+    webhooks = WebhookSender(config, database, batches.instance, FIRECRAWL_WEBHOOKS)
     if isinstance(batches.queue, PostgresQueue):
         webhooks.use_queue(batches.queue.app)
     webhooks.start()
