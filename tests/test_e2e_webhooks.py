@@ -290,6 +290,9 @@ def test_a_failing_receiver_gets_the_delivery_again_until_it_answers(
         ({"url": "http://example.com/", "events": ["done"]}, "'webhook.events[0]'"),
         ({"url": "http://example.com/", "events": ["page", "page"]}, "name an event twice"),
         ({"url": "http://example.com/", "secret": "x"}, "unknown field 'webhook.secret'"),
+        # the fields of Firecrawl's flavour are its routes' own, not the native API's
+        ({"url": "http://example.com/", "flavour": "firecrawl"}, "unknown field 'webhook.flavour'"),
+        ({"url": "http://example.com/", "headers": {"a": "b"}}, "unknown field 'webhook.headers'"),
         ("http://example.com/", "'webhook'"),
     ],
 )

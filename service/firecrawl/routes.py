@@ -52,6 +52,7 @@ from service.jobs.answers import JobAccepted, MapResult
 from service.jobs.batch_store import ACTIVE
 from service.jobs.batches import MAX_URLS
 from service.jobs.crawls import Crawls
+from service.jobs.webhook_spec import reachable
 from service.scrape.scraper import Scraper
 
 log = logging.getLogger(__name__)
@@ -217,10 +218,13 @@ class FirecrawlApi:
         crawls = self._crawls()
         raw = read_json_body(request)
         body, shown = jobs.native_crawl(parse_json_object(raw), version_of(request), self.config)
+        webhook = body.pop("webhook", None)  # Firecrawl's flavour: the native body has no such
         try:
             asked, options, url = crawls.parse(orjson.dumps(body))
         except BadRequest as exc:
             raise jobs.told_by_firecrawl_names(exc) from None
+        if webhook is not None:
+            options["webhook"] = reachable(webhook, self.config)
         caller = await crawls.batches.caller(key_of(request))
 
         async def made() -> dict[str, Any]:
@@ -235,7 +239,10 @@ class FirecrawlApi:
         batches = self._crawls().batches
         raw = read_json_body(request, MAX_BATCH_BODY_BYTES)
         body, shown, left_out = jobs.native_batch(parse_json_object(raw), version_of(request))
+        webhook = body.pop("webhook", None)
         options, urls = batches.parse(orjson.dumps(body))
+        if webhook is not None:
+            options["webhook"] = reachable(webhook, self.config)
         caller = await batches.caller(key_of(request))
 
         async def made() -> dict[str, Any]:

@@ -74,7 +74,8 @@ def native_webhook(value: Any, version: Version) -> dict[str, Any]:
             "version": version,
             "headers": given.get("headers", {}),
             "metadata": given.get("metadata", {}),
-        }
+        },
+        flavoured=True,
     )
 
 

@@ -118,18 +118,27 @@ class FlavouredSpec(WebhookSpec):
 
 
 class _WithWebhook(_Strict):
+    webhook: WebhookSpec
+
+
+class _WithFlavoured(_Strict):
     webhook: FlavouredSpec
 
 
-def checked_webhook(value: Any) -> dict[str, Any]:
+def checked_webhook(value: Any, *, flavoured: bool = False) -> dict[str, Any]:
     """A job's ``webhook`` as stored on the job: ``{"url", "events"}``, and for another
-    flavour its ``flavour``, ``version``, ``headers`` and ``metadata``; a 400 names the field."""
-    spec = validate(_WithWebhook, {"webhook": value}).webhook
+    flavour (``flavoured``: a front of another API asks) its ``flavour``, ``version``,
+    ``headers`` and ``metadata``; a 400 names the field. The native API's webhook has no
+    other field."""
+    if flavoured:
+        spec: WebhookSpec = validate(_WithFlavoured, {"webhook": value}).webhook
+    else:
+        spec = validate(_WithWebhook, {"webhook": value}).webhook
     stored: dict[str, Any] = {
         "url": spec.url,
         "events": [event for event in EVENTS if event in spec.events],
     }
-    if spec.flavour is not None:
+    if isinstance(spec, FlavouredSpec) and spec.flavour is not None:
         stored |= {
             "flavour": spec.flavour,
             "version": spec.version or 2,
@@ -145,7 +154,11 @@ def take_webhook(data: dict[str, Any], config: Config) -> dict[str, Any] | None:
     service does not reach private targets; a name that resolves to one fails at delivery."""
     if "webhook" not in data:
         return None
-    stored = checked_webhook(data.pop("webhook"))
+    return reachable(checked_webhook(data.pop("webhook")), config)
+
+
+def reachable(stored: dict[str, Any], config: Config) -> dict[str, Any]:
+    """``stored``, unless its URL's host is a literal address the service may not reach."""
     host = urlsplit(stored["url"]).hostname or ""
     literal = parse_host_literal(host)
     if not config.allow_private_targets and literal is not None and not is_public_address(literal):
