@@ -168,6 +168,18 @@ def _cursor(raw: list[bytes] | None) -> int | None:
     return int(text)
 
 
+SESSION_REFUSED = (
+    "invalid request: 'session': a job's pages do not run in a session (yet); "
+    'scrape them with POST /scrape and "session"'
+)
+
+
+def refuse_session(options: dict[str, Any]) -> None:
+    """A job's pages are scraped without a session: a 400 rather than a silent no."""
+    if "session" in options or "session_idle_seconds" in options:
+        raise BadRequest(SESSION_REFUSED)
+
+
 class Batches:
     def __init__(
         self,
@@ -219,6 +231,7 @@ class Batches:
             raise BadRequest(
                 f"invalid request: 'urls': must be a list of 1 to {MAX_URLS} URLs (strings)"
             )
+        refuse_session(data)
         webhook = take_webhook(data, self.config)
         # the options once, selectors compiled: their errors name their field; then each URL
         # with them (compiling the selectors 1,000 times over took 25 ms of the reactor thread)
