@@ -21,8 +21,10 @@ from urllib.parse import parse_qs
 import pytest
 
 from harness.service import Accounts, ServiceProcess, call
+from tests.conftest import a_database_of_its_own
 from tests.proxies import ForwardProxy
 from tests.relay import Relay
+from tests.test_e2e_batch import JOBS_ENV, all_results, wait_finished
 
 USER, PASSWORD = "alice", "s3cret-pw"
 LOGIN_PAGE = """<!doctype html><html><head><title>Log in</title></head><body>
@@ -33,6 +35,7 @@ LOGIN_PAGE = """<!doctype html><html><head><title>Log in</title></head><body>
 </form></body></html>"""
 MEMBERS_PAGE = """<!doctype html><html><head><title>Members</title></head><body>
 <p id="who">Welcome, {user}</p><p id="visits">visits unknown</p>
+<a href="/members/one">one</a> <a href="/members/two">two</a>
 <script>
 var n = Number(localStorage.getItem("visits") || 0) + 1;
 localStorage.setItem("visits", String(n));
@@ -74,7 +77,7 @@ class LoginSite:
                     pre = secrets.token_hex(8)
                     site.forms[pre] = csrf = secrets.token_hex(8)
                     self.answer(200, LOGIN_PAGE.format(csrf=csrf), Set_Cookie=f"pre={pre}; Path=/")
-                elif self.path == "/members":
+                elif self.path in ("/members", "/members/one", "/members/two"):
                     user = site.members.get(cookies.get("member", ""))
                     if user is None:
                         self.answer(302, "", Location="/login")
@@ -148,17 +151,31 @@ def exits() -> Iterator[list[Exit]]:
 
 
 @pytest.fixture(scope="module")
+def sessions_db(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Accounts]]:
+    """Its own database: no other instance takes this module's jobs' pages."""
+    yield from a_database_of_its_own(database_url, tmp_path_factory.mktemp("sessions-db"))
+
+
+@pytest.fixture(scope="module")
+def accounts(sessions_db: tuple[str, Accounts]) -> Accounts:
+    return sessions_db[1]
+
+
+@pytest.fixture(scope="module")
 def sessions_service(
-    database_url: str, exits: list[Exit], tmp_path_factory: pytest.TempPathFactory
+    sessions_db: tuple[str, Accounts], exits: list[Exit], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
     env = {
+        **JOBS_ENV,
         "SCRAPESPY_PROXIES_DATACENTER": ",".join(proxy.url for proxy in exits),
         "SCRAPESPY_PROXY_BENCH_SECONDS": "300",
         "SCRAPESPY_SESSIONS_PER_ACCOUNT": "3",
         "SCRAPESPY_SESSION_MAX_IDLE_SECONDS": "3600",
     }
     workdir: Path = tmp_path_factory.mktemp("sessions")
-    proc = ServiceProcess(database_url, workdir, env=env).start()
+    proc = ServiceProcess(sessions_db[0], workdir, env=env).start()
     yield proc
     proc.stop()
 
@@ -331,12 +348,53 @@ def test_one_session_keeps_one_exit_until_it_dies(
     assert through(other) == 2
 
 
-def test_jobs_refuse_a_session(sessions_service: ServiceProcess, accounts: Accounts) -> None:
-    _, key = accounts.create(credits=100)
+def test_a_crawl_behind_a_login_runs_its_pages_in_the_session(
+    sessions_service: ServiceProcess, accounts: Accounts, login_site: LoginSite
+) -> None:
+    _, key = accounts.create(credits=1000)
+    log_in(sessions_service, key, login_site, "crawler")
+    reply = call(
+        "POST",
+        sessions_service.url("/crawl"),
+        {"url": login_site.url("/members"), "session": "crawler", "max_pages": 5},
+        key=key,
+    )
+    assert reply.status == 202, reply.body
+    found = wait_finished(sessions_service, key, reply.json["id"])
+    assert found["status"] == "completed", found
+    results = all_results(sessions_service, key, reply.json["id"])
+    crawled = {entry["url"].removeprefix(login_site.url("")): entry for entry in results}
+    assert set(crawled) == {"/members", "/members/one", "/members/two"}
+    for entry in crawled.values():
+        assert entry["status"] == "done", entry
+        assert "Welcome, alice" in entry["result"]["text"]
+        assert entry["result"]["final_url"] == entry["url"]  # no page was sent to the form
+
+    # a batch in another account's session of the same name is a stranger's
+    _, other = accounts.create(credits=100)
     batch = call(
         "POST",
         sessions_service.url("/batch"),
-        {"urls": ["http://127.0.0.1:9/a"], "session": "x"},
+        {"urls": [login_site.url("/members/one")], "session": "crawler"},
+        key=other,
+    )
+    assert batch.status == 202, batch.body
+    wait_finished(sessions_service, other, batch.json["id"])
+    [entry] = all_results(sessions_service, other, batch.json["id"])
+    assert entry["result"]["title"] == "Log in"
+
+
+def test_a_job_past_the_bound_of_sessions_is_refused_before_it_is_stored(
+    sessions_service: ServiceProcess, accounts: Accounts, login_site: LoginSite
+) -> None:
+    _, key = accounts.create(credits=100)
+    for name in ("a", "b", "c"):
+        scrape(sessions_service, key, {"url": login_site.url("/open"), "session": name})
+    batch = call(
+        "POST",
+        sessions_service.url("/batch"),
+        {"urls": [login_site.url("/open")], "session": "d"},
         key=key,
     )
-    assert batch.status == 400 and "'session'" in batch.json["error"]
+    assert batch.status == 409 and batch.headers.get("X-Error-Code") == "too_many_sessions"
+    assert call("GET", sessions_service.url("/jobs"), key=key).json["items"] == []

@@ -168,18 +168,6 @@ def _cursor(raw: list[bytes] | None) -> int | None:
     return int(text)
 
 
-SESSION_REFUSED = (
-    "invalid request: 'session': a job's pages do not run in a session (yet); "
-    'scrape them with POST /scrape and "session"'
-)
-
-
-def refuse_session(options: dict[str, Any]) -> None:
-    """A job's pages are scraped without a session: a 400 rather than a silent no."""
-    if "session" in options or "session_idle_seconds" in options:
-        raise BadRequest(SESSION_REFUSED)
-
-
 class Batches:
     def __init__(
         self,
@@ -231,7 +219,6 @@ class Batches:
             raise BadRequest(
                 f"invalid request: 'urls': must be a list of 1 to {MAX_URLS} URLs (strings)"
             )
-        refuse_session(data)
         webhook = take_webhook(data, self.config)
         # the options once, selectors compiled: their errors name their field; then each URL
         # with them (compiling the selectors 1,000 times over took 25 ms of the reactor thread)
@@ -256,11 +243,22 @@ class Batches:
             raise TooManyRequests(retry_after_seconds(wait))
         return await self.scraper.authenticate(api_key)
 
+    async def start_session(self, caller: keys.Caller, options: dict[str, Any]) -> None:
+        """A job whose pages run in a session (``session`` in its options) makes it now, if it
+        is new: the account's bound and the idle time are checked (409, 400) before the job is
+        stored, and the session is listed from the start."""
+        name = options.get("session")
+        if name is not None:
+            idle = options.get("session_idle_seconds")
+            session = await self.scraper.open_session(caller.key_hash, name, idle)
+            await self.scraper.save_session(session)
+
     async def create(
         self, caller: keys.Caller, options: dict[str, Any], urls: list[str]
     ) -> JobAccepted:
         """Stores the job; ``options`` are its pages' scrape options and, under ``webhook``, the
         job's webhook as service.jobs.webhook_spec.take_webhook checked it."""
+        await self.start_session(caller, options)
         options = dict(options)
         webhook = options.pop("webhook", None)
         public_id = uuid.uuid4().hex
@@ -349,7 +347,13 @@ class Batches:
         # the scrape is what a job's pages in flight count: their claims, holds and results,
         # round trips to the database, overlap the other pages' scrapes
         job.background = True
+        name = claim.options.get("session")
+        if name is not None:  # each page starts from the session as stored when it starts
+            idle = claim.options.get("session_idle_seconds")
+            job.session = await self.scraper.open_session(claim.key_hash, name, idle, bounded=False)
         result = await self._scraping.run(self.bridge.submit, job)
+        if job.session is not None:
+            await self.scraper.save_session(job.session)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
         if terms is not None and terms.hot_crawl and self.database.reactor_calls:

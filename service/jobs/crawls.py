@@ -28,7 +28,7 @@ from service.db.tables import UsageRow
 from service.jobs import crawl_store
 from service.jobs.answers import JobAccepted, MapResult
 from service.jobs.batch_store import TooManyJobs as StoredTooManyJobs
-from service.jobs.batches import Batches, TooManyJobs, refuse_session
+from service.jobs.batches import Batches, TooManyJobs
 from service.jobs.crawl_rules import CRAWL_FIELDS, CrawlRules, MapRequest, Rules, normalised
 from service.jobs.sitemaps import sitemap_urls
 from service.jobs.webhook_spec import take_webhook
@@ -56,7 +56,6 @@ class Crawls:
             raise BadRequest("invalid request: 'urls': a crawl starts from one URL, 'url'")
         own = {name: data.pop(name) for name in CRAWL_FIELDS if name in data}
         asked = validate(CrawlRules, own)
-        refuse_session(data)
         webhook = take_webhook(data, self.config)
         request, _ = checked_scrape(data)
         if normalised(request.url) is None:
@@ -72,6 +71,7 @@ class Crawls:
         rules = Rules.of(url, asked)
         start = normalised(url)
         assert start is not None  # parse checked it
+        await self.batches.start_session(caller, options)
         timeout = options.get("timeout", ScrapeRequest.model_fields["timeout"].default)
         seeds = [] if asked.sitemap == "only" else [start]
         if asked.sitemap != "skip":

@@ -46,7 +46,7 @@ from service.scrape.answer_cache import AnswerCache, options_of
 from service.scrape.engine import EngineBridge
 from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
-from service.scrape.sessions import SessionState, open_session, save_session
+from service.scrape.sessions import SessionState, open_for_key, save_session
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,9 @@ class Scraper:
                 return kept
         session = None
         if request.session is not None:
-            session = await self.open_session(key_hash, request)
+            session = await self.open_session(
+                key_hash, request.session, request.session_idle_seconds
+            )
         if self.active >= self.config.max_concurrent_scrapes:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
@@ -136,38 +138,36 @@ class Scraper:
         finally:
             self.active -= 1
         if session is not None:
-            await self.database.run(save_session, session, self.config.session_max_bytes)
+            await self.save_session(session)
         if options is not None:
             self.cache.note_key(key_hash, caller.account_id)
             self.cache.keep(caller.account_id, options, result)
         return Answer(result, job.balance_after)
 
-    async def open_session(self, key_hash: str, request: ScrapeRequest) -> SessionState:
-        """The caller's session that ``request`` names (service.scrape.sessions), in one
-        round trip with the key's lookup: a 401 for an unknown key, a 409 past the account's
-        number of sessions; nothing is held yet."""
-        idle = request.session_idle_seconds
+    async def open_session(
+        self, key_hash: str, name: str, idle: int | None, *, bounded: bool = True
+    ) -> SessionState:
+        """The key's session ``name`` (service.scrape.sessions), in one round trip with the
+        key's lookup: a 401 for an unknown key, a 400 for an idle time over the maximum, a 409
+        past the account's number of sessions (unless not ``bounded``: a job's page, whose
+        job was checked when it was made); nothing is held yet."""
         if idle is not None and idle > self.config.session_max_idle_seconds:
             raise BadRequest(
                 "invalid request: 'session_idle_seconds': at most "
                 f"{self.config.session_max_idle_seconds}"
             )
-        return await self.database.run(self._open_session, key_hash, request.session, idle)
-
-    def _open_session(
-        self, conn: Connection, key_hash: str, name: str, idle: int | None
-    ) -> SessionState:
-        caller = keys.caller_by_hash(conn, key_hash)
-        if caller is None:
-            raise Unauthorized()
-        return open_session(
-            conn,
-            caller.account_id,
+        return await self.database.run(
+            open_for_key,
+            key_hash,
             name,
             idle,
             default_idle=self.config.session_idle_seconds,
-            limit=self.config.sessions_per_account,
+            limit=self.config.sessions_per_account if bounded else None,
         )
+
+    async def save_session(self, session: SessionState) -> None:
+        """What a scrape left in ``session``, written back for its next call."""
+        await self.database.run(save_session, session, self.config.session_max_bytes)
 
     async def _kept_answer(self, key_hash: str, options: bytes, max_age: int) -> Answer | None:
         """The account's kept answer to the same request, if young enough: free, holding and

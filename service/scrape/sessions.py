@@ -32,7 +32,8 @@ import orjson
 from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from service.core.errors import ApiError
+from service.billing import keys
+from service.core.errors import ApiError, Unauthorized
 from service.db.tables import scrape_sessions
 from service.db.times import as_utc, timestamp
 
@@ -157,7 +158,7 @@ def open_session(
     idle_seconds: int | None,
     *,
     default_idle: int,
-    limit: int,
+    limit: int | None,
     now: datetime | None = None,
 ) -> SessionState:
     """The account's live session ``name``, or a new one (not written yet); a 409 when the
@@ -183,7 +184,7 @@ def open_session(
     live = conn.execute(
         select(func.count()).select_from(t).where(t.c.account_id == account_id)
     ).scalar_one()
-    if live >= limit:
+    if limit is not None and live >= limit:
         raise TooManySessions(
             f"the account has {limit} live sessions, the most it may have; end one "
             "(DELETE /sessions/{id}) or wait for one to expire"
@@ -196,6 +197,31 @@ def open_session(
         storage=dict(EMPTY_STORAGE),
         exit_before=None,
         new=True,
+    )
+
+
+def open_for_key(
+    conn: Connection,
+    key_hash: str,
+    name: str,
+    idle_seconds: int | None,
+    *,
+    default_idle: int,
+    limit: int | None,
+) -> SessionState:
+    """:func:`open_session` for the account of the key of ``key_hash``, in the lookup's
+    transaction: a 401 for an unknown key. ``limit`` None: no bound (a job's page, whose job
+    was checked against it when it was made)."""
+    caller = keys.caller_by_hash(conn, key_hash)
+    if caller is None:
+        raise Unauthorized()
+    return open_session(
+        conn,
+        caller.account_id,
+        name,
+        idle_seconds,
+        default_idle=default_idle,
+        limit=limit,
     )
 
 
