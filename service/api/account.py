@@ -31,7 +31,7 @@ from service.core.errors import BadRequest, NotFound, TooManyRequests, Unauthori
 from service.db import Database
 from service.db.tables import UsageRow, accounts, ledger_entries, usage
 from service.db.times import as_utc, timestamp
-from service.scrape.sessions import end_session, list_sessions
+from service.scrape.sessions import SessionEnded, SessionList, end_session, list_sessions
 
 DEFAULT_LIMIT = 100
 LISTING_PARAMETERS = ("since", "until", "cursor", "limit")
@@ -297,16 +297,14 @@ class AccountReads:
     ) -> answers.Page[answers.LedgerEntry]:
         return await self._listing("ledger", ledger_page, api_key, args)
 
-    async def sessions(
-        self, api_key: str | None, args: dict[bytes, list[bytes]]
-    ) -> dict[str, list[dict[str, Any]]]:
+    async def sessions(self, api_key: str | None, args: dict[bytes, list[bytes]]) -> SessionList:
         """``GET /sessions``: the account's live sessions (at most
         SCRAPESPY_SESSIONS_PER_ACCOUNT, so one page), never their cookies or storage."""
         check_parameters(args, ())
         key_hash = await self._key_hash(api_key)
         return {"items": await self.database.run(_as_caller, key_hash, list_sessions)}
 
-    async def end_session(self, api_key: str | None, session_id: str) -> dict[str, Any]:
+    async def end_session(self, api_key: str | None, session_id: str) -> SessionEnded:
         """``DELETE /sessions/{id}``: a 404 unless the key's account has that live session."""
         key_hash = await self._key_hash(api_key)
         if not await self.database.run(_as_caller, key_hash, end_session, session_id[:100]):

@@ -26,19 +26,56 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.cookiejar import Cookie
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
+from pydantic import ConfigDict, Field, with_config
 from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
+from typing_extensions import TypedDict
 
 from service.billing import keys
+from service.billing.answers import Time
 from service.core.errors import ApiError, Unauthorized
+from service.core.vocabulary import TIERS
 from service.db.tables import scrape_sessions
 from service.db.times import as_utc, timestamp
 
 EMPTY_STORAGE: dict[str, Any] = {"cookies": [], "origins": []}
 _SAME_SITE = {"lax": "Lax", "strict": "Strict", "none": "None"}
+
+
+_CLOSED = ConfigDict(extra="forbid")
+
+
+@with_config(_CLOSED)
+class SessionItem(TypedDict):
+    """One session of ``GET /sessions``: never its cookies or storage."""
+
+    id: Annotated[str, Field(description="random; DELETE /sessions/{id} ends it")]
+    name: Annotated[str, Field(description='the name the calls give in "session"')]
+    created_at: Time
+    last_used_at: Time
+    expires_at: Time  # when it ends unless a call uses it first
+    exit_tier: Annotated[
+        str,
+        Field(
+            description="the proxy tier of its exit (the same proxy for its calls), none "
+            "while its calls went direct",
+            json_schema_extra={"enum": list(TIERS)},
+        ),
+    ]
+
+
+@with_config(_CLOSED)
+class SessionList(TypedDict):
+    items: list[SessionItem]
+
+
+@with_config(_CLOSED)
+class SessionEnded(TypedDict):
+    id: str
+    ended: bool
 
 
 class TooManySessions(ApiError):
@@ -275,7 +312,7 @@ def save_session(
 
 def list_sessions(
     conn: Connection, account_id: int, now: datetime | None = None
-) -> list[dict[str, Any]]:
+) -> list[SessionItem]:
     """``GET /sessions``: the account's live sessions, newest use first; never their cookies."""
     now = now or datetime.now(UTC)
     t = scrape_sessions
