@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+from firecrawl import Firecrawl
 
 from harness.service import Accounts, ServiceProcess, call
 from tests.conftest import a_database_of_its_own
@@ -382,6 +383,37 @@ def test_a_crawl_behind_a_login_runs_its_pages_in_the_session(
     wait_finished(sessions_service, other, batch.json["id"])
     [entry] = all_results(sessions_service, other, batch.json["id"])
     assert entry["result"]["title"] == "Log in"
+
+
+def test_a_firecrawl_profile_is_the_session_of_that_name(
+    sessions_service: ServiceProcess, accounts: Accounts, login_site: LoginSite
+) -> None:
+    _, key = accounts.create(credits=1000)
+    app = Firecrawl(api_key=key, api_url=sessions_service.url(""), max_retries=1)
+    profile = {"name": "fc-shop", "saveChanges": True}
+    logged_in = app.scrape(
+        login_site.url("/login"),
+        formats=["markdown"],
+        only_main_content=False,
+        profile=profile,
+        actions=[
+            {"type": "click", "selector": "#user"},
+            {"type": "write", "text": USER},
+            {"type": "click", "selector": "#password"},
+            {"type": "write", "text": PASSWORD},
+            {"type": "click", "selector": "#go"},
+            {"type": "wait", "selector": "#who"},
+        ],
+    )
+    assert "Welcome, alice" in (logged_in.markdown or "")
+    # the SDK's default maxAge would answer from the cache: a profile's page is read afresh
+    again = app.scrape(
+        login_site.url("/members"), formats=["markdown"], only_main_content=False, profile=profile
+    )
+    assert "Welcome, alice" in (again.markdown or "")
+    assert [s["name"] for s in sessions_of(sessions_service, key)] == ["fc-shop"]
+    stranger = app.scrape(login_site.url("/members"), formats=["markdown"])
+    assert "Welcome" not in (stranger.markdown or "")
 
 
 def test_a_job_past_the_bound_of_sessions_is_refused_before_it_is_stored(
