@@ -19,6 +19,7 @@ from service.scrape.sessions import (
     jar_cookie,
     list_sessions,
     open_session,
+    purge_expired,
     save_session,
     stored_state,
 )
@@ -105,6 +106,7 @@ def test_sessions_expire_are_bounded_and_an_ended_one_is_not_brought_back(
 
     later = now + timedelta(seconds=61)
     assert run(list_sessions, account_id, later) == []
+    assert run(purge_expired, later) >= 2  # the sweeper's, for accounts that never come back
     fresh = opened("a", at=later)  # expired: its name starts afresh
     assert fresh.new and fresh.id != first.id and fresh.storage["cookies"] == []
 

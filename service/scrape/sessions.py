@@ -345,3 +345,11 @@ def end_session(conn: Connection, account_id: int, session_id: str) -> bool:
         )
     )
     return bool(ended.rowcount)
+
+
+def purge_expired(conn: Connection, now: datetime | None = None) -> int:
+    """The sweeper's: expired sessions of accounts that never came back for them (an
+    account's own go as it opens its next session)."""
+    t = scrape_sessions
+    gone = conn.execute(delete(t).where(t.c.expires_at <= (now or datetime.now(UTC))))
+    return int(gone.rowcount or 0)
