@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 
 import pytest
 from firecrawl import Firecrawl
+from scrapespy import Scrapespy
 
 from harness.service import Accounts, ServiceProcess, call
 from tests.conftest import a_database_of_its_own
@@ -414,6 +415,24 @@ def test_a_firecrawl_profile_is_the_session_of_that_name(
     assert [s["name"] for s in sessions_of(sessions_service, key)] == ["fc-shop"]
     stranger = app.scrape(login_site.url("/members"), formats=["markdown"])
     assert "Welcome" not in (stranger.markdown or "")
+
+
+def test_the_python_client_lists_and_ends_sessions(
+    sessions_service: ServiceProcess, accounts: Accounts, login_site: LoginSite
+) -> None:
+    _, key = accounts.create(credits=100)
+    with Scrapespy(api_key=key, base_url=sessions_service.url("")) as client:
+        result = client.scrape(login_site.url("/open"), session="from-client")
+        assert result.session is not None and result.session.exit_changed is False
+        [listed] = client.sessions().items
+        assert (listed.id, listed.name, listed.exit_tier) == (
+            result.session.id,
+            "from-client",
+            "none",
+        )
+        assert listed.expires_at > listed.last_used_at
+        assert client.end_session(listed.id).ended
+        assert client.sessions().items == []
 
 
 def test_a_job_past_the_bound_of_sessions_is_refused_before_it_is_stored(
