@@ -19,6 +19,10 @@ is empty or every proxy in it is benched, the request goes direct and the tier u
   browser context must be one per (request, proxy), so a retry on another proxy needs a fresh
   context.
 
+Sessions (service.scrape.sessions): a request whose order has a session prefers the session's
+exit, the proxy its earlier calls went through, while that proxy is healthy; the proxy that
+carries the request becomes the session's exit (another one when the old one died).
+
 Passive health: a proxy that cannot be connected to (refused, its name does not resolve, a
 connect timeout, a CONNECT refused, a 407) is benched for ``SCRAPESPY_PROXY_BENCH_SECONDS`` and
 tried again afterwards. A failure that may be the target's as much as the proxy's (connection
@@ -218,6 +222,13 @@ class ProxyPool:
         proxy.strikes = 0
 
 
+def _session_exit(request: Request) -> str | None:
+    """The proxy the request's session went out through so far, if it has one."""
+    order = scrape_meta.order_if_any(request)
+    session = order.session if order is not None else None
+    return session.exit if session is not None else None
+
+
 def classify(exception: BaseException) -> str | None:
     """What a download failure says about the proxy it went through, or None if nothing."""
     if isinstance(exception, DownloadConnectionRefusedError | net_error.ConnectionRefusedError):
@@ -312,7 +323,8 @@ class ProxyPoolMiddleware:
         failed = scrape_meta.proxies_failed(request)
         proxy = None
         if pool is not None and len(failed) < self.attempts:
-            proxy = pool.pick(exclude=failed, prefer=scrape_meta.proxy_in_use(request))
+            prefer = scrape_meta.proxy_in_use(request) or _session_exit(request)
+            proxy = pool.pick(exclude=failed, prefer=prefer)
         if proxy is None:
             self._go_direct(request, tier)
         else:
@@ -356,6 +368,9 @@ class ProxyPoolMiddleware:
     def _go_through(self, request: Request, tier: str, proxy: Proxy) -> None:
         scrape_meta.set_tier_used(request, tier)
         scrape_meta.set_proxy_in_use(request, proxy.key)
+        order = scrape_meta.order_if_any(request)
+        if order is not None and order.session is not None:
+            order.session.exit = proxy.key  # the session's exit from now on
         if scrape_meta.renders(request):
             request.meta["proxy"] = None
             context = scrape_meta.context_kwargs(request)

@@ -206,7 +206,7 @@ def test_flags_are_accepted_by_value_and_features_refused_by_name():
         ("blockAds", "yes"),
     ):
         assert f"'{field}'" in refusal({"url": URL, field: value}), field
-    for field in ("jsonOptions", "changeTrackingOptions", "agent", "profile"):
+    for field in ("jsonOptions", "changeTrackingOptions", "agent"):
         assert f"'{field}'" in refusal({"url": URL, field: {}})
     assert "'parsers'" in refusal({"url": URL, "parsers": ["pdf"]})
     assert refusal({"url": URL, "sparkle": 1}) == "unknown field 'sparkle'"
@@ -313,3 +313,19 @@ def test_a_failed_or_blocked_scrape_says_why_in_its_metadata():
     assert cached["cacheState"] == "hit" and "error" not in cached
     fell_back = document(a_result(tier_used="none"), {"proxy": "stealth"}, 2)
     assert "stealth proxy pool was unavailable" in fell_back["warning"]
+
+
+def test_a_profile_is_a_session_of_that_name_and_always_saves():
+    sent = sdk_payload(profile={"name": "shop", "saveChanges": True})
+    native = translated(sent)
+    assert native["session"] == "shop"
+    assert "max_age" not in native  # the SDK's default maxAge would answer from the cache
+    assert translated({"url": URL, "profile": {"name": "shop"}})["session"] == "shop"
+    assert "'profile.saveChanges'" in refusal(
+        {"url": URL, "profile": {"name": "shop", "saveChanges": False}}
+    )
+    assert "'profile.color'" in refusal({"url": URL, "profile": {"name": "a", "color": 1}})
+    assert "'profile'" in refusal({"url": URL, "profile": "shop"})
+    with pytest.raises(BadRequest) as bad_name:
+        checked_scrape(native_scrape({"url": URL, "profile": {"name": "no spaces"}}, 2))
+    assert "'profile.name'" in firecrawl_message(bad_name.value.message)

@@ -1,4 +1,5 @@
-"""``GET /account``, ``/usage`` and ``/ledger``: what a key's owner can read of their account.
+"""``GET /account``, ``/usage``, ``/ledger`` and ``/sessions``: what a key's owner can read of
+their account (and ``DELETE /sessions/{id}``, which ends one of its sessions).
 
 Each read is one transaction: the key lookup and the read together, on a database thread, so a
 figure and the rows always come from the same state of the ledger. The listings walk the
@@ -26,10 +27,11 @@ from sqlalchemy import ColumnElement, Connection, DateTime, Integer, Select, lit
 from service.billing import answers, keys
 from service.billing.answers import MAX_LIMIT
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
-from service.core.errors import BadRequest, TooManyRequests, Unauthorized
+from service.core.errors import BadRequest, NotFound, TooManyRequests, Unauthorized
 from service.db import Database
 from service.db.tables import UsageRow, accounts, ledger_entries, usage
 from service.db.times import as_utc, timestamp
+from service.scrape.sessions import SessionEnded, SessionList, end_session, list_sessions
 
 DEFAULT_LIMIT = 100
 LISTING_PARAMETERS = ("since", "until", "cursor", "limit")
@@ -294,6 +296,20 @@ class AccountReads:
         self, api_key: str | None, args: dict[bytes, list[bytes]]
     ) -> answers.Page[answers.LedgerEntry]:
         return await self._listing("ledger", ledger_page, api_key, args)
+
+    async def sessions(self, api_key: str | None, args: dict[bytes, list[bytes]]) -> SessionList:
+        """``GET /sessions``: the account's live sessions (at most
+        SCRAPESPY_SESSIONS_PER_ACCOUNT, so one page), never their cookies or storage."""
+        check_parameters(args, ())
+        key_hash = await self._key_hash(api_key)
+        return {"items": await self.database.run(_as_caller, key_hash, list_sessions)}
+
+    async def end_session(self, api_key: str | None, session_id: str) -> SessionEnded:
+        """``DELETE /sessions/{id}``: a 404 unless the key's account has that live session."""
+        key_hash = await self._key_hash(api_key)
+        if not await self.database.run(_as_caller, key_hash, end_session, session_id[:100]):
+            raise NotFound("no such session")
+        return {"id": session_id, "ended": True}
 
     async def _listing(
         self, name: str, read: Any, api_key: str | None, args: dict[bytes, list[bytes]]

@@ -251,6 +251,16 @@ class ScrapespyApp:
         found = await self._batches().cancel(api_key_of(request), job_id)
         return render_json(request, found)
 
+    @app.route("/sessions", methods=["GET"])
+    async def sessions(self, request: Request) -> bytes:
+        found = await self.reads.sessions(api_key_of(request), query_of(request))
+        return render_json(request, found)
+
+    @app.route("/sessions/<session_id>", methods=["DELETE"])
+    async def end_session(self, request: Request, session_id: str) -> bytes:
+        found = await self.reads.end_session(api_key_of(request), session_id)
+        return render_json(request, found)
+
     @app.route("/account", methods=["GET"])
     async def account(self, request: Request) -> bytes:
         found = await self.reads.account(api_key_of(request), query_of(request))

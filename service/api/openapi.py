@@ -15,6 +15,7 @@ from service.jobs.batches import JOBS_LIMIT, MAX_URLS
 from service.jobs.crawl_rules import CrawlRules, MapRequest
 from service.jobs.webhook_spec import WebhookSpec
 from service.scrape import results
+from service.scrape.sessions import SessionEnded, SessionList
 
 _ERROR = {
     "type": "object",
@@ -285,6 +286,38 @@ def _job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     }
 
 
+def _session_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    session_id = {
+        "name": "session_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+    }
+    return {
+        "/sessions": {
+            "get": {
+                "summary": "The account's live sessions (names, times, exit tier; no cookies)",
+                "security": secured,
+                "responses": {
+                    "200": _json("the sessions", {"$ref": "#/components/schemas/SessionList"}),
+                    **_errors(400, 401, 429, 500, 503),
+                },
+            }
+        },
+        "/sessions/{session_id}": {
+            "delete": {
+                "summary": "End a session: its cookies, storage and exit are forgotten",
+                "security": secured,
+                "parameters": [session_id],
+                "responses": {
+                    "200": _json("ended", {"$ref": "#/components/schemas/SessionEnded"}),
+                    **_errors(401, 404, 429, 500, 503),
+                },
+            }
+        },
+    }
+
+
 def _errors(*statuses: int) -> dict[str, Any]:
     meanings = {
         400: "invalid input",
@@ -293,8 +326,9 @@ def _errors(*statuses: int) -> dict[str, Any]:
         "request's max_credits; nothing scraped, "
         "nothing billed",
         403: "free residential trials used up and residential not unlocked",
-        404: "no such job for this account",
-        409: "the first request with this Idempotency-Key is still running; see Retry-After",
+        404: "no such job (or session) for this account",
+        409: "the first request with this Idempotency-Key is still running (see Retry-After), "
+        "or the account has as many sessions as it may (too_many_sessions)",
         422: "this Idempotency-Key was used with another body",
         429: "rate limit exceeded (scrapes or reads per key, checkouts per account; see "
         "Retry-After), or the account's jobs in flight at their limit (too_many_jobs)",
@@ -351,6 +385,8 @@ def document(public_url: str) -> dict[str, Any]:
                 "JobItem": answer_schema(JobItem),
                 "JobSummary": answer_schema(JobSummary),
                 "Job": answer_schema(Job, (results.ScrapeResult,)),
+                "SessionList": answer_schema(SessionList),
+                "SessionEnded": answer_schema(SessionEnded),
             },
         },
         "paths": {
@@ -399,6 +435,7 @@ def document(public_url: str) -> dict[str, Any]:
                     },
                 }
             },
+            **_session_paths(secured),
             "/usage": _listing("The account's scrapes, newest first", UsageRow, secured),
             "/ledger": _listing(
                 "The account's changes of balance, newest first", LedgerEntry, secured

@@ -21,6 +21,8 @@ fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around
   (:mod:`service.browser.screenshot`), within the same deadline;
 * ``meta["scrapespy_device"] == "mobile"`` renders in a fresh phone context (spares are desktop
   ones); ``meta["scrapespy_cookies"]`` are added to the request's context before navigation;
+* a request whose order has a session (service.scrape.sessions) starts from the session's
+  storage (``storage_state`` in its context's options) and leaves the page's storage in it;
 * in every context dialogs are dismissed, popups closed and downloads refused;
 * failures are raised as the exceptions a ``static`` download raises (refused, unresolvable,
   timed out, egress blocked), so results and billing read the same for both engines.
@@ -494,6 +496,11 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         if wants_screenshot(request.meta):
             await add_screenshot(request, page, self.screenshot_limits, self._time_left(request))
             self.stats.inc_value("scrapespy/browser/screenshots")
+        order = scrape_meta.order_if_any(request)
+        if order is not None and order.session is not None:
+            # what the page left (cookies, localStorage), for the session's next call
+            with suppress(PlaywrightError):  # a page the browser lost: the session keeps its own
+                order.session.keep_browser(dict(await page.context.storage_state()))
         return response
 
     async def _apply_page_methods(self, page: Page, request: Request, spider: Any) -> None:

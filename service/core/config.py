@@ -231,6 +231,12 @@ class Config:
     cache_max_entries: int = default("cache_max_entries")
     cache_max_bytes: int = default("cache_max_bytes")
     cache_max_age_seconds: int = default("cache_max_age_seconds")
+    # sessions (service.scrape.sessions): idle time by default and at most, how many per account,
+    # and the bytes of a session's stored state
+    session_idle_seconds: int = default("session_idle_seconds")
+    session_max_idle_seconds: int = default("session_max_idle_seconds")
+    sessions_per_account: int = default("sessions_per_account")
+    session_max_bytes: int = default("session_max_bytes")
     # jobs (POST /batch, service.jobs.batches): pages of jobs one instance scrapes at once, so that
     # jobs never take more than this share of the engine from POST /scrape callers
     job_pages_in_flight: int = default("job_pages_in_flight")

@@ -22,6 +22,8 @@ ERROR_CODES: dict[str, str] = {
     "residential_locked": "the free residential trials are used up",
     "too_many_jobs": "the account has as many jobs queued or running as it may; wait for one "
     "to finish or cancel one",
+    "too_many_sessions": "the account has as many live sessions as it may; end one "
+    "(DELETE /sessions/{id}) or let one expire",
     "idempotency_conflict": "this Idempotency-Key was used in the last 24 hours with another "
     "body; use a new key for a new request",
     "idempotency_in_progress": "the first request with this Idempotency-Key is still running; "
@@ -85,6 +87,7 @@ ERROR_STATUSES: dict[str, int] = {
     "idempotency_conflict": 422,
     "rate_limited": 429,
     "too_many_jobs": 429,
+    "too_many_sessions": 409,
     "internal": 500,
     "payment_provider_error": 502,
     "unavailable": 503,

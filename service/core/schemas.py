@@ -159,6 +159,9 @@ def _whole(value: Any) -> Any:
 
 
 Whole = BeforeValidator(_whole)
+# a session's name (service.scrape.sessions), the caller's own
+SESSION_NAME_PATTERN = r"^[A-Za-z0-9._:@-]{1,100}$"
+SESSION_NAME_RULE = "1 to 100 letters, digits or . _ : @ -"
 Milliseconds = Annotated[int, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds"), Whole]
 
 
@@ -523,6 +526,36 @@ class ScrapeRequest(_Strict):
         ),
         Whole,
     ] = None
+    # sessions (service.scrape.sessions)
+    session: Annotated[
+        str | None,
+        Field(
+            description="the name of a session of this account (" + SESSION_NAME_RULE + "): its "
+            "cookies, browser storage (js) and proxy exit carry over from one call naming it to "
+            "the next; made by its first call, ended by DELETE /sessions/{id} or when idle",
+            json_schema_extra={"pattern": SESSION_NAME_PATTERN},
+        ),
+    ] = None
+    session_idle_seconds: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description="seconds: the session ends after this long unused, from this call on; "
+            "at most SCRAPESPY_SESSION_MAX_IDLE_SECONDS (default SCRAPESPY_SESSION_IDLE_SECONDS)",
+        ),
+        Whole,
+    ] = None
+
+    @model_validator(mode="after")
+    def _session_fits(self) -> ScrapeRequest:
+        if self.session is not None and re.fullmatch(SESSION_NAME_PATTERN, self.session) is None:
+            raise ValueError(f"'session': must be {SESSION_NAME_RULE}")
+        if self.session_idle_seconds is not None and self.session is None:
+            raise ValueError("'session_idle_seconds' needs 'session'")
+        if self.session is not None and self.max_age is not None:
+            raise ValueError("'max_age' cannot be used with 'session' (a session's pages are "
+                             "its own)")
+        return self
 
     @model_validator(mode="after")
     def _formats_fit(self) -> ScrapeRequest:

@@ -512,6 +512,41 @@ SETTINGS: tuple[Setting, ...] = (
         3600,
         "the oldest answer a `max_age` can get, whatever it asks; `0` turns the cache off",
     ),
+    # sessions (service.scrape.sessions): "session" on POST /scrape
+    _env(
+        "SCRAPESPY_SESSION_IDLE_SECONDS",
+        "session_idle_seconds",
+        "int",
+        1800,
+        "a session unused for this long ends (its cookies, storage and proxy exit are "
+        "forgotten); a call's `session_idle_seconds` may ask for another, up to the maximum",
+        minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_SESSION_MAX_IDLE_SECONDS",
+        "session_max_idle_seconds",
+        "int",
+        86400,
+        "the longest idle time a call's `session_idle_seconds` may ask for",
+        minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_SESSIONS_PER_ACCOUNT",
+        "sessions_per_account",
+        "int",
+        20,
+        "live sessions of one account; a call naming one more is a 409 `too_many_sessions`",
+        minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_SESSION_MAX_BYTES",
+        "session_max_bytes",
+        "int",
+        256 * 1024,
+        "a session's stored cookies and browser storage, as JSON; a call whose state grows "
+        "past it keeps the session's cookies only, and past it again the state it had before",
+        minimum=4096,
+    ),
     _env(
         "SCRAPESPY_JOB_PAGES_IN_FLIGHT",
         "job_pages_in_flight",

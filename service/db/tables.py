@@ -304,3 +304,23 @@ webhook_deliveries = Table(
     Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
     Index("ix_webhook_deliveries_job_seq", "job_seq"),
 )
+
+# Sessions of POST /scrape's "session" (migration 0018, service.scrape.sessions): one row per
+# (account, name), found by the caller's name on a scrape and by its random id on DELETE
+# /sessions/{id}, always with the account. ``state`` is the cookies and browser storage as
+# Playwright's storage_state JSON (bounded by SCRAPESPY_SESSION_MAX_BYTES); ``exit`` the proxy
+# of the pool the session goes through ("<tier>/<n>", no credentials), null when direct.
+scrape_sessions = Table(
+    "scrape_sessions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("state", Text, nullable=False),
+    Column("exit", String(40), nullable=True),
+    Column("idle_seconds", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("last_used_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("account_id", "name", name="uq_scrape_sessions_account_name"),
+)

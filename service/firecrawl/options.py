@@ -22,6 +22,9 @@ v1 and v2 differ in a few names and shapes (v2's formats may be objects, v1 has
   marked in the document (``cacheState: "hit"``, ``creditsUsed: 0``), so a cached answer is
   never passed off as a fresh one. ``maxAge: 0``, ``storeInCache: false`` and
   ``zeroDataRetention: true`` scrape afresh and keep nothing;
+- ``profile: {"name", "saveChanges"}`` (v2's persistent browser state) is the native
+  ``session`` of that name; ``saveChanges: false`` is a 400 (a session always keeps what a
+  scrape leaves), and a profile's scrape is never answered from the cache (``maxAge``);
 - the SDKs' bookkeeping (``origin``, ``integration``) is ignored; a flag whose value asks for
   what the server does anyway is accepted, any other value a 400 naming it; everything else
   is a 400 naming the field.
@@ -111,7 +114,6 @@ REFUSED_FIELDS = {
     "agent": "agents",
     "useMock": "mocks",
     "minAge": "cache-only answers",
-    "profile": "browser profiles",
     "threatProtection": "threat protection",
     "auditMetadata": "audit logs",
     "toolDetail": "domain tools",
@@ -130,6 +132,7 @@ FIRECRAWL_NAMES = {
     "actions": "actions",
     "proxy_type": "proxy",
     "max_age": "maxAge",
+    "session": "profile.name",
 }
 _STEP_NAMES = {"ms": "milliseconds", "full_page": "fullPage", "script": "script"}
 _NATIVE_NAME = re.compile(
@@ -274,6 +277,28 @@ def _with_scheme(url: Any) -> dict[str, Any]:
 
 
 # Firecrawl's field -> the native fields it gives
+PROFILE_KEYS = frozenset({"name", "saveChanges"})
+READ_ONLY_PROFILE = (
+    "false (a profile read without keeping what the scrape leaves) is not offered by this "
+    "server: a profile is a session, which keeps what each scrape leaves"
+)
+
+
+def _profile(value: Any) -> dict[str, Any]:
+    """v2's ``profile: {"name", "saveChanges"}``, a persistent browser state by name, is the
+    native ``session`` of that name (cookies, localStorage, the proxy exit), which always
+    saves; ``saveChanges: false`` is refused rather than silently saving."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise _bad("profile", 'must be an object {"name": string, "saveChanges": boolean}')
+    for key in sorted(set(value) - PROFILE_KEYS):
+        raise _bad(f"profile.{key}", "unknown field")
+    if value.get("saveChanges", True) is not True:
+        raise _bad("profile.saveChanges", READ_ONLY_PROFILE)
+    return {"session": value["name"]}
+
+
 FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "url": _with_scheme,
     "includeTags": lambda tags: {"include_tags": tags},
@@ -283,6 +308,7 @@ FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "actions": lambda actions: {} if actions is None else {"actions": native_steps(actions)},
     "proxy": _proxy,
     "parsers": _parsers,
+    "profile": _profile,
 }
 
 
@@ -331,6 +357,8 @@ def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
         native.update(FIELDS[name](options.pop(name)))
     if options:
         raise BadRequest(f"unknown field {sorted(options)[0]!r}")
+    if "session" in native:  # a profile's page is its own: never a kept answer
+        native.pop("max_age", None)
     native["engine"] = _engine(native, flags.get("mobile", False))
     return native
 

@@ -243,11 +243,22 @@ class Batches:
             raise TooManyRequests(retry_after_seconds(wait))
         return await self.scraper.authenticate(api_key)
 
+    async def start_session(self, caller: keys.Caller, options: dict[str, Any]) -> None:
+        """A job whose pages run in a session (``session`` in its options) makes it now, if it
+        is new: the account's bound and the idle time are checked (409, 400) before the job is
+        stored, and the session is listed from the start."""
+        name = options.get("session")
+        if name is not None:
+            idle = options.get("session_idle_seconds")
+            session = await self.scraper.open_session(caller.key_hash, name, idle)
+            await self.scraper.save_session(session)
+
     async def create(
         self, caller: keys.Caller, options: dict[str, Any], urls: list[str]
     ) -> JobAccepted:
         """Stores the job; ``options`` are its pages' scrape options and, under ``webhook``, the
         job's webhook as service.jobs.webhook_spec.take_webhook checked it."""
+        await self.start_session(caller, options)
         options = dict(options)
         webhook = options.pop("webhook", None)
         public_id = uuid.uuid4().hex
@@ -336,7 +347,13 @@ class Batches:
         # the scrape is what a job's pages in flight count: their claims, holds and results,
         # round trips to the database, overlap the other pages' scrapes
         job.background = True
+        name = claim.options.get("session")
+        if name is not None:  # each page starts from the session as stored when it starts
+            idle = claim.options.get("session_idle_seconds")
+            job.session = await self.scraper.open_session(claim.key_hash, name, idle, bounded=False)
         result = await self._scraping.run(self.bridge.submit, job)
+        if job.session is not None:
+            await self.scraper.save_session(job.session)
         if result.error == SHUTTING_DOWN:
             raise PageInterrupted()
         if terms is not None and terms.hot_crawl and self.database.reactor_calls:

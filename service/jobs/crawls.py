@@ -71,6 +71,7 @@ class Crawls:
         rules = Rules.of(url, asked)
         start = normalised(url)
         assert start is not None  # parse checked it
+        await self.batches.start_session(caller, options)
         timeout = options.get("timeout", ScrapeRequest.model_fields["timeout"].default)
         seeds = [] if asked.sitemap == "only" else [start]
         if asked.sitemap != "skip":

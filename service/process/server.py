@@ -27,6 +27,7 @@ from service.firecrawl.webhooks import FLAVOURS as FIRECRAWL_WEBHOOKS
 from service.jobs.batches import Batches
 from service.jobs.queue import LocalQueue, PostgresQueue
 from service.jobs.webhooks import WebhookSender
+from service.scrape import sessions
 from service.scrape.engine import EngineBridge
 from service.scrape.scraper import Scraper
 
@@ -146,10 +147,13 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
 
 
 def _sweep(database: Database, batches: Batches) -> Any:
-    """Expired holds, then what the jobs' retention time let go of."""
+    """Expired holds, then what the jobs' retention time let go of, then expired sessions."""
     d = database.run(ledger.expire_holds)
     d.addCallback(
         lambda freed: Deferred.fromCoroutine(batches.purge()).addCallback(lambda purged: freed)
+    )
+    d.addCallback(
+        lambda freed: database.run(sessions.purge_expired).addCallback(lambda purged: freed)
     )
 
     def report(freed: int) -> None:

@@ -2,7 +2,8 @@
 Python with the ``scrapespy`` client (clients/python), both aimed at the service's public URL.
 
 The placeholders are the same everywhere, so a reader (and the browser test) replaces them once:
-:data:`KEY` by an API key, :data:`JOB_ID` by a job's id, and :data:`TARGET` by a site to scrape.
+:data:`KEY` by an API key, :data:`JOB_ID` by a job's id, :data:`SESSION_ID` by a session's id,
+and :data:`TARGET` by a site to scrape.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 KEY = "spy_YOUR_API_KEY"
 JOB_ID = "JOB_ID"
+SESSION_ID = "SESSION_ID"
 TARGET = "https://example.com"
 # called by Stripe with its signature, never by a user: no example of it
 NOT_CALLED_BY_USERS = {("post", "/webhooks/stripe")}
@@ -114,6 +116,19 @@ def examples(base: str) -> dict[tuple[str, str], Example]:
         ("delete", "/jobs/{job_id}"): Example(
             _curl(base, "delete", f"/jobs/{JOB_ID}"),
             _python(base, f'status = client.cancel("{JOB_ID}")', "print(status.status)"),
+        ),
+        ("get", "/sessions"): Example(
+            _curl(base, "get", "/sessions"),
+            _python(
+                base,
+                f'client.scrape("{page}", session="shop")  # the first call makes it',
+                "for session in client.sessions().items:",
+                "    print(session.id, session.name, session.expires_at)",
+            ),
+        ),
+        ("delete", "/sessions/{session_id}"): Example(
+            _curl(base, "delete", f"/sessions/{SESSION_ID}"),
+            _python(base, f'client.end_session("{SESSION_ID}")'),
         ),
         ("get", "/account"): Example(
             _curl(base, "get", "/account"),

@@ -14,6 +14,7 @@ from service.scrape.meta import (
     DEVICE,
     PLAYWRIGHT,
     PLAYWRIGHT_CONTEXT,
+    PLAYWRIGHT_CONTEXT_KWARGS,
     PLAYWRIGHT_PAGE_GOTO_KWARGS,
     SCREENSHOT,
     WAIT_FOR,
@@ -31,7 +32,8 @@ def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = 
     an auto order, in a fresh context ``scrape-{id}-{n}``; auto takes no steps for the browser.
     Either way the context is the request's own (closed when it ends, service.browser), the
     deadline middleware adds the navigation's timeout, and the order's device and cookies go
-    with it (a static attempt had the cookies in its jar, the browser sets them in its context).
+    with it (a static attempt had the cookies in its jar, the browser sets them in its context),
+    and so does the order's session's storage (service.scrape.sessions).
     """
     meta[PLAYWRIGHT] = True
     meta[PLAYWRIGHT_CONTEXT] = (
@@ -50,3 +52,7 @@ def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = 
         meta[DEVICE] = "mobile"
     if order.cookies:
         meta[COOKIES] = [dict(cookie) for cookie in order.cookies]
+    if order.session is not None:  # a fresh context, made with the session's cookies and storage
+        context = dict(meta.get(PLAYWRIGHT_CONTEXT_KWARGS) or {})
+        context["storage_state"] = order.session.browser_state()
+        meta[PLAYWRIGHT_CONTEXT_KWARGS] = context

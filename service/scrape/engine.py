@@ -134,6 +134,8 @@ class EngineBridge:
             order.timeout + WATCHDOG_MARGIN, self._overran, order
         )
         order.done.addBoth(self._forget, order)
+        if order.session is not None and order.engine != "js":
+            self._seed_jar(order)
         self.crawler.engine.crawl(self.spider.request_for(order))
         return self._answer_for_caller(order)
 
@@ -163,8 +165,21 @@ class EngineBridge:
         if watchdog is not None and watchdog.active():
             watchdog.cancel()
         if self._cookie_jars is not None:
-            self._cookie_jars.pop(order.id, None)
+            jar = self._cookie_jars.pop(order.id, None)
+            session = order.session
+            if session is not None and jar is not None and order.engine != "js":
+                if not session.rendered:  # what the static engine left in it
+                    session.keep_jar(list(jar.jar))
         return result
+
+    def _seed_jar(self, order: ScrapeOrder) -> None:
+        """The order's own jar starts with its session's cookies (service.scrape.sessions);
+        the js engine gets them in its browser context instead."""
+        if self._cookie_jars is None or order.session is None:
+            return
+        jar = self._cookie_jars[order.id]
+        for cookie in order.session.jar_cookies():
+            jar.jar.set_cookie(cookie)
 
     def _item_scraped(self, item: ScrapeItem, **_: Any) -> None:
         order = item.order

@@ -17,6 +17,7 @@ from service.extraction.outputs import CONVERTERS, OutputOptions
 from service.scrape.results import (
     ACTION_FIELDS,
     ATTEMPTS,
+    SESSION,
     BlockedResult,
     ScrapeResult,
     result_class,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from service.billing.pricing import Quote
     from service.core.escalation import Ladder
     from service.core.schemas import ScrapeRequest
+    from service.scrape.sessions import SessionState
 
 _ids = itertools.count(1)
 
@@ -58,6 +60,8 @@ class ScrapeOrder:
     device: str = "desktop"
     headers: dict[str, str] | None = None
     cookies: tuple[dict[str, str], ...] = ()
+    # the caller's session (service.scrape.sessions): its cookies, storage and proxy exit
+    session: SessionState | None = None
     # billing; None when nothing is billed (``scrapy crawl page``)
     account_id: int | None = None
     hold_id: int | None = None
@@ -225,10 +229,13 @@ def new_result(
         "cached": False,
         "timings": order.clock.timings(order.started),
     }
-    if order.formats or order.actions or order.ladder is not None:
+    if order.formats or order.actions or order.ladder is not None or order.session is not None:
         outputs: tuple[str, ...] = tuple(
             FORMAT_OUTPUTS[name].field for name in FORMATS if name in order.formats
         )
+        if order.session is not None:  # the proxy pool has chosen its exit by now
+            outputs = SESSION + outputs
+            outcome["session"] = order.session.answer()
         if order.actions:
             outputs = ACTION_FIELDS + outputs
         if order.ladder is not None:

@@ -77,6 +77,11 @@ class Attempt(TypedDict):
     elapsed_ms: Annotated[int, Field(ge=0)]
 
 
+class SessionAnswer(TypedDict):
+    id: Annotated[str, Field(description="the session's id (GET /sessions, DELETE /sessions/{id})")]
+    exit_changed: bool
+
+
 @dataclass(slots=True)
 class ScrapeResult:
     url: Annotated[str, Field(description="the requested URL")]
@@ -172,6 +177,7 @@ OUTPUTS: Final = tuple(FORMAT_OUTPUTS[name].field for name in FORMATS)
 _FROM_PAGE: Final = FORMAT_OUTPUTS.made_from("page")
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
+SESSION: Final = ("session",)
 TRUNCATED: Final = ("truncated",)
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "attempts": Annotated[
@@ -191,6 +197,13 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "action_results": Annotated[
         list[ActionResult],
         Field(description='what the screenshot and evaluate steps produced; with "actions"'),
+    ],
+    "session": Annotated[
+        SessionAnswer,
+        Field(
+            description='the session the scrape ran in; with "session". exit_changed: its '
+            "proxy died and another of the pool carried this call (and the next ones)"
+        ),
     ],
     "truncated": Annotated[
         list[str],
@@ -216,8 +229,8 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
     """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`,
-    :data:`OUTPUTS` then :data:`TRUNCATED` order) after its own; the lists start empty, the
-    outputs as None."""
+    :data:`SESSION`, :data:`OUTPUTS` then :data:`TRUNCATED` order) after its own; the lists
+    start empty, the outputs as None."""
     if not outputs:
         return base
     extra: list[tuple[str, Any, Any]] = [
@@ -247,7 +260,7 @@ def json_schema() -> dict[str, Any]:
     ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
     ``action_results`` only with actions, each output only when asked."""
     schema = answer_schema(
-        result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS + TRUNCATED)
+        result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + SESSION + OUTPUTS + TRUNCATED)
     )
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema

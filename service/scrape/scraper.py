@@ -27,6 +27,7 @@ from service.billing.ratelimit import RateLimiter, retry_after_seconds
 from service.core.config import Config
 from service.core.errors import (
     RESIDENTIAL_LOCKED,
+    BadRequest,
     Forbidden,
     PaymentRequired,
     ServiceUnavailable,
@@ -45,6 +46,7 @@ from service.scrape.answer_cache import AnswerCache, options_of
 from service.scrape.engine import EngineBridge
 from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
+from service.scrape.sessions import SessionState, open_for_key, save_session
 
 log = logging.getLogger(__name__)
 
@@ -118,20 +120,54 @@ class Scraper:
             kept = await self._kept_answer(key_hash, options, request.max_age)
             if kept is not None:
                 return kept
+        session = None
+        if request.session is not None:
+            session = await self.open_session(
+                key_hash, request.session, request.session_idle_seconds
+            )
         if self.active >= self.config.max_concurrent_scrapes:
             raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
         self.active += 1
         try:
             terms = (request.engine, request.proxy_type, request.max_credits)
             caller, price, hold_id = await self.hold(key_hash, *terms)
-            job = ScrapeOrder.held(request, compiled, caller, price, hold_id, request_id=request_id)
+            job = ScrapeOrder.held(
+                request, compiled, caller, price, hold_id, request_id=request_id, session=session
+            )
             result = await self.bridge.submit(job)
         finally:
             self.active -= 1
+        if session is not None:
+            await self.save_session(session)
         if options is not None:
             self.cache.note_key(key_hash, caller.account_id)
             self.cache.keep(caller.account_id, options, result)
         return Answer(result, job.balance_after)
+
+    async def open_session(
+        self, key_hash: str, name: str, idle: int | None, *, bounded: bool = True
+    ) -> SessionState:
+        """The key's session ``name`` (service.scrape.sessions), in one round trip with the
+        key's lookup: a 401 for an unknown key, a 400 for an idle time over the maximum, a 409
+        past the account's number of sessions (unless not ``bounded``: a job's page, whose
+        job was checked when it was made); nothing is held yet."""
+        if idle is not None and idle > self.config.session_max_idle_seconds:
+            raise BadRequest(
+                "invalid request: 'session_idle_seconds': at most "
+                f"{self.config.session_max_idle_seconds}"
+            )
+        return await self.database.run(
+            open_for_key,
+            key_hash,
+            name,
+            idle,
+            default_idle=self.config.session_idle_seconds,
+            limit=self.config.sessions_per_account if bounded else None,
+        )
+
+    async def save_session(self, session: SessionState) -> None:
+        """What a scrape left in ``session``, written back for its next call."""
+        await self.database.run(save_session, session, self.config.session_max_bytes)
 
     async def _kept_answer(self, key_hash: str, options: bytes, max_age: int) -> Answer | None:
         """The account's kept answer to the same request, if young enough: free, holding and

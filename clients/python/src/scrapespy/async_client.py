@@ -23,6 +23,8 @@ from scrapespy.models import (
     LedgerPage,
     MapResult,
     ScrapeResult,
+    SessionEnded,
+    SessionsList,
     UsagePage,
 )
 
@@ -160,6 +162,14 @@ class AsyncScrapespy:
     async def ledger(self, **filters: Any) -> LedgerPage:
         call = Call("GET", "/ledger", params=_base.query(**filters), idempotent=True)
         return _base.read(await self._send(call), LedgerPage)
+
+    async def sessions(self) -> SessionsList:
+        call = Call("GET", "/sessions", idempotent=True)
+        return _base.read(await self._send(call), SessionsList)
+
+    async def end_session(self, session_id: str) -> SessionEnded:
+        call = Call("DELETE", f"/sessions/{quote(session_id, safe='')}", idempotent=True)
+        return _base.read(await self._send(call), SessionEnded)
 
     async def close(self) -> None:
         await self._http.aclose()

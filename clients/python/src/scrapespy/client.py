@@ -22,6 +22,8 @@ from scrapespy.models import (
     LedgerPage,
     MapResult,
     ScrapeResult,
+    SessionEnded,
+    SessionsList,
     UsagePage,
 )
 
@@ -186,6 +188,17 @@ class Scrapespy:
         """``GET /ledger``: one page of changes of balance (the filters of ``usage``)."""
         call = Call("GET", "/ledger", params=_base.query(**filters), idempotent=True)
         return _base.read(self._send(call), LedgerPage)
+
+    # sessions
+
+    def sessions(self) -> SessionsList:
+        """``GET /sessions``: the account's live sessions (a scrape's ``session=`` names one)."""
+        return _base.read(self._send(Call("GET", "/sessions", idempotent=True)), SessionsList)
+
+    def end_session(self, session_id: str) -> SessionEnded:
+        """``DELETE /sessions/{id}``: its cookies, storage and proxy exit are forgotten."""
+        call = Call("DELETE", f"/sessions/{quote(session_id, safe='')}", idempotent=True)
+        return _base.read(self._send(call), SessionEnded)
 
     # life cycle
 

@@ -73,6 +73,14 @@ class ActionResult(Model):
     value: Any = None
 
 
+class SessionRef(Model):
+    """The session a scrape ran in (``session``); ``exit_changed``: its proxy died and another
+    one of the pool carried this call."""
+
+    id: str
+    exit_changed: bool = False
+
+
 class ScrapeResult(Model):
     """What ``POST /scrape`` answers (also each page of a job).
 
@@ -106,6 +114,7 @@ class ScrapeResult(Model):
     attempts: list[Attempt] | None = None
     actions: list[ActionRun] | None = None
     action_results: list[ActionResult] | None = None
+    session: SessionRef | None = None
     markdown: str | None = None
     html: str | None = None
     raw_html: str | None = None
@@ -346,3 +355,23 @@ class UsagePage(Model):
 class LedgerPage(Model):
     items: list[LedgerEntry] = Field(default_factory=list)
     next_cursor: str | None = None
+
+
+class Session(Model):
+    """One of the account's live sessions (``GET /sessions``); never its cookies."""
+
+    id: str
+    name: str
+    created_at: datetime
+    last_used_at: datetime
+    expires_at: datetime
+    exit_tier: str = "none"
+
+
+class SessionsList(Model):
+    items: list[Session] = Field(default_factory=list)
+
+
+class SessionEnded(Model):
+    id: str
+    ended: bool = True
