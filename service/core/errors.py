@@ -35,6 +35,8 @@ ERROR_CODES: dict[str, str] = {
     "payment_provider_error": "the payment provider failed",
     "map_failed": "POST /map found no URL (its error says why: no sitemap, the start page "
     "not fetched, nothing within the rules); it was not charged",
+    "map_timed_out": "Firecrawl's POST /v1/map or /v2/map found nothing within its timeout; "
+    "it was not charged",
     "unavailable": "temporarily unavailable: at capacity, database down or not configured; "
     "retry later",
     # why a scrape failed (success false in a result); none of these is billed
@@ -83,6 +85,7 @@ ERROR_STATUSES: dict[str, int] = {
     "residential_locked": 403,
     "not_found": 404,
     "method_not_allowed": 405,
+    "map_timed_out": 408,
     "idempotency_in_progress": 409,
     "idempotency_conflict": 422,
     "rate_limited": 429,

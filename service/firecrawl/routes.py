@@ -68,7 +68,7 @@ MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
 
 class MapTimedOut(ApiError):
     status = 408
-    code = "timeout"
+    code = "map_timed_out"
     message = "the map found nothing within its timeout; it was not charged"
 
 
