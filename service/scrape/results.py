@@ -63,6 +63,19 @@ class ActionResult(TypedDict):
 
 
 # recorded by middlewares.escalation; the docstring is the schema's description
+# service.extraction.documents; the docstring is the schema's description
+class Document(TypedDict):
+    """What a document (a PDF the target answered instead of HTML) declares about itself."""
+
+    type: Annotated[str, Field(json_schema_extra={"enum": ["pdf"]})]
+    pages: Annotated[int, Field(ge=0, description="its number of pages, as billed")]
+    title: Annotated[str | None, Field(description="the title it declares; null when none")]
+    author: Annotated[str | None, Field(description="the author it declares; null when none")]
+    created: Annotated[
+        str | None, Field(description="its declared creation date (ISO 8601); null when none")
+    ]
+
+
 class Attempt(TypedDict):
     """One attempt of an auto request: the tier and engine it went through, and its outcome."""
 
@@ -172,6 +185,7 @@ OUTPUTS: Final = tuple(FORMAT_OUTPUTS[name].field for name in FORMATS)
 _FROM_PAGE: Final = FORMAT_OUTPUTS.made_from("page")
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
+DOCUMENT: Final = ("document",)
 TRUNCATED: Final = ("truncated",)
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "attempts": Annotated[
@@ -191,6 +205,13 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "action_results": Annotated[
         list[ActionResult],
         Field(description='what the screenshot and evaluate steps produced; with "actions"'),
+    ],
+    "document": Annotated[
+        Document,
+        Field(
+            description="only when the target answered a document (PDF) instead of HTML: "
+            "markdown and text are its content, raw_html and html are null"
+        ),
     ],
     "truncated": Annotated[
         list[str],
@@ -216,8 +237,8 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
     """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`,
-    :data:`OUTPUTS` then :data:`TRUNCATED` order) after its own; the lists start empty, the
-    outputs as None."""
+    :data:`OUTPUTS`, :data:`DOCUMENT` then :data:`TRUNCATED` order) after its own; the lists
+    start empty, the outputs as None."""
     if not outputs:
         return base
     extra: list[tuple[str, Any, Any]] = [
@@ -227,6 +248,18 @@ def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
         for name in outputs
     ]
     made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
+    return made
+
+
+def with_document(result: ScrapeResult, document: dict[str, Any]) -> ScrapeResult:
+    """``result`` with ``document`` after its outputs: a copy of another class, as
+    :func:`with_truncated` makes, so that a page's answer has no such field."""
+    blocked = isinstance(result, BlockedResult)
+    own = {f.name for f in fields(BlockedResult if blocked else ScrapeResult)}
+    values = {f.name: getattr(result, f.name) for f in fields(result)}
+    outputs = tuple(name for name in values if name not in own) + DOCUMENT
+    base = BlockedResult if blocked else ScrapeResult
+    made: ScrapeResult = result_class(base, outputs)(**values, document=document)
     return made
 
 
@@ -247,7 +280,7 @@ def json_schema() -> dict[str, Any]:
     ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
     ``action_results`` only with actions, each output only when asked."""
     schema = answer_schema(
-        result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS + TRUNCATED)
+        result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + OUTPUTS + DOCUMENT + TRUNCATED)
     )
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema

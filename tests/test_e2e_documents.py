@@ -1,0 +1,199 @@
+"""End to end: a target that answers a PDF gets it converted, billed per block of pages.
+
+The PDFs are made here by real tools: Chromium printing pages (``page.pdf()``, the system
+Chromium through Playwright), and pypdf encrypting one of them.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader, PdfWriter
+
+from harness.service import Accounts, ServiceProcess
+from harness.site import TargetSite
+
+CHROMIUM = "/usr/bin/chromium"
+REPORT = """<html><head><title>Harbour Authority Annual Report</title></head><body>
+<h1>Harbour Authority Annual Report</h1>
+<p>Cargo tonnage through the eastern quays rose by eleven percent over the year.</p>
+<h2>Dredging programme</h2>
+<p>The inner basin was dredged to a depth of nine metres before the winter storms.</p>
+<div style="page-break-before: always"><h2>Finances</h2>
+<p>Operating income covered the dredging costs without new borrowing.</p></div>
+</body></html>"""
+# a page of a long document: the page break makes each a page of its own
+LONG_PAGE = (
+    '<div style="page-break-after: always"><p>Ledger page {n} of the long register.</p></div>'
+)
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+SCAN = (
+    f'<html><body><img src="data:image/png;base64,{PIXEL}" width="500" height="700"></body></html>'
+)
+
+PRINT = """
+import sys
+from pathlib import Path
+from playwright.sync_api import sync_playwright
+
+out = Path(sys.argv[1])
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path=sys.argv[2])
+    page = browser.new_page()
+    for source in sorted(out.glob("*.html")):
+        page.set_content(source.read_text())
+        source.with_suffix(".pdf").write_bytes(page.pdf())
+    browser.close()
+"""
+
+
+@pytest.fixture(scope="module")
+def pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The documents, printed by Chromium (in a process of its own: Playwright's sync API
+    does not run beside the tests' reactor)."""
+    out: Path = tmp_path_factory.mktemp("pdfs")
+    (out / "report.html").write_text(REPORT)
+    (out / "scan.html").write_text(SCAN)
+    long = "".join(LONG_PAGE.format(n=n) for n in range(1, 26))
+    (out / "long.html").write_text(f"<html><body>{long}</body></html>")
+    subprocess.run([sys.executable, "-c", PRINT, str(out), CHROMIUM], check=True, timeout=120)
+    made = {path.stem: path.read_bytes() for path in out.glob("*.pdf")}
+    writer = PdfWriter(clone_from=io.BytesIO(made["report"]))
+    writer.encrypt(user_password="secret", owner_password="owner")
+    encrypted = io.BytesIO()
+    writer.write(encrypted)
+    made["encrypted"] = encrypted.getvalue()
+    return made
+
+
+@pytest.fixture(scope="module")
+def served(site: TargetSite, pdfs: dict[str, bytes]) -> TargetSite:
+    for name, body in pdfs.items():
+        site.page(f"/docs/{name}.pdf", body, **{"Content-Type": "application/pdf"})
+    # a server that says HTML and sends a PDF
+    site.page("/docs/lying", pdfs["report"], **{"Content-Type": "text/html; charset=utf-8"})
+    return site
+
+
+@pytest.fixture
+def paying(accounts: Accounts) -> tuple[int, str]:
+    return accounts.create(credits=100)
+
+
+def test_the_long_pdf_has_as_many_pages_as_printed(pdfs: dict[str, bytes]) -> None:
+    assert len(PdfReader(io.BytesIO(pdfs["long"])).pages) == 25
+
+
+def test_a_pdf_is_converted_to_markdown_and_text(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
+) -> None:
+    account, key = paying
+    body = {"url": served.url("/docs/report.pdf"), "formats": ["markdown", "raw_html"]}
+    reply = service.scrape(key, body)
+    assert reply.status == 200, reply.body
+    result = reply.json
+    assert result["success"] is True, result
+    assert result["error_code"] is None
+    assert result["title"] == "Harbour Authority Annual Report"
+    assert result["document"]["type"] == "pdf"
+    assert result["document"]["pages"] == 2
+    assert result["document"]["title"] == "Harbour Authority Annual Report"
+    assert result["document"]["created"].startswith("20")
+    assert result["raw_html"] is None
+    markdown = result["markdown"]
+    assert markdown.startswith("# Harbour Authority Annual Report\n")
+    assert "## Dredging programme" in markdown and "## Finances" in markdown
+    assert markdown.index("Cargo tonnage") < markdown.index("Dredging programme")
+    assert "eleven percent over the year" in result["text"]
+    assert result["headings"]["h2"] == ["Dredging programme", "Finances"]
+    # two pages: one block of ten, the static engine's price
+    assert result["credits_charged"] == 1
+    assert accounts.summary(account)["balance"] == 99
+
+
+def test_a_pdf_sent_as_html_is_still_converted(
+    service: ServiceProcess, served: TargetSite, paying: tuple[int, str]
+) -> None:
+    _, key = paying
+    result = service.scrape(key, {"url": served.url("/docs/lying")}).json
+    assert result["success"] is True, result
+    assert result["document"]["pages"] == 2
+    assert "Cargo tonnage" in result["text"]
+    assert "%PDF" not in result["text"]
+
+
+def test_a_page_answer_has_no_document_field(
+    service: ServiceProcess, served: TargetSite, paying: tuple[int, str]
+) -> None:
+    _, key = paying
+    served.page("/docs/index.html", "<html><title>Index</title><p>Plain page</p></html>")
+    result = service.scrape(key, {"url": served.url("/docs/index.html")}).json
+    assert result["success"] is True and "document" not in result
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "words"),
+    [
+        ("scan", "document_no_text", "no text layer"),
+        ("encrypted", "document_encrypted", "encrypted"),
+    ],
+)
+def test_a_pdf_that_cannot_be_read_fails_unbilled(
+    service: ServiceProcess,
+    served: TargetSite,
+    accounts: Accounts,
+    paying: tuple[int, str],
+    name: str,
+    code: str,
+    words: str,
+) -> None:
+    account, key = paying
+    result = service.scrape(key, {"url": served.url(f"/docs/{name}.pdf")}).json
+    assert result["success"] is False, result
+    assert result["error_code"] == code
+    assert words in result["error"]
+    assert result["credits_charged"] == 0
+    summary = accounts.summary(account)
+    assert (summary["balance"], summary["held"]) == (100, 0)
+
+
+def test_a_document_is_billed_per_started_block_of_pages_within_the_hold(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
+) -> None:
+    account, key = paying
+    # auto holds the js price (5): 25 pages are 3 blocks of 10 at the static price (1)
+    result = service.scrape(key, {"url": served.url("/docs/long.pdf"), "engine": "auto"}).json
+    assert result["success"] is True, result
+    assert (result["engine"], result["document"]["pages"]) == ("static", 25)
+    assert "Ledger page 25 of the long register." in result["text"]
+    assert result["credits_charged"] == 3
+    assert accounts.summary(account)["balance"] == 97
+    assert accounts.entries_sum(account) == 97
+    # static holds its own price (1): the capture never passes the hold
+    result = service.scrape(key, {"url": served.url("/docs/long.pdf")}).json
+    assert result["credits_charged"] == 1
+    assert accounts.summary(account)["balance"] == 96
+
+
+def test_a_document_past_the_page_limit_fails_too_large(
+    database_url: str,
+    tmp_path: Path,
+    served: TargetSite,
+    accounts: Accounts,
+    paying: tuple[int, str],
+) -> None:
+    account, key = paying
+    env = {"SCRAPESPY_DOCUMENT_MAX_PAGES": "20"}
+    limited = ServiceProcess(database_url, tmp_path, env=env).start()
+    try:
+        result = limited.scrape(key, {"url": served.url("/docs/long.pdf")}).json
+    finally:
+        limited.stop()
+    assert result["success"] is False
+    assert result["error_code"] == "too_large"
+    assert "25 pages" in result["error"] and "SCRAPESPY_DOCUMENT_MAX_PAGES" in result["error"]
+    assert accounts.summary(account)["balance"] == 100
