@@ -30,7 +30,10 @@ REPORT = """<html><head><title>Harbour Authority Annual Report</title></head><bo
 LONG_PAGE = (
     '<div style="page-break-after: always"><p>Ledger page {n} of the long register.</p></div>'
 )
-PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+    "AAAABJRU5ErkJggg=="
+)
 SCAN = (
     f'<html><body><img src="data:image/png;base64,{PIXEL}" width="500" height="700"></body></html>'
 )
