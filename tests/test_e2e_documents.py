@@ -200,3 +200,17 @@ def test_a_document_past_the_page_limit_fails_too_large(
     assert result["error_code"] == "too_large"
     assert "25 pages" in result["error"] and "SCRAPESPY_DOCUMENT_MAX_PAGES" in result["error"]
     assert accounts.summary(account)["balance"] == 100
+
+
+def test_the_js_engine_converts_the_pdf_not_the_viewer(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
+) -> None:
+    account, key = paying
+    body = {"url": served.url("/docs/report.pdf"), "engine": "js", "formats": ["markdown"]}
+    result = service.scrape(key, body).json
+    assert result["success"] is True, (result["error"], result["error_code"])
+    assert (result["engine"], result["document"]["pages"]) == ("js", 2)
+    assert result["markdown"].startswith("# Harbour Authority Annual Report\n")
+    assert "Cargo tonnage" in result["text"]
+    assert result["credits_charged"] == 5
+    assert accounts.summary(account)["balance"] == 95
