@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from harness.service import Accounts, ServiceProcess
+from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
 
 CHROMIUM = "/usr/bin/chromium"
@@ -168,6 +168,7 @@ def test_a_document_is_billed_per_started_block_of_pages_within_the_hold(
     service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
 ) -> None:
     account, key = paying
+    assert call("GET", service.url("/pricing")).json["document_pages_per_block"] == 10
     # auto holds the js price (5): 25 pages are 3 blocks of 10 at the static price (1)
     result = service.scrape(key, {"url": served.url("/docs/long.pdf"), "engine": "auto"}).json
     assert result["success"] is True, result
