@@ -215,3 +215,13 @@ def test_the_js_engine_converts_the_pdf_not_the_viewer(
     assert "Cargo tonnage" in result["text"]
     assert result["credits_charged"] == 5
     assert accounts.summary(account)["balance"] == 95
+
+
+def test_the_js_engine_converts_a_pdf_sent_as_html(
+    service: ServiceProcess, served: TargetSite, paying: tuple[int, str]
+) -> None:
+    _, key = paying
+    result = service.scrape(key, {"url": served.url("/docs/lying"), "engine": "js"}).json
+    assert result["success"] is True, (result["error"], result["error_code"])
+    assert result["document"]["pages"] == 2
+    assert "Cargo tonnage" in result["text"] and "%PDF" not in result["text"]

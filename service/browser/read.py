@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 # Content-Types Chromium opens in its PDF viewer: what it shows is the viewer, not the document
 DOCUMENT_TYPES = frozenset({"application/pdf", "application/x-pdf"})
+# a PDF whose Content-Type lied, as Chromium renders it: its header at the top of the text
+PDF_SIGNATURE = "%PDF-"
+PDF_WITHIN = 1200
 
 # What page.content() returns (Playwright's frame.content), computed in the page's own world.
 DOCUMENT_HTML = """() => {
@@ -199,6 +202,9 @@ async def read_rendered(
     finally:
         if headers_read is not None and not headers_read.done():
             headers_read.cancel()
+    if isinstance(response, PlaywrightResponse) and PDF_SIGNATURE in body_text[:PDF_WITHIN]:
+        # a PDF sent as text: Chromium showed its bytes as text, which are no use either
+        return await _document(page, request, response, started, navigated)
     headers.pop("Content-Encoding", None)
     request.meta["download_latency"] = time.time() - started
 
