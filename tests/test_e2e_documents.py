@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,146 @@ def test_the_js_engine_converts_a_pdf_sent_as_html(
     assert result["success"] is True, (result["error"], result["error_code"])
     assert result["document"]["pages"] == 2
     assert "Cargo tonnage" in result["text"] and "%PDF" not in result["text"]
+
+
+OFFICE_TYPES = {
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "epub": "application/epub+zip",
+}
+EPUB_CHAPTER = """<?xml version="1.0" encoding="utf-8"?>
+<html xmlns="http://www.w3.org/1999/xhtml"><head><title>{title}</title></head><body>
+<h1>{title}</h1><p>{text}</p><ul><li>Tide tables</li><li>Pilot ladders</li></ul></body></html>"""
+EPUB_OPF = """<?xml version="1.0" encoding="utf-8"?>
+<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">
+<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier id="id">harbour</dc:identifier>
+<dc:title>The Harbour Guide</dc:title><dc:creator>Port Pilots</dc:creator>
+<dc:language>en</dc:language></metadata>
+<manifest><item id="c1" href="one.xhtml" media-type="application/xhtml+xml"/>
+<item id="c2" href="two.xhtml" media-type="application/xhtml+xml"/></manifest>
+<spine><itemref idref="c1"/><itemref idref="c2"/></spine></package>"""
+EPUB_CONTAINER = """<?xml version="1.0"?>
+<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
+<rootfiles><rootfile full-path="OEBPS/book.opf" media-type="application/oebps-package+xml"/>
+</rootfiles></container>"""
+
+
+def office_documents() -> dict[str, bytes]:
+    """A DOCX, a PPTX and an XLSX written by python-docx, python-pptx and openpyxl, and an
+    EPUB laid out as its specification says (the mimetype first, stored)."""
+    import docx
+    import openpyxl
+    import pptx
+
+    made: dict[str, bytes] = {}
+    document = docx.Document()
+    document.core_properties.title = "Berth Rules"
+    document.core_properties.author = "Harbour Master"
+    document.add_heading("Berth Rules", 0)
+    document.add_heading("Mooring", 1)
+    document.add_paragraph("Vessels moor bow first at the eastern quay.")
+    document.add_paragraph("Fenders out", style="List Bullet")
+    document.add_paragraph("Lines doubled", style="List Bullet")
+    table = document.add_table(rows=2, cols=2)
+    for (row, column), text in {(0, 0): "Berth", (0, 1): "Depth", (1, 0): "East 1"}.items():
+        table.cell(row, column).text = text
+    table.cell(1, 1).text = "9 m"
+    out = io.BytesIO()
+    document.save(out)
+    made["docx"] = out.getvalue()
+    deck = pptx.Presentation()
+    for title, point in (("Dredging plan", "Inner basin to nine metres"), ("Budget", "No loans")):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = title
+        slide.placeholders[1].text_frame.text = point
+    out = io.BytesIO()
+    deck.save(out)
+    made["pptx"] = out.getvalue()
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Tonnage"
+    for row in (["Quay", "Tonnes"], ["East", 1200], ["West", 800]):
+        sheet.append(row)
+    book.create_sheet("Empty berths").append(["North"])
+    out = io.BytesIO()
+    book.save(out)
+    made["xlsx"] = out.getvalue()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        archive.writestr("META-INF/container.xml", EPUB_CONTAINER)
+        archive.writestr("OEBPS/book.opf", EPUB_OPF)
+        for name, title, text in (
+            ("one", "Arriving", "Call the harbour office on channel twelve."),
+            ("two", "Leaving", "Give way to the ferry at the harbour mouth."),
+        ):
+            archive.writestr(f"OEBPS/{name}.xhtml", EPUB_CHAPTER.format(title=title, text=text))
+    made["epub"] = out.getvalue()
+    return made
+
+
+@pytest.fixture(scope="module")
+def office(site: TargetSite) -> TargetSite:
+    for kind, body in office_documents().items():
+        site.page(f"/office/file.{kind}", body, **{"Content-Type": OFFICE_TYPES[kind]})
+    # a server that calls every file a byte stream
+    site.page(
+        "/office/download",
+        office_documents()["docx"],
+        **{"Content-Type": "application/octet-stream"},
+    )
+    return site
+
+
+OFFICE_EXPECTED = {
+    "docx": (
+        1,
+        "Berth Rules",
+        "# Berth Rules\n\n# Mooring\n\nVessels moor bow first at the eastern quay.\n\n"
+        "- Fenders out\n- Lines doubled\n\n| Berth | Depth |\n| --- | --- |\n| East 1 | 9 m |",
+    ),
+    "pptx": (
+        2,
+        None,
+        "## Dredging plan\n\n- Inner basin to nine metres\n\n## Budget\n\n- No loans",
+    ),
+    "xlsx": (
+        2,
+        None,
+        "## Tonnage\n\n| Quay | Tonnes |\n| --- | --- |\n| East | 1200 |\n| West | 800 |\n\n"
+        "## Empty berths\n\n| North |\n| --- |",
+    ),
+    "epub": (2, "The Harbour Guide", None),
+}
+
+
+@pytest.mark.parametrize("kind", list(OFFICE_EXPECTED))
+@pytest.mark.parametrize("engine", ["static", "js"])
+def test_office_documents_and_ebooks_are_converted(
+    service: ServiceProcess, office: TargetSite, paying: tuple[int, str], kind: str, engine: str
+) -> None:
+    _, key = paying
+    body = {"url": office.url(f"/office/file.{kind}"), "engine": engine, "formats": ["markdown"]}
+    result = service.scrape(key, body).json
+    assert result["success"] is True, (result["error"], result["error_code"])
+    pages, title, markdown = OFFICE_EXPECTED[kind]
+    assert (result["document"]["type"], result["document"]["pages"]) == (kind, pages)
+    assert result["document"]["title"] == title
+    if markdown is not None:
+        assert result["markdown"] == markdown
+    else:  # the chapters through the service's own HTML conversion
+        assert result["markdown"].startswith("# Arriving\n\nCall the harbour office")
+        assert "# Leaving" in result["markdown"] and "- Pilot ladders" in result["markdown"]
+        assert result["document"]["author"] == "Port Pilots"
+    assert result["credits_charged"] == (1 if engine == "static" else 5)
+
+
+def test_a_document_sent_as_a_byte_stream_is_recognised_by_its_bytes(
+    service: ServiceProcess, office: TargetSite, paying: tuple[int, str]
+) -> None:
+    _, key = paying
+    result = service.scrape(key, {"url": office.url("/office/download")}).json
+    assert result["success"] is True
+    assert result["document"]["type"] == "docx"
+    assert result["title"] == "Berth Rules"

@@ -8,10 +8,11 @@ page's own world (``page.content()`` stays the fallback), and the page is left t
 which the handler closes right after the answer. The TLS details and the address are not asked
 for: nothing in the service uses them.
 
-A navigation that answers a document (a PDF, by its Content-Type) is not read from Chromium's
-PDF viewer: its bytes are fetched once more through the page's context (``context.request``:
-the same cookies, and the same egress route and proxy) and become the response's body, which
-the result pipeline converts as the static engine's (service.extraction.documents).
+A navigation that answers a document (a PDF, DOCX, PPTX, XLSX or EPUB, by its Content-Type) is
+not read from Chromium's PDF viewer, nor refused as a download: its bytes are fetched once more
+through the page's context (``context.request``: the same cookies, and the same egress route
+and proxy) and become the response's body, which the result pipeline converts as the static
+engine's (service.extraction.documents).
 """
 
 from __future__ import annotations
@@ -42,8 +43,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Content-Types Chromium opens in its PDF viewer: what it shows is the viewer, not the document
-DOCUMENT_TYPES = frozenset({"application/pdf", "application/x-pdf"})
+# Content-Types of documents (service.extraction.documents) that Chromium shows in its PDF
+# viewer or downloads: neither gives the document
+DOCUMENT_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/x-pdf",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/epub+zip",
+    }
+)
 # a PDF whose Content-Type lied, as Chromium renders it: its header at the top of the text
 PDF_SIGNATURE = "%PDF-"
 PDF_WITHIN = 1200

@@ -19,6 +19,7 @@ import pypdfium2.raw as pdfium_c
 
 from service.extraction.bounds import PageTooLarge
 from service.extraction.fields import no_matches
+from service.extraction.office import Converted, convert_archive, zip_kind
 
 PDF: Final = "pdf"
 # A PDF's header may follow up to 1024 bytes of anything (ISO 32000-1, 7.5.2)
@@ -48,11 +49,12 @@ REFUSALS: Final = {
 
 
 def document_type(body: bytes) -> str | None:
-    """The kind of document ``body`` is (``pdf``), or None for anything else (a page)."""
+    """The kind of document ``body`` is (``pdf``, ``docx``, ``pptx``, ``xlsx``, ``epub``), or
+    None for anything else (a page)."""
     for signature, kind, within in _SIGNATURES:
         if signature in body[: within + len(signature)]:
             return kind
-    return None
+    return zip_kind(body)
 
 
 def convert(
@@ -61,55 +63,79 @@ def convert(
     """The fields of a page (service.extraction.fields) for the document ``body``, with
     ``markdown`` when ``formats`` asks for it and ``document``; raises :class:`PageTooLarge`
     past ``max_pages`` and :class:`DocumentRefused` for one that cannot be converted."""
-    assert kind == PDF
+    if kind == PDF:
+        converted = _pdf(body, max_pages)
+    else:
+        try:
+            converted = convert_archive(body, kind)
+        except PageTooLarge:
+            raise
+        except Exception:  # a damaged archive or part: the libraries raise many kinds
+            raise DocumentRefused(
+                f"the document could not be read (a damaged {kind.upper()})"
+            ) from None
+    if converted.pages > max_pages:
+        raise _too_many(converted.pages, max_pages)
+    if not any(line.strip() for line in converted.lines):
+        raise DocumentWithoutText(
+            "the document has no text layer (a scanned or image-only PDF); OCR is not offered"
+            if kind == PDF
+            else "the document has no text"
+        )
+    title = converted.title or next(iter(converted.headings.get("h1", [])), None)
+    fields: dict[str, Any] = {
+        "title": title,
+        "meta": {},
+        "headings": converted.headings,
+        "links": [],
+        "images": [],
+        "text": "\n".join(converted.lines).strip(),
+        "extracted": no_matches(selectors),
+        "document": {
+            "type": kind,
+            "pages": converted.pages,
+            "title": converted.title,
+            "author": converted.author,
+            "created": converted.created,
+        },
+    }
+    if "markdown" in formats:
+        fields["markdown"] = "\n\n".join(block for block in converted.blocks if block).strip()
+    if "html" in formats:
+        fields["html"] = None
+    return fields
+
+
+def _too_many(pages: int, max_pages: int) -> PageTooLarge:
+    return PageTooLarge(
+        f"the document has {pages} pages, over the limit of {max_pages} "
+        "(SCRAPESPY_DOCUMENT_MAX_PAGES)"
+    )
+
+
+def _pdf(body: bytes, max_pages: int) -> Converted:
+    """A PDF's lines in pdfium's reading order, a line in a larger font a heading."""
     pdf = _open(body)
     try:
         pages = len(pdf)
         if pages > max_pages:
-            raise PageTooLarge(
-                f"the document has {pages} pages, over the limit of {max_pages} "
-                "(SCRAPESPY_DOCUMENT_MAX_PAGES)"
-            )
+            raise _too_many(pages, max_pages)
         lines = [line for index in range(pages) for line in _page_lines(pdf[index])]
         declared = pdf.get_metadata_dict(skip_empty=True)
     finally:
         pdf.close()
-    if not any(text.strip() for text, _ in lines):
-        raise DocumentWithoutText(
-            "the document has no text layer (a scanned or image-only PDF); OCR is not offered"
-        )
     levels = _heading_levels(lines)
-    headings: dict[str, list[str]] = {}
-    markdown: list[str] = []
+    out = Converted(pages=pages)
     for text, size in lines:
         level = levels.get(size)
         if level is not None and text:
-            headings.setdefault(f"h{level}", []).append(text)
-            markdown.append(f"{'#' * level} {text}")
+            out.heading(level, text)
         else:
-            markdown.append(text)
-    title = declared.get("Title") or next(iter(headings.get("h1", [])), None)
-    fields: dict[str, Any] = {
-        "title": title,
-        "meta": {},
-        "headings": headings,
-        "links": [],
-        "images": [],
-        "text": "\n".join(text for text, _ in lines).strip(),
-        "extracted": no_matches(selectors),
-        "document": {
-            "type": kind,
-            "pages": pages,
-            "title": declared.get("Title"),
-            "author": declared.get("Author"),
-            "created": _date(declared.get("CreationDate")),
-        },
-    }
-    if "markdown" in formats:
-        fields["markdown"] = "\n\n".join(line for line in markdown if line).strip()
-    if "html" in formats:
-        fields["html"] = None
-    return fields
+            out.paragraph(text)
+    out.title = declared.get("Title") or None
+    out.author = declared.get("Author") or None
+    out.created = _date(declared.get("CreationDate"))
+    return out
 
 
 def _open(body: bytes) -> pdfium.PdfDocument:
