@@ -369,3 +369,17 @@ def test_a_document_sent_as_a_byte_stream_is_recognised_by_its_bytes(
     assert result["success"] is True
     assert result["document"]["type"] == "docx"
     assert result["title"] == "Berth Rules"
+
+
+def test_firecrawl_py_scrapes_a_pdf_with_its_default_parsers(
+    service: ServiceProcess, served: TargetSite, paying: tuple[int, str]
+) -> None:
+    from firecrawl import Firecrawl
+
+    _, key = paying
+    client = Firecrawl(api_key=key, api_url=service.url(""), max_retries=1)
+    document = client.scrape(served.url("/docs/report.pdf"), formats=["markdown"], parsers=["pdf"])
+    assert document.markdown is not None
+    assert document.markdown.startswith("# Harbour Authority Annual Report")
+    assert document.metadata is not None
+    assert (document.metadata.num_pages, document.metadata.credits_used) == (2, 1)
