@@ -49,9 +49,9 @@ ERROR_CODES: dict[str, str] = {
     "service does not follow (a scheme other than http and https)",
     "action_failed": "a browser action or wait_for failed; the message names the step",
     "document_encrypted": "the target answered a document (PDF) encrypted with a password",
-    "document_no_text": "the target answered a document (PDF) without a text layer (a scan); "
-    "there is no OCR",
-    "document_unreadable": "the target answered a document (PDF) that could not be read",
+    "document_no_text": "the target answered a document without text (a scanned PDF, an "
+    "empty file); there is no OCR",
+    "document_unreadable": "the target answered a document that could not be read (damaged)",
     "internal": "an unexpected error in the service; nothing was billed",
 }
 

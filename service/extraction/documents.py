@@ -1,4 +1,5 @@
-"""Documents (PDF) turned into a page's fields and outputs, in the extraction workers.
+"""Documents (PDF, and through service.extraction.office DOCX, PPTX, XLSX and EPUB) turned into
+a page's fields and outputs, in the extraction workers.
 
 A target may answer a document instead of HTML. It is recognised by its bytes
 (:func:`document_type`), not by its ``Content-Type``, which servers get wrong both ways, and

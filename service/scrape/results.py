@@ -29,7 +29,7 @@ from typing_extensions import TypedDict
 from service.core.answer_schemas import answer_schema
 from service.core.errors import FAILURE_CODES
 from service.core.schemas import ACTION_TYPES
-from service.core.vocabulary import ENGINES, FORMATS, TIERS
+from service.core.vocabulary import DOCUMENT_TYPES, ENGINES, FORMATS, TIERS
 from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.scrape.timings import Timings
 
@@ -65,10 +65,14 @@ class ActionResult(TypedDict):
 # recorded by middlewares.escalation; the docstring is the schema's description
 # service.extraction.documents; the docstring is the schema's description
 class Document(TypedDict):
-    """What a document (a PDF the target answered instead of HTML) declares about itself."""
+    """What a document (a PDF, DOCX, PPTX, XLSX or EPUB the target answered instead of HTML)
+    declares about itself."""
 
-    type: Annotated[str, Field(json_schema_extra={"enum": ["pdf"]})]
-    pages: Annotated[int, Field(ge=0, description="its number of pages, as billed")]
+    type: Annotated[str, Field(json_schema_extra={"enum": list(DOCUMENT_TYPES)})]
+    pages: Annotated[
+        int,
+        Field(ge=0, description="its pages, as billed: slides, worksheets, EPUB chapters"),
+    ]
     title: Annotated[str | None, Field(description="the title it declares; null when none")]
     author: Annotated[str | None, Field(description="the author it declares; null when none")]
     created: Annotated[
@@ -209,7 +213,8 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "document": Annotated[
         Document,
         Field(
-            description="only when the target answered a document (PDF) instead of HTML: "
+            description="only when the target answered a document (PDF, DOCX, PPTX, XLSX, "
+            "EPUB) instead of HTML: "
             "markdown and text are its content, raw_html and html are null"
         ),
     ],
