@@ -24,6 +24,7 @@ REPORT = """<html><head><title>Harbour Authority Annual Report</title></head><bo
 <p>Cargo tonnage through the eastern quays rose by eleven percent over the year.</p>
 <h2>Dredging programme</h2>
 <p>The inner basin was dredged to a depth of nine metres before the winter storms.</p>
+<p>&#8226; Fenders out</p><p>&#8226; Lines doubled</p>
 <div style="page-break-before: always"><h2>Finances</h2>
 <p>Operating income covered the dredging costs without new borrowing.</p></div>
 </body></html>"""
@@ -111,6 +112,7 @@ def test_a_pdf_is_converted_to_markdown_and_text(
     markdown = result["markdown"]
     assert markdown.startswith("# Harbour Authority Annual Report\n")
     assert "## Dredging programme" in markdown and "## Finances" in markdown
+    assert "\n- Fenders out\n- Lines doubled\n" in markdown  # bullets as Word prints them
     assert markdown.index("Cargo tonnage") < markdown.index("Dredging programme")
     assert "eleven percent over the year" in result["text"]
     assert result["headings"]["h2"] == ["Dredging programme", "Finances"]
@@ -383,3 +385,16 @@ def test_firecrawl_py_scrapes_a_pdf_with_its_default_parsers(
     assert document.markdown.startswith("# Harbour Authority Annual Report")
     assert document.metadata is not None
     assert (document.metadata.num_pages, document.metadata.credits_used) == (2, 1)
+
+
+def test_a_damaged_pdf_fails_unbilled(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
+) -> None:
+    account, key = paying
+    served.page(
+        "/docs/damaged.pdf", b"%PDF-1.7\n1 0 obj garbage", **{"Content-Type": "application/pdf"}
+    )
+    result = service.scrape(key, {"url": served.url("/docs/damaged.pdf")}).json
+    assert (result["success"], result["error_code"]) == (False, "document_unreadable")
+    assert result["credits_charged"] == 0
+    assert accounts.summary(account)["balance"] == 100

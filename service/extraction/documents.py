@@ -13,6 +13,7 @@ fails, unbilled.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import pypdfium2 as pdfium
@@ -28,6 +29,8 @@ _SIGNATURES: Final = ((b"%PDF-", PDF, 1024),)
 # A line at least this much larger than the body's size is a heading; the largest is h1.
 HEADING_RATIO: Final = 1.2
 HEADING_LEVELS: Final = 3
+# a line that opens with a bullet glyph (Word's, LibreOffice's) is a list item
+BULLET: Final = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2023\u2043\uf0b7]\s*")
 
 
 class DocumentRefused(Exception):
@@ -129,8 +132,11 @@ def _pdf(body: bytes, max_pages: int) -> Converted:
     out = Converted(pages=pages)
     for text, size in lines:
         level = levels.get(size)
+        bullet = BULLET.match(text)
         if level is not None and text:
             out.heading(level, text)
+        elif bullet is not None:
+            out.paragraph(text[bullet.end() :], "- ")
         else:
             out.paragraph(text)
     out.title = declared.get("Title") or None
