@@ -9,7 +9,9 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from pypdf import PdfReader, PdfWriter
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
+from tests.conftest import a_database_of_its_own
 
 CHROMIUM = "/usr/bin/chromium"
 REPORT = """<html><head><title>Harbour Authority Annual Report</title></head><body>
@@ -398,3 +401,38 @@ def test_a_damaged_pdf_fails_unbilled(
     assert (result["success"], result["error_code"]) == (False, "document_unreadable")
     assert result["credits_charged"] == 0
     assert accounts.summary(account)["balance"] == 100
+
+
+@pytest.fixture(scope="module")
+def jobs_db(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Accounts]]:
+    yield from a_database_of_its_own(database_url, tmp_path_factory.mktemp("documents-db"))
+
+
+def test_a_batch_of_documents_bills_each_by_its_blocks(
+    jobs_db: tuple[str, Accounts], tmp_path: Path, served: TargetSite
+) -> None:
+    database_url, own_accounts = jobs_db
+    account, key = own_accounts.create(credits=100)
+    jobs_service = ServiceProcess(database_url, tmp_path).start()
+    try:
+        urls = [served.url(f"/docs/{name}.pdf") for name in ("long", "report", "scan")]
+        reply = call("POST", jobs_service.url("/batch"), {"urls": urls, "engine": "auto"}, key=key)
+        assert reply.status == 202, reply.body
+        status_url = jobs_service.url(f"/jobs/{reply.json['id']}")
+        deadline = time.monotonic() + 60
+        while (found := call("GET", status_url, key=key).json)["counts"]["pending"]:
+            assert time.monotonic() < deadline, found
+            time.sleep(0.2)
+    finally:
+        jobs_service.stop()
+    # 25 pages: 3 blocks; 2 pages: 1 block; the scan: failed, unbilled (static price 1)
+    results = {entry["url"]: entry for entry in found["results"]}
+    assert [results[url]["credits"] for url in urls] == [3, 1, 0]
+    assert results[urls[0]]["result"]["document"]["pages"] == 25
+    assert results[urls[2]]["result"]["error_code"] == "document_no_text"
+    assert found["credits_charged"] == 4
+    summary = own_accounts.summary(account)
+    assert (summary["balance"], summary["held"]) == (96, 0)
+    assert own_accounts.entries_sum(account) == 96
