@@ -237,8 +237,31 @@ OFFICE_TYPES = {
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "odt": "application/vnd.oasis.opendocument.text",
     "epub": "application/epub+zip",
 }
+ODT_CONTENT = """<?xml version="1.0" encoding="UTF-8"?>
+<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+ xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" office:version="1.3">
+<office:body><office:text>
+<text:h text:outline-level="1">Pilotage</text:h>
+<text:p>Pilots board <text:span>two miles</text:span> off the breakwater.</text:p>
+<text:list><text:list-item><text:p>Ladder on the lee side</text:p></text:list-item>
+<text:list-item><text:p>Speed six knots</text:p></text:list-item></text:list>
+<text:h text:outline-level="2">Fees</text:h>
+<table:table><table:table-row><table:table-cell><text:p>Length</text:p></table:table-cell>
+<table:table-cell><text:p>Fee</text:p></table:table-cell></table:table-row>
+<table:table-row><table:table-cell><text:p>Under 50 m</text:p></table:table-cell>
+<table:table-cell><text:p>120</text:p></table:table-cell></table:table-row></table:table>
+</office:text></office:body></office:document-content>"""
+ODT_META = """<?xml version="1.0" encoding="UTF-8"?>
+<office:document-meta xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+ xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0"
+ xmlns:dc="http://purl.org/dc/elements/1.1/" office:version="1.3"><office:meta>
+<dc:title>Pilotage Notes</dc:title><meta:initial-creator>Port Pilots</meta:initial-creator>
+<meta:creation-date>2026-03-01T09:30:00</meta:creation-date>
+<meta:document-statistic meta:page-count="3"/></office:meta></office:document-meta>"""
 EPUB_CHAPTER = """<?xml version="1.0" encoding="utf-8"?>
 <html xmlns="http://www.w3.org/1999/xhtml"><head><title>{title}</title></head><body>
 <h1>{title}</h1><p>{text}</p><ul><li>Tide tables</li><li>Pilot ladders</li></ul></body></html>"""
@@ -258,7 +281,7 @@ EPUB_CONTAINER = """<?xml version="1.0"?>
 
 def office_documents() -> dict[str, bytes]:
     """A DOCX, a PPTX and an XLSX written by python-docx, python-pptx and openpyxl, and an
-    EPUB laid out as its specification says (the mimetype first, stored)."""
+    EPUB and an ODT laid out as their specifications say (the mimetype first, stored)."""
     import docx
     import openpyxl
     import pptx
@@ -307,6 +330,14 @@ def office_documents() -> dict[str, bytes]:
         ):
             archive.writestr(f"OEBPS/{name}.xhtml", EPUB_CHAPTER.format(title=title, text=text))
     made["epub"] = out.getvalue()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr(
+            "mimetype", "application/vnd.oasis.opendocument.text", compress_type=zipfile.ZIP_STORED
+        )
+        archive.writestr("content.xml", ODT_CONTENT)
+        archive.writestr("meta.xml", ODT_META)
+    made["odt"] = out.getvalue()
     return made
 
 
@@ -341,6 +372,13 @@ OFFICE_EXPECTED = {
         "## Tonnage\n\n| Quay | Tonnes |\n| --- | --- |\n| East | 1200 |\n| West | 800 |\n\n"
         "## Empty berths\n\n| North |\n| --- |",
     ),
+    "odt": (
+        3,
+        "Pilotage Notes",
+        "# Pilotage\n\nPilots board two miles off the breakwater.\n\n"
+        "- Ladder on the lee side\n- Speed six knots\n\n## Fees\n\n"
+        "| Length | Fee |\n| --- | --- |\n| Under 50 m | 120 |",
+    ),
     "epub": (2, "The Harbour Guide", None),
 }
 
@@ -363,6 +401,7 @@ def test_office_documents_and_ebooks_are_converted(
         assert result["markdown"].startswith("# Arriving\n\nCall the harbour office")
         assert "# Leaving" in result["markdown"] and "- Pilot ladders" in result["markdown"]
         assert result["document"]["author"] == "Port Pilots"
+    # one block of ten pages (ODT: 3 declared pages) at the engine's price
     assert result["credits_charged"] == (1 if engine == "static" else 5)
 
 

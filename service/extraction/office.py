@@ -1,13 +1,15 @@
-"""Office documents and e-books turned into markdown blocks: DOCX, PPTX, XLSX and EPUB.
+"""Office documents and e-books turned into markdown blocks: DOCX, PPTX, XLSX, ODT and EPUB.
 
-All four are ZIP archives; :func:`zip_kind` tells them apart by their parts, and each
+All five are ZIP archives; :func:`zip_kind` tells them apart by their parts, and each
 converter gives a :class:`Converted`: the markdown blocks in reading order, the plain text
 lines, the headings and what the file declares. python-docx, python-pptx and openpyxl (MIT)
-read the Office formats; an EPUB's chapters are XHTML, converted by the service's own HTML
-extraction (service.extraction.outputs), so no e-book library is needed (ebooklib is AGPL).
+read the Office formats; an ODT's ``content.xml`` is read here with the standard library (its
+headings, paragraphs, lists and tables are plain elements); an EPUB's chapters are XHTML,
+converted by the service's own HTML extraction (service.extraction.outputs), so no e-book
+library is needed (ebooklib is AGPL).
 
-What counts as a page, for the page bound and billing: a DOCX's declared page count
-(``docProps/app.xml``, written by Word and LibreOffice) or else one per started
+What counts as a page, for the page bound and billing: a DOCX's or ODT's declared page count
+(``docProps/app.xml``, ``meta.xml``: written by Word and LibreOffice) or else one per started
 ``CHARS_PER_PAGE`` characters of text; a slide; a worksheet; an EPUB's chapter (a spine item).
 """
 
@@ -28,13 +30,18 @@ DOCX: Final = "docx"
 PPTX: Final = "pptx"
 XLSX: Final = "xlsx"
 EPUB: Final = "epub"
+ODT: Final = "odt"
 # the part that says which kind an archive is
 _PARTS: Final = (
     ("word/document.xml", DOCX),
     ("ppt/presentation.xml", PPTX),
     ("xl/workbook.xml", XLSX),
 )
-_EPUB_MIMETYPE: Final = b"application/epub+zip"
+# the ``mimetype`` part of an OpenDocument or EPUB archive -> its kind
+_MIMETYPES: Final = {
+    b"application/epub+zip": EPUB,
+    b"application/vnd.oasis.opendocument.text": ODT,
+}
 # an archive's parts unpacked, at most: a zip bomb is refused before it is read
 MAX_UNPACKED: Final = 256 * 1024 * 1024
 MAX_PARTS: Final = 10_000
@@ -85,8 +92,8 @@ class Converted:
 
 
 def zip_kind(body: bytes) -> str | None:
-    """``docx``, ``pptx``, ``xlsx`` or ``epub`` for an archive that is one, else None. Only the
-    archive's directory (and an EPUB's first part) is read."""
+    """``docx``, ``pptx``, ``xlsx``, ``odt`` or ``epub`` for an archive that is one, else None.
+    Only the archive's directory (and its ``mimetype`` part) is read."""
     if not body.startswith(b"PK\x03\x04"):
         return None
     try:
@@ -95,8 +102,8 @@ def zip_kind(body: bytes) -> str | None:
             for part, kind in _PARTS:
                 if part in names:
                     return kind
-            if "mimetype" in names and archive.read("mimetype").strip() == _EPUB_MIMETYPE:
-                return EPUB
+            if "mimetype" in names:
+                return _MIMETYPES.get(archive.read("mimetype")[:64].strip())
     except (zipfile.BadZipFile, OSError, ValueError, KeyError):
         return None
     return None
@@ -260,6 +267,79 @@ def _epub(body: bytes, archive: zipfile.ZipFile) -> Converted:
     return out
 
 
+_ODF: Final = {
+    "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+    "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
+    "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+    "meta": "urn:oasis:names:tc:opendocument:xmlns:meta:1.0",
+    "dc": "http://purl.org/dc/elements/1.1/",
+}
+_H, _P, _LIST, _TABLE = (
+    f"{{{_ODF['text']}}}h",
+    f"{{{_ODF['text']}}}p",
+    f"{{{_ODF['text']}}}list",
+    f"{{{_ODF['table']}}}table",
+)
+
+
+def _odt(body: bytes, archive: zipfile.ZipFile) -> Converted:
+    content = ElementTree.fromstring(archive.read("content.xml"))
+    text = content.find("office:body/office:text", _ODF)
+    out = Converted()
+    if text is not None:
+        for element in text:
+            _odt_block(out, element)
+    try:
+        meta = ElementTree.fromstring(archive.read("meta.xml"))
+    except KeyError:
+        meta = None
+    declared_pages = None
+    if meta is not None:
+        out.title = _text(meta.find(".//dc:title", _ODF))
+        out.author = _text(meta.find(".//meta:initial-creator", _ODF)) or _text(
+            meta.find(".//dc:creator", _ODF)
+        )
+        out.created = _text(meta.find(".//meta:creation-date", _ODF))
+        statistic = meta.find(".//meta:document-statistic", _ODF)
+        count = statistic.get(f"{{{_ODF['meta']}}}page-count") if statistic is not None else None
+        declared_pages = int(count) if count and count.isdigit() and int(count) > 0 else None
+    chars = sum(len(line) for line in out.lines)
+    out.pages = declared_pages or max(1, -(-chars // CHARS_PER_PAGE))
+    return out
+
+
+def _odt_block(out: Converted, element: ElementTree.Element, depth: int = 0) -> None:
+    """One element of an ODT's body, in order: a heading, a paragraph, a list or a table."""
+    if element.tag == _H:
+        level = element.get(f"{{{_ODF['text']}}}outline-level") or "1"
+        text = _flat(element)
+        if text:
+            out.heading(int(level) if level.isdigit() else 1, text)
+    elif element.tag == _P:
+        text = _flat(element)
+        if text:
+            out.paragraph(text)
+    elif element.tag == _LIST:
+        for item in element:
+            for child in item:
+                if child.tag == _LIST:
+                    _odt_block(out, child, depth + 1)
+                elif (text := _flat(child)) != "":
+                    out.paragraph(text, "  " * depth + "- ")
+    elif element.tag == _TABLE:
+        rows = element.iterfind(".//table:table-row", _ODF)
+        out.table(
+            [[_flat(cell) for cell in row.iterfind("table:table-cell", _ODF)] for row in rows]
+        )
+    else:  # sections and the like hold blocks of their own
+        for child in element:
+            _odt_block(out, child, depth)
+
+
+def _flat(element: ElementTree.Element) -> str:
+    return " ".join("".join(element.itertext()).split())
+
+
 def _text(element: ElementTree.Element | None) -> str | None:
     if element is None or element.text is None:
         return None
@@ -283,4 +363,4 @@ def _cell(value: str) -> str:
     return " ".join(value.split()).replace("|", "\\|")
 
 
-_CONVERTERS: Final = {DOCX: _docx, PPTX: _pptx, XLSX: _xlsx, EPUB: _epub}
+_CONVERTERS: Final = {DOCX: _docx, PPTX: _pptx, XLSX: _xlsx, ODT: _odt, EPUB: _epub}
