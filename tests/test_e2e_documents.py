@@ -475,3 +475,19 @@ def test_a_batch_of_documents_bills_each_by_its_blocks(
     summary = own_accounts.summary(account)
     assert (summary["balance"], summary["held"]) == (96, 0)
     assert own_accounts.entries_sum(account) == 96
+
+
+@pytest.mark.parametrize("engine", ["static", "js"])
+def test_a_document_past_the_download_limit_fails_too_large(
+    service: ServiceProcess,
+    served: TargetSite,
+    accounts: Accounts,
+    paying: tuple[int, str],
+    engine: str,
+) -> None:
+    account, key = paying
+    huge = b"%PDF-1.7\n" + b"%" * (17 * 1024 * 1024)  # past the 16 MiB download limit
+    served.page("/docs/huge.pdf", huge, **{"Content-Type": "application/pdf"})
+    result = service.scrape(key, {"url": served.url("/docs/huge.pdf"), "engine": engine}).json
+    assert (result["success"], result["error_code"]) == (False, "too_large"), result["error"]
+    assert accounts.summary(account)["balance"] == 100

@@ -30,7 +30,7 @@ from scrapy.http.headers import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
-from service.browser.failures import BrowserError, RedirectFailed, exception_for
+from service.browser.failures import BrowserError, RedirectFailed, TooLarge, exception_for
 from service.scrape import meta as scrape_meta
 from service.scrape.timings import render_started, rendered
 
@@ -156,14 +156,27 @@ def _is_document(response: PlaywrightResponse) -> bool:
 
 
 async def _document(
-    page: Page, request: Request, response: PlaywrightResponse, started: float, navigated: Any
+    handler: ScrapyPlaywrightDownloadHandler,
+    page: Page,
+    request: Request,
+    response: PlaywrightResponse,
+    started: float,
+    navigated: Any,
 ) -> Response:
     """The document the navigation answered, as its bytes: fetched again through the page's
-    context (its cookies, its egress route), since the viewer holds no copy of them."""
+    context (its cookies, its egress route), since the viewer holds no copy of them. The page's
+    meter does not see this fetch: the static engine's download limit is checked on the
+    declared length before it, and on the bytes after it."""
+    limit: int = getattr(handler, "max_resource_bytes", 0)
+    declared = response.headers.get("content-length", "")
+    if limit and declared.isdigit() and int(declared) > limit:
+        raise TooLarge(_document_too_large(int(declared), limit))
     await _set_redirect_meta(request=request, response=response)
     fetched = await page.context.request.get(response.url, max_redirects=0)
     try:
         body = await fetched.body()
+        if limit and len(body) > limit:
+            raise TooLarge(_document_too_large(len(body), limit))
         headers = Headers(fetched.headers)
         status = fetched.status
     finally:
@@ -179,6 +192,10 @@ async def _document(
         request=request,
         flags=["playwright", "document"],
     )
+
+
+def _document_too_large(size: int, limit: int) -> str:
+    return f"the document is {size} bytes, over the download limit of {limit} bytes"
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -202,7 +219,7 @@ async def read_rendered(
     scrape_meta.set_loaded_at(request, asyncio.get_running_loop().time())
     headers_read: asyncio.Future[dict[str, str]] | None = None
     if isinstance(response, PlaywrightResponse) and _is_document(response):
-        return await _document(page, request, response, started, navigated)
+        return await _document(handler, page, request, response, started, navigated)
     if isinstance(response, PlaywrightResponse):
         headers_read = asyncio.ensure_future(response.all_headers())
         await _set_redirect_meta(request=request, response=response)
@@ -216,7 +233,7 @@ async def read_rendered(
             headers_read.cancel()
     if isinstance(response, PlaywrightResponse) and PDF_SIGNATURE in body_text[:PDF_WITHIN]:
         # a PDF sent as text: Chromium showed its bytes as text, which are no use either
-        return await _document(page, request, response, started, navigated)
+        return await _document(handler, page, request, response, started, navigated)
     headers.pop("Content-Encoding", None)
     request.meta["download_latency"] = time.time() - started
 
