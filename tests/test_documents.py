@@ -8,8 +8,15 @@ import zipfile
 
 import pytest
 
+from service.core.errors import FAILURE_CODES
 from service.extraction.bounds import PageTooLarge
-from service.extraction.documents import DocumentRefused, convert, document_type
+from service.extraction.documents import (
+    DocumentEncrypted,
+    DocumentRefused,
+    DocumentWithoutText,
+    convert,
+    document_type,
+)
 from service.extraction.office import MAX_UNPACKED
 
 CHUNK = b"\0" * (1024 * 1024)
@@ -21,6 +28,11 @@ def archive(parts: dict[str, bytes]) -> bytes:
         for name, data in parts.items():
             made.writestr(name, data)
     return out.getvalue()
+
+
+def test_each_refusal_is_a_failure_code_of_a_result() -> None:
+    refusals = (DocumentRefused, DocumentEncrypted, DocumentWithoutText)
+    assert {refusal.code for refusal in refusals} <= set(FAILURE_CODES)
 
 
 def test_an_archive_of_another_kind_is_no_document() -> None:

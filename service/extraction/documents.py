@@ -1,5 +1,5 @@
-"""Documents (PDF, and through service.extraction.office DOCX, PPTX, XLSX and EPUB) turned into
-a page's fields and outputs, in the extraction workers.
+"""Documents (PDF, and through service.extraction.office DOCX, PPTX, XLSX, ODT and EPUB) turned
+into a page's fields and outputs, in the extraction workers.
 
 A target may answer a document instead of HTML. It is recognised by its bytes
 (:func:`document_type`), not by its ``Content-Type``, which servers get wrong both ways, and
@@ -47,14 +47,9 @@ class DocumentWithoutText(DocumentRefused):
     code = "document_no_text"
 
 
-REFUSALS: Final = {
-    cls.code: cls for cls in (DocumentRefused, DocumentEncrypted, DocumentWithoutText)
-}
-
-
 def document_type(body: bytes) -> str | None:
-    """The kind of document ``body`` is (``pdf``, ``docx``, ``pptx``, ``xlsx``, ``epub``), or
-    None for anything else (a page)."""
+    """The kind of document ``body`` is (service.core.vocabulary's ``DOCUMENT_TYPES``), or None
+    for anything else (a page)."""
     for signature, kind, within in _SIGNATURES:
         if signature in body[: within + len(signature)]:
             return kind
