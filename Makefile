@@ -47,11 +47,13 @@ lint: setup
 # ScrapyRT, the peer, lives in a venv of its own (installed from PyPI for the benchmark only);
 # trafilatura, the yardstick of the main-content extraction's cost, comes with the `bench` extra.
 bench: setup chromium bench/.venv-scrapyrt/.installed $(VENV)/.bench-installed
-	@command -v wrk >/dev/null && command -v nginx >/dev/null || { $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk nginx-light >/dev/null; }
+	@command -v wrk >/dev/null && command -v nginx >/dev/null && command -v pdftotext >/dev/null || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y \
+	  -qq wrk nginx-light poppler-utils >/dev/null; }
 	$(PY) -m bench
 	$(PY) -m bench.js_soak --json bench/results/js_soak.json
 	$(PY) -m bench.firecrawl
+	$(PY) -m bench.documents
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat

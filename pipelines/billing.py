@@ -53,15 +53,22 @@ if TYPE_CHECKING:
 UNANSWERED = "the scrape's caller got no answer"
 
 
-def charge_for(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> tuple[int, bool]:
-    """(credits to capture, whether a residential trial is consumed)."""
+def charge_for(
+    order: ScrapeOrder, result: ScrapeResult, tier_used: str, blocks: int = 1
+) -> tuple[int, bool]:
+    """(credits to capture, whether a residential trial is consumed). A document costs the
+    price once per started block of pages (``blocks``), at most what was held."""
     if not result.success or result.blocked:
         return 0, False
     if ResidentialTrial.used_up(order.trial, tier_used):
         return 0, True
     if order.ladder is not None:  # auto: the engine that answered (service.core.escalation)
-        return order.ladder.costs[result.engine][tier_used], False
-    return order.costs[tier_used], False
+        price = order.ladder.costs[result.engine][tier_used]
+    else:
+        price = order.costs[tier_used]
+    if blocks > 1:
+        return min(price * blocks, max(order.hold_amount, price)), False
+    return price, False
 
 
 def database_of(crawler: Crawler) -> Database:
@@ -75,7 +82,7 @@ def send_settlement(database: Database, item: ScrapeItem) -> Deferred[ledger.Set
     """Settles ``item``'s hold on the outcome in ``item.result``."""
     order = item.order
     assert order.hold_id is not None
-    cost, consume_trial = charge_for(order, item.result, item.tier_used)
+    cost, consume_trial = charge_for(order, item.result, item.tier_used, item.blocks)
     usage = usage_row(order, item.result, item.tier_used)
     if database.reactor_calls:  # PostgreSQL: one statement, on the reactor
         return database.call(
@@ -101,8 +108,9 @@ class SettlePipeline:
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
         order = item.order
+        early = item.document is None  # a document's price waits for its page count
         if order.hold_id is not None and self.database.reactor_calls and not order.settle_later:
-            if order.answer is None:  # else whoever answered the caller released the hold
+            if order.answer is None and early:  # else whoever answered the caller released the hold
                 item.settlement = send_settlement(self.database, item)
         return item
 
@@ -135,7 +143,10 @@ class BillingPipeline:
         # a caller who went away or a shutdown claimed first, while the parse or the settlement
         # was still on its way.
         told = item.result if order.claim(item.result) else order.answer
-        billable = told is not None and charge_for(order, told, item.tier_used) != (0, False)
+        billable = told is not None and charge_for(order, told, item.tier_used, item.blocks) != (
+            0,
+            False,
+        )
         balance = settlement.balance
         if (charged or settlement.trial_consumed) and not billable:
             why = told.error if told is not None else UNANSWERED
@@ -165,7 +176,7 @@ class BillingPipeline:
         says what it costs, which the settlement charges unless the hold was settled before
         (then the batch stores the result with what was charged)."""
         order = item.order
-        cost, consume_trial = charge_for(order, item.result, item.tier_used)
+        cost, consume_trial = charge_for(order, item.result, item.tier_used, item.blocks)
         order.to_settle = (cost, consume_trial, usage_row(order, item.result, item.tier_used))
         item.charged = item.result.credits_charged = cost
         if self.stats is not None:

@@ -46,16 +46,18 @@ from service.core.config import Config
 from service.core.vocabulary import OUTPUTS
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds, PageTooLarge
+from service.extraction.documents import DocumentRefused, document_type
 from service.extraction.pool import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
+    DocumentFailed,
     ExtractionFailed,
     ExtractionPool,
 )
-from service.extraction.worker import extract_within
+from service.extraction.worker import convert_within, extract_within
 from service.scrape import meta as scrape_meta
 from service.scrape.order import ScrapeItem, ScrapeOrder, new_result, timed_out
-from service.scrape.results import with_truncated
+from service.scrape.results import with_document, with_truncated
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -137,7 +139,11 @@ class ResultPipeline:
         elif response.status >= 400:
             error = f"the target answered HTTP {response.status}"
             code = "http_error"
-        elif "raw_html" in order.formats and len(response.body) > self.max_raw_html_bytes:
+        elif (
+            "raw_html" in order.formats
+            and len(response.body) > self.max_raw_html_bytes
+            and document_type(response.body) is None
+        ):
             error = raw_html_too_large(len(response.body), self.max_raw_html_bytes)
             code = "too_large"
         else:
@@ -153,9 +159,13 @@ class ResultPipeline:
             block_reason=block_reason,
             engine=None if order.ladder is None else scrape_meta.engine(request),
         )
-        if isinstance(response, TextResponse):
+        kind = document_type(response.body) if response is not None and not error else None
+        if kind is not None:
+            assert response is not None
+            item.document = (kind, response.body)
+        elif isinstance(response, TextResponse):
             item.page = response
-        if order.formats and response is not None:
+        if order.formats and response is not None and kind is None:
             self._received(item, response)
         if order.actions:  # what service.browser reported, on a success as on a failure
             result = item.result
@@ -187,6 +197,7 @@ class FieldsPipeline:
 
     def __init__(self, crawler: Crawler):
         self.stats = crawler.stats
+        self.pages_per_block = crawler.settings.getint("SCRAPESPY_DOCUMENT_PAGES_PER_BLOCK")
         self.extractor: ExtractionPool | None = getattr(crawler, "scrapespy_extractor", None)
         self.bounds = (
             self.extractor.bounds
@@ -200,6 +211,8 @@ class FieldsPipeline:
 
     async def process_item(self, item: ScrapeItem) -> ScrapeItem:
         order, page = item.order, item.page
+        if item.document is not None:
+            return self._counted(await self._converted(item))
         if page is None:
             return self._counted(item)
         item.page = None
@@ -230,6 +243,48 @@ class FieldsPipeline:
         order.clock.extraction = extraction
         item.result.timings["extraction"] = round(extraction * 1000, 1)
         return self._counted(item)
+
+    async def _converted(self, item: ScrapeItem) -> ScrapeItem:
+        """A document's fields and ``document``, converted like a page is parsed; ``raw_html``
+        and ``html`` stay null: there is no HTML."""
+        assert item.document is not None
+        (kind, body), item.document = item.document, None
+        order = item.order
+        started = time.monotonic()
+        try:
+            options = order.output_options()
+            if self.extractor is None:
+                fields = convert_within(body, kind, order.selectors, options, self.bounds)
+            else:
+                converting = self.extractor.convert(
+                    body,
+                    kind,
+                    item.result.final_url,
+                    order.selectors,
+                    order.deadline - time.monotonic(),
+                    options,
+                    account=order.account_id,
+                    background=order.background,
+                )
+                fields = await maybe_deferred_to_future(converting)
+        except (DocumentFailed, DocumentRefused) as exc:
+            if item.result.success:
+                item.result.success = False
+                item.result.error = str(exc)
+                item.result.error_code = exc.code
+        except Exception as exc:
+            self._not_parsed(exc, item)
+        else:
+            document = fields.pop("document")
+            item.blocks = -(-document["pages"] // self.pages_per_block)
+            item.result.fill(fields)
+            item.result = with_document(item.result, document)
+            if "truncated" in fields:
+                item.result = with_truncated(item.result, fields["truncated"])
+        elapsed = time.monotonic() - started
+        order.clock.extraction = elapsed
+        item.result.timings["extraction"] = round(elapsed * 1000, 1)
+        return item
 
     def _not_parsed(self, exc: Exception, item: ScrapeItem) -> None:
         if isinstance(exc, PageTooLarge):  # past a bound: the caller is told which

@@ -202,13 +202,18 @@ def test_flags_are_accepted_by_value_and_features_refused_by_name():
         ("fastMode", True),
         ("skipTlsVerification", False),
         ("lockdown", True),
-        ("parsePDF", True),
+        ("parsePDF", False),
         ("blockAds", "yes"),
     ):
         assert f"'{field}'" in refusal({"url": URL, field: value}), field
     for field in ("jsonOptions", "changeTrackingOptions", "agent"):
         assert f"'{field}'" in refusal({"url": URL, field: {}})
-    assert "'parsers'" in refusal({"url": URL, "parsers": ["pdf"]})
+    # PDFs are converted: their text layer, no OCR, no page limit of the caller's
+    for parsers in (["pdf"], [{"type": "pdf"}], [{"type": "pdf", "mode": "fast"}], []):
+        translated({"url": URL, "parsers": parsers})
+    translated({"url": URL, "parsePDF": True})
+    for parsers in (["image"], [{"type": "pdf", "mode": "ocr"}], [{"type": "pdf", "maxPages": 2}]):
+        assert "'parsers'" in refusal({"url": URL, "parsers": parsers}), parsers
     assert refusal({"url": URL, "sparkle": 1}) == "unknown field 'sparkle'"
 
 

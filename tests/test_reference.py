@@ -29,7 +29,9 @@ URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 @pytest.fixture(scope="module")
 def config() -> Config:
-    return dataclasses.replace(Config(), public_url=PUBLIC, costs=COSTS, map_credits=2)
+    return dataclasses.replace(
+        Config(), public_url=PUBLIC, costs=COSTS, map_credits=2, document_pages_per_block=25
+    )
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +114,7 @@ def test_the_running_configurations_prices_are_shown(page: Selector, config: Con
             cell = page.css(f"#price-{engine}-{tier} .credits::text").get()
             assert cell == str(COSTS[engine][tier]), (engine, tier)
     assert page.css("#price-map::text").get() == "2"
+    assert page.css("#price-document-block::text").get() == "25"
     assert page.css("#credits-per-euro::text").get() == "1\u202f000"
     assert page.css("#pack-50 ::text").getall()[0] == "50"
 

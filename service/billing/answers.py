@@ -133,3 +133,11 @@ class PriceList(TypedDict):
     map_credits: Annotated[
         int, Field(ge=0, description="credits per POST /map that found at least one URL")
     ]
+    document_pages_per_block: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="a document (PDF) costs the scrape's price once per started block of "
+            "this many pages, at most what the scrape held",
+        ),
+    ]

@@ -81,4 +81,5 @@ def price_list(config: Config) -> PriceList:
         # keyed by every engine, then every tier (service.core.config checks them)
         "costs": cast(Costs, config.costs),
         "map_credits": config.map_credits,
+        "document_pages_per_block": config.document_pages_per_block,
     }

@@ -7,6 +7,12 @@ Here the headers are fetched while the page settles, the HTML is read by one eva
 page's own world (``page.content()`` stays the fallback), and the page is left to its context,
 which the handler closes right after the answer. The TLS details and the address are not asked
 for: nothing in the service uses them.
+
+A navigation that answers a document (a PDF, DOCX, PPTX, XLSX or EPUB, by its Content-Type) is
+not read from Chromium's PDF viewer, nor refused as a download: its bytes are fetched once more
+through the page's context (``context.request``: the same cookies, and the same egress route
+and proxy) and become the response's body, which the result pipeline converts as the static
+engine's (service.extraction.documents).
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Response as PlaywrightResponse
+from scrapy.http import Response as ScrapyResponse
 from scrapy.http.headers import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
-from service.browser.failures import BrowserError, RedirectFailed, exception_for
+from service.browser.failures import BrowserError, RedirectFailed, TooLarge, exception_for
 from service.scrape import meta as scrape_meta
 from service.scrape.timings import render_started, rendered
 
@@ -35,6 +42,23 @@ if TYPE_CHECKING:
     from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 log = logging.getLogger(__name__)
+
+# Content-Types of documents (service.extraction.documents) that Chromium shows in its PDF
+# viewer or downloads: neither gives the document
+DOCUMENT_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/x-pdf",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/vnd.oasis.opendocument.text",
+        "application/epub+zip",
+    }
+)
+# a PDF whose Content-Type lied, as Chromium renders it: its header at the top of the text
+PDF_SIGNATURE = "%PDF-"
+PDF_WITHIN = 1200
 
 # What page.content() returns (Playwright's frame.content), computed in the page's own world.
 DOCUMENT_HTML = """() => {
@@ -71,12 +95,14 @@ async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
 
     scrapy-playwright's navigation waits up to 30 s for a download after any ``ERR_ABORTED``;
     contexts refuse downloads (Playwright then says ``Download is starting``), and Chromium
-    aborts a redirect it will not follow (``gopher:``, ``javascript:``) the same way."""
+    aborts a redirect it will not follow (``gopher:``, ``javascript:``) the same way. A document
+    (a PDF) that Chromium downloads is no failure: its navigation response is returned."""
     goto_kwargs = scrape_meta.goto_kwargs(request)
     goto_kwargs.pop("url", None)
     loop = asyncio.get_running_loop()
     cut: asyncio.Future[str] = loop.create_future()
     statuses: list[int] = []
+    documents: list[PlaywrightResponse] = []  # a document Chromium downloads instead of showing
 
     def failed(failure: PlaywrightRequest) -> None:
         with suppress(PlaywrightError):
@@ -88,6 +114,8 @@ async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
     def responded(response: PlaywrightResponse) -> None:
         if response.request.is_navigation_request():
             statuses.append(response.status)
+            if _is_document(response):
+                documents.append(response)
 
     page.on("requestfailed", failed)
     page.on("response", responded)
@@ -99,6 +127,8 @@ async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
             raise exception_for("closed", cut.result())
         return await going
     except PlaywrightError as error:
+        if "Download is starting" in error.message and documents:
+            return documents[-1]  # read_rendered fetches its bytes
         if "Download is starting" in error.message:
             # Contexts refuse downloads (accept_downloads=False): a page that is one is not read.
             raise BrowserError(
@@ -118,6 +148,54 @@ async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
             going.cancel()
         going.add_done_callback(_consume)
         cut.cancel()
+
+
+def _is_document(response: PlaywrightResponse) -> bool:
+    content_type = response.headers.get("content-type", "")
+    return content_type.split(";")[0].strip().lower() in DOCUMENT_TYPES
+
+
+async def _document(
+    handler: ScrapyPlaywrightDownloadHandler,
+    page: Page,
+    request: Request,
+    response: PlaywrightResponse,
+    started: float,
+    navigated: Any,
+) -> Response:
+    """The document the navigation answered, as its bytes: fetched again through the page's
+    context (its cookies, its egress route), since the viewer holds no copy of them. The page's
+    meter does not see this fetch: the static engine's download limit is checked on the
+    declared length before it, and on the bytes after it."""
+    limit: int = getattr(handler, "max_resource_bytes", 0)
+    declared = response.headers.get("content-length", "")
+    if limit and declared.isdigit() and int(declared) > limit:
+        raise TooLarge(_document_too_large(int(declared), limit))
+    await _set_redirect_meta(request=request, response=response)
+    fetched = await page.context.request.get(response.url, max_redirects=0)
+    try:
+        body = await fetched.body()
+        if limit and len(body) > limit:
+            raise TooLarge(_document_too_large(len(body), limit))
+        headers = Headers(fetched.headers)
+        status = fetched.status
+    finally:
+        await fetched.dispose()
+    rendered(request.meta, navigated)
+    headers.pop("Content-Encoding", None)
+    request.meta["download_latency"] = time.time() - started
+    return ScrapyResponse(
+        url=response.url,
+        status=status,
+        headers=headers,
+        body=body,
+        request=request,
+        flags=["playwright", "document"],
+    )
+
+
+def _document_too_large(size: int, limit: int) -> str:
+    return f"the document is {size} bytes, over the download limit of {limit} bytes"
 
 
 def _consume(future: asyncio.Future[Any]) -> None:
@@ -140,6 +218,8 @@ async def read_rendered(
         response = await navigate(page, request)
     scrape_meta.set_loaded_at(request, asyncio.get_running_loop().time())
     headers_read: asyncio.Future[dict[str, str]] | None = None
+    if isinstance(response, PlaywrightResponse) and _is_document(response):
+        return await _document(handler, page, request, response, started, navigated)
     if isinstance(response, PlaywrightResponse):
         headers_read = asyncio.ensure_future(response.all_headers())
         await _set_redirect_meta(request=request, response=response)
@@ -151,6 +231,9 @@ async def read_rendered(
     finally:
         if headers_read is not None and not headers_read.done():
             headers_read.cancel()
+    if isinstance(response, PlaywrightResponse) and PDF_SIGNATURE in body_text[:PDF_WITHIN]:
+        # a PDF sent as text: Chromium showed its bytes as text, which are no use either
+        return await _document(handler, page, request, response, started, navigated)
     headers.pop("Content-Encoding", None)
     request.meta["download_latency"] = time.time() - started
 

@@ -226,6 +226,9 @@ class Config:
     extract_max_depth: int = default("extract_max_depth")
     extract_max_elements: int = default("extract_max_elements")
     extract_max_seconds: float = default("extract_max_seconds")
+    # documents (service.extraction.documents): pages converted at most, pages billed per block
+    document_max_pages: int = default("document_max_pages")
+    document_pages_per_block: int = default("document_pages_per_block")
     # answers kept for "max_age" (service.scrape.answer_cache), in each process: how many, how many
     # bytes of JSON, how long at most; 0 entries or bytes turns the cache off
     cache_max_entries: int = default("cache_max_entries")

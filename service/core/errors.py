@@ -52,6 +52,10 @@ ERROR_CODES: dict[str, str] = {
     "redirect_failed": "the target redirected in a loop, too many times, or to an address the "
     "service does not follow (a scheme other than http and https)",
     "action_failed": "a browser action or wait_for failed; the message names the step",
+    "document_encrypted": "the target answered a document (PDF) encrypted with a password",
+    "document_no_text": "the target answered a document without text (a scanned PDF, an "
+    "empty file); there is no OCR",
+    "document_unreadable": "the target answered a document that could not be read (damaged)",
     "internal": "an unexpected error in the service; nothing was billed",
 }
 
@@ -69,6 +73,9 @@ FAILURE_CODES: tuple[str, ...] = (
     "too_large",
     "redirect_failed",
     "action_failed",
+    "document_encrypted",
+    "document_no_text",
+    "document_unreadable",
     "internal",
     "unavailable",
 )

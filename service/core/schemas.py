@@ -553,8 +553,9 @@ class ScrapeRequest(_Strict):
         if self.session_idle_seconds is not None and self.session is None:
             raise ValueError("'session_idle_seconds' needs 'session'")
         if self.session is not None and self.max_age is not None:
-            raise ValueError("'max_age' cannot be used with 'session' (a session's pages are "
-                             "its own)")
+            raise ValueError(
+                "'max_age' cannot be used with 'session' (a session's pages are its own)"
+            )
         return self
 
     @model_validator(mode="after")

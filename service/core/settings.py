@@ -491,6 +491,24 @@ SETTINGS: tuple[Setting, ...] = (
         "and the scrape fails `too_large`",
     ),
     _env(
+        "SCRAPESPY_DOCUMENT_MAX_PAGES",
+        "document_max_pages",
+        "int",
+        bounds.DOCUMENT_PAGES,
+        "pages of a document (PDF) converted at most; a longer one fails `too_large`, unbilled",
+        minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_DOCUMENT_PAGES_PER_BLOCK",
+        "document_pages_per_block",
+        "int",
+        10,
+        "a document costs its engine's price per started block of this many pages (capped at "
+        "the scrape's hold: docs/documents.md)",
+        scrapy=True,
+        minimum=1,
+    ),
+    _env(
         "SCRAPESPY_CACHE_MAX_ENTRIES",
         "cache_max_entries",
         "int",

@@ -38,6 +38,9 @@ AUTO: Final[Auto] = "auto"
 DIRECT: Final[Tier] = TIERS[0]  # no proxy
 RESIDENTIAL: Final[Tier] = "residential"
 PROXY_TIERS: Final[tuple[Tier, ...]] = TIERS[1:]  # the tiers that go through a proxy pool
+# what a target may answer instead of HTML and is converted (service.extraction.documents)
+DocumentType = Literal["pdf", "docx", "pptx", "xlsx", "odt", "epub"]
+DOCUMENT_TYPES: Final[tuple[DocumentType, ...]] = get_args(DocumentType)
 
 #: what a format is made from: the parsed page (service.extraction), or the response as fetched
 MadeFrom = Literal["page", "response"]

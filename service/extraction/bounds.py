@@ -61,6 +61,8 @@ ANSWER_BYTES: Final = 16 * 1024 * 1024
 MAX_DEPTH: Final = 2000
 MAX_ELEMENTS: Final = 1_000_000
 MAX_SECONDS: Final = 10.0
+# a document's pages (service.extraction.documents)
+DOCUMENT_PAGES: Final = 500
 
 
 class BoundsSettings(Protocol):
@@ -78,6 +80,8 @@ class BoundsSettings(Protocol):
     def extract_max_elements(self) -> int: ...
     @property
     def extract_max_seconds(self) -> float: ...
+    @property
+    def document_max_pages(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,7 @@ class AnswerBounds:
     max_depth: int = MAX_DEPTH
     max_elements: int = MAX_ELEMENTS
     max_seconds: float = MAX_SECONDS
+    document_pages: int = DOCUMENT_PAGES
 
     @classmethod
     def of(cls, config: BoundsSettings) -> AnswerBounds:
@@ -100,6 +105,7 @@ class AnswerBounds:
             config.extract_max_depth,
             config.extract_max_elements,
             config.extract_max_seconds,
+            config.document_max_pages,
         )
 
     def to_wire(self) -> list[Any]:
@@ -110,6 +116,7 @@ class AnswerBounds:
             self.max_depth,
             self.max_elements,
             self.max_seconds,
+            self.document_pages,
         ]
 
     @classmethod

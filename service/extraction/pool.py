@@ -54,7 +54,13 @@ from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.outputs import OutputOptions
 from service.extraction.selectors import CompiledSelectors
 from service.extraction.turns import Turns
-from service.extraction.worker import FRAME_LENGTH, encode_request, extract_within, serve
+from service.extraction.worker import (
+    FRAME_LENGTH,
+    encode_document,
+    encode_request,
+    extract_within,
+    serve,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +95,14 @@ class ExtractionFailed(Exception):
 
 class ExtractionTooLarge(ExtractionFailed, PageTooLarge):
     """The page is past a bound of service.extraction.bounds: a ``too_large`` failure."""
+
+
+class DocumentFailed(ExtractionFailed):
+    """A document the worker refused (service.extraction.documents); ``code`` says why."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -184,8 +198,29 @@ class ExtractionPool:
             except Exception as exc:  # extract does not raise; a bug must not lose the scrape
                 log.warning("extraction failed: %s", exc.__class__.__name__)
                 return fail(ExtractionFailed(PROCESSING_FAILED))
-        d: Deferred[dict[str, Any]] = Deferred()
         frame = encode_request(text, url, selectors, options)
+        return self._queued(frame, timeout, account, background)
+
+    def convert(
+        self,
+        body: bytes,
+        kind: str,
+        url: str,
+        selectors: CompiledSelectors | None,
+        timeout: float,
+        options: OutputOptions | None = None,
+        account: int | None = None,
+        background: bool = False,
+    ) -> Deferred[dict[str, Any]]:
+        """:meth:`extract` for a document's bytes (service.extraction.documents): always in a
+        worker, as even a small PDF may take long; fails with :class:`DocumentFailed` too."""
+        frame = encode_document(body, kind, url, selectors, options)
+        return self._queued(frame, timeout, account, background)
+
+    def _queued(
+        self, frame: bytes, timeout: float, account: int | None, background: bool
+    ) -> Deferred[dict[str, Any]]:
+        d: Deferred[dict[str, Any]] = Deferred()
         left = max(timeout, MIN_SECONDS)
         capped = self.bounds.max_seconds < left
         self.queue.append(
@@ -291,6 +326,8 @@ class ExtractionPool:
             fields = orjson.loads(body)
             if "too_large" in fields:
                 task.deferred.errback(ExtractionTooLarge(fields["too_large"]))
+            elif "refused" in fields:
+                task.deferred.errback(DocumentFailed(fields["refused"], fields["code"]))
             elif "error" in fields and len(fields) == 1:
                 log.warning("extraction failed in a worker: %s", fields["error"])
                 task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))

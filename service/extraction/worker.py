@@ -6,8 +6,10 @@ Frames, both directions: a 4-byte big-endian length, then the payload. A request
 reply is the orjson of the fields (``service.extraction.fields.extract``) or ``{"error": "..."}``
 (with ``too_large``, the message, for a page past a bound of service.extraction.bounds). A header
 with ``outputs`` (``service.extraction.outputs.OutputOptions``) asks for markdown, html or main
-content too: the reply's fields then carry them (``extract_page``). The fields are cut to the
-worker's bounds here, before they cross the pipe.
+content too: the reply's fields then carry them (``extract_page``). A header with ``document``
+(its kind) carries a document's bytes as they were received instead of a page, converted by
+:mod:`service.extraction.documents`; one it refuses is replied ``{"error", "refused", "code"}``.
+The fields are cut to the worker's bounds here, before they cross the pipe.
 """
 
 from __future__ import annotations
@@ -24,11 +26,20 @@ from service.extraction.bounds import (
     bounded,
     check_parse,
 )
+from service.extraction.documents import DocumentRefused, convert
 from service.extraction.fields import extract
 from service.extraction.outputs import OutputOptions, extract_page
 from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
 
-__all__ = ["FRAME_LENGTH", "answer", "encode_request", "extract_within", "serve"]
+__all__ = [
+    "FRAME_LENGTH",
+    "answer",
+    "convert_within",
+    "encode_document",
+    "encode_request",
+    "extract_within",
+    "serve",
+]
 
 FRAME_LENGTH = struct.Struct(">I")
 
@@ -47,24 +58,49 @@ def encode_request(
     return FRAME_LENGTH.pack(len(payload)) + payload
 
 
+def encode_document(
+    body: bytes,
+    kind: str,
+    url: str,
+    selectors: CompiledSelectors | None,
+    options: OutputOptions | None = None,
+) -> bytes:
+    meta: dict[str, Any] = {"url": url, "selectors": selectors_to_wire(selectors), "document": kind}
+    if options is not None:
+        meta["outputs"] = options.to_wire()
+    payload = orjson.dumps(meta) + b"\0" + body
+    return FRAME_LENGTH.pack(len(payload)) + payload
+
+
 def answer(payload: bytes, bounds: AnswerBounds | None = None) -> bytes:
     """A worker's reply to one request payload: the fields, or the reason there are none."""
     bounds = bounds or AnswerBounds()
     try:
         header, page = payload.split(b"\0", 1)
         meta = orjson.loads(header)
-        fields = extract_within(
-            page.decode("utf-8", "surrogatepass"),
-            meta["url"],
-            selectors_from_wire(meta["selectors"]),
-            OutputOptions.from_wire(meta.get("outputs")),
-            bounds,
-        )
+        if "document" in meta:
+            fields = convert_within(
+                page,
+                meta["document"],
+                selectors_from_wire(meta["selectors"]),
+                OutputOptions.from_wire(meta.get("outputs")),
+                bounds,
+            )
+        else:
+            fields = extract_within(
+                page.decode("utf-8", "surrogatepass"),
+                meta["url"],
+                selectors_from_wire(meta["selectors"]),
+                OutputOptions.from_wire(meta.get("outputs")),
+                bounds,
+            )
         body = orjson.dumps(fields)
         if len(body) > bounds.answer_bytes:
             raise answer_too_large(len(body), bounds)
     except PageTooLarge as exc:
         body = orjson.dumps({"error": "PageTooLarge", "too_large": str(exc)})
+    except DocumentRefused as exc:
+        body = orjson.dumps({"error": "DocumentRefused", "refused": str(exc), "code": exc.code})
     except Exception as exc:  # never take the worker down: report, and take the next page
         body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
     return FRAME_LENGTH.pack(len(body)) + body
@@ -83,6 +119,19 @@ def extract_within(
     if options is None:
         return bounded(extract(text, url, selectors), bounds)
     return bounded(extract_page(text, url, selectors, options), bounds)
+
+
+def convert_within(
+    body: bytes,
+    kind: str,
+    selectors: CompiledSelectors | None,
+    options: OutputOptions | None,
+    bounds: AnswerBounds,
+) -> dict[str, Any]:
+    """A document's fields cut to ``bounds``; raises :class:`PageTooLarge` past them and
+    :class:`DocumentRefused` for one that cannot be converted."""
+    formats = options.formats if options is not None else frozenset()
+    return bounded(convert(body, kind, selectors, formats, bounds.document_pages), bounds)
 
 
 def serve(stdin: Any, stdout: Any, bounds: AnswerBounds | None = None) -> None:

@@ -104,7 +104,7 @@ ONLY_VALUES: dict[str, tuple[tuple[bool, ...], str]] = {
     "checkPromptInjection": ((False,), "prompt injection checks are not offered by this server"),
     "redactPII": ((False,), "PII redaction is not offered by this server"),
     "domainTools": ((False,), "domain tools are not offered by this server"),
-    "parsePDF": ((False,), "PDF parsing is not offered by this server"),
+    "parsePDF": ((True,), "this server always converts a PDF the target answers"),
 }
 # fields for features this server does not have
 REFUSED_FIELDS = {
@@ -264,8 +264,27 @@ def _proxy(value: Any) -> dict[str, Any]:
 
 
 def _parsers(value: Any) -> dict[str, Any]:
-    if value not in (None, []):
-        raise _bad("parsers", "PDF and image parsing are not offered by this server")
+    """``pdf`` (what this server does with any PDF: its text layer) is accepted, as ``[]`` is
+    for a page that is no PDF; OCR, page limits and image parsers are refused."""
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise _bad("parsers", "must be a list")
+    for parser in value:
+        if parser == "pdf":
+            continue
+        if (
+            isinstance(parser, dict)
+            and parser.get("type") == "pdf"
+            and set(parser) <= {"type", "mode"}
+            and parser.get("mode", "fast") in ("fast", "auto")
+        ):
+            continue
+        raise _bad(
+            "parsers",
+            'only "pdf" (its text layer, mode "fast" or "auto") is offered: no OCR, maxPages '
+            "or image parsing",
+        )
     return {}
 
 

@@ -90,6 +90,7 @@ def metadata(result: ScrapeResult | Mapping[str, Any]) -> dict[str, Any]:
         "proxyUsed": "stealth" if _field(result, "tier_used") == "residential" else "basic",
         "cacheState": "hit" if _field(result, "cached") else "miss",
         "creditsUsed": _field(result, "credits_charged"),
+        "numPages": (_field(result, "document") or {}).get("pages"),
     }
     return {key: value for key, value in found.items() if value not in (None, "")}
 

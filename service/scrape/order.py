@@ -67,6 +67,7 @@ class ScrapeOrder:
     hold_id: int | None = None
     trial: bool = False
     costs: dict[str, int] = field(default_factory=dict)  # tier -> credits for this engine
+    hold_amount: int = 0  # the credits held: what a scrape captures at most (a long document)
     # engine or proxy_type auto: the steps it may try (service.core.escalation), and each attempt
     # as middlewares.escalation records it; None for any other request
     ladder: Ladder | None = None
@@ -133,6 +134,7 @@ class ScrapeOrder:
             hold_id=hold_id,
             trial=price.trial,
             costs=price.costs,
+            hold_amount=price.hold,
             ladder=price.ladder,
             **more,
         )
@@ -184,6 +186,9 @@ class ScrapeItem:
     result: ScrapeResult = field(init=False)
     tier_used: str = "none"
     page: TextResponse | None = None
+    # or a document's kind and bytes (service.extraction.documents), which FieldsPipeline converts
+    document: tuple[str, bytes] | None = None
+    blocks: int = 1  # a converted document's blocks of pages, each billed the engine's price
     # pipelines.billing: the settlement on its way, then what it charged
     settlement: Deferred[Settlement] | None = None
     charged: int = 0

@@ -29,7 +29,7 @@ from typing_extensions import TypedDict
 from service.core.answer_schemas import answer_schema
 from service.core.errors import FAILURE_CODES
 from service.core.schemas import ACTION_TYPES
-from service.core.vocabulary import ENGINES, FORMATS, TIERS
+from service.core.vocabulary import DOCUMENT_TYPES, ENGINES, FORMATS, TIERS
 from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.scrape.timings import Timings
 
@@ -63,6 +63,23 @@ class ActionResult(TypedDict):
 
 
 # recorded by middlewares.escalation; the docstring is the schema's description
+# service.extraction.documents; the docstring is the schema's description
+class Document(TypedDict):
+    """What a document (a PDF, DOCX, PPTX, XLSX or EPUB the target answered instead of HTML)
+    declares about itself."""
+
+    type: Annotated[str, Field(json_schema_extra={"enum": list(DOCUMENT_TYPES)})]
+    pages: Annotated[
+        int,
+        Field(ge=0, description="its pages, as billed: slides, worksheets, EPUB chapters"),
+    ]
+    title: Annotated[str | None, Field(description="the title it declares; null when none")]
+    author: Annotated[str | None, Field(description="the author it declares; null when none")]
+    created: Annotated[
+        str | None, Field(description="its declared creation date (ISO 8601); null when none")
+    ]
+
+
 class Attempt(TypedDict):
     """One attempt of an auto request: the tier and engine it went through, and its outcome."""
 
@@ -178,6 +195,7 @@ _FROM_PAGE: Final = FORMAT_OUTPUTS.made_from("page")
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
 SESSION: Final = ("session",)
+DOCUMENT: Final = ("document",)
 TRUNCATED: Final = ("truncated",)
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
     "attempts": Annotated[
@@ -205,6 +223,14 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
             "proxy died and another of the pool carried this call (and the next ones)"
         ),
     ],
+    "document": Annotated[
+        Document,
+        Field(
+            description="only when the target answered a document (PDF, DOCX, PPTX, XLSX, "
+            "EPUB) instead of HTML: "
+            "markdown and text are its content, raw_html and html are null"
+        ),
+    ],
     "truncated": Annotated[
         list[str],
         Field(
@@ -229,8 +255,8 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
     """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`,
-    :data:`SESSION`, :data:`OUTPUTS` then :data:`TRUNCATED` order) after its own; the lists
-    start empty, the outputs as None."""
+    :data:`SESSION`, :data:`OUTPUTS`, :data:`DOCUMENT` then :data:`TRUNCATED` order) after its
+    own; the lists start empty, the outputs as None."""
     if not outputs:
         return base
     extra: list[tuple[str, Any, Any]] = [
@@ -240,6 +266,18 @@ def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
         for name in outputs
     ]
     made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
+    return made
+
+
+def with_document(result: ScrapeResult, document: dict[str, Any]) -> ScrapeResult:
+    """``result`` with ``document`` after its outputs: a copy of another class, as
+    :func:`with_truncated` makes, so that a page's answer has no such field."""
+    blocked = isinstance(result, BlockedResult)
+    own = {f.name for f in fields(BlockedResult if blocked else ScrapeResult)}
+    values = {f.name: getattr(result, f.name) for f in fields(result)}
+    outputs = tuple(name for name in values if name not in own) + DOCUMENT
+    base = BlockedResult if blocked else ScrapeResult
+    made: ScrapeResult = result_class(base, outputs)(**values, document=document)
     return made
 
 
@@ -260,7 +298,9 @@ def json_schema() -> dict[str, Any]:
     ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
     ``action_results`` only with actions, each output only when asked."""
     schema = answer_schema(
-        result_class(BlockedResult, ATTEMPTS + ACTION_FIELDS + SESSION + OUTPUTS + TRUNCATED)
+        result_class(
+            BlockedResult, ATTEMPTS + ACTION_FIELDS + SESSION + OUTPUTS + DOCUMENT + TRUNCATED
+        )
     )
     schema["required"] = [field.name for field in fields(ScrapeResult)]
     return schema

@@ -1,0 +1,63 @@
+"""The document converters (service.extraction.documents and .office) on bytes that are not
+what they say: damaged archives, a zip bomb, an archive of another kind."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from service.core.errors import FAILURE_CODES
+from service.extraction.bounds import PageTooLarge
+from service.extraction.documents import (
+    DocumentEncrypted,
+    DocumentRefused,
+    DocumentWithoutText,
+    convert,
+    document_type,
+)
+from service.extraction.office import MAX_UNPACKED
+
+CHUNK = b"\0" * (1024 * 1024)
+
+
+def archive(parts: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as made:
+        for name, data in parts.items():
+            made.writestr(name, data)
+    return out.getvalue()
+
+
+def test_each_refusal_is_a_failure_code_of_a_result() -> None:
+    refusals = (DocumentRefused, DocumentEncrypted, DocumentWithoutText)
+    assert {refusal.code for refusal in refusals} <= set(FAILURE_CODES)
+
+
+def test_an_archive_of_another_kind_is_no_document() -> None:
+    assert document_type(archive({"readme.txt": b"hello"})) is None
+    assert document_type(b"PK\x03\x04 not really an archive") is None
+    assert document_type(b"<html>" + b" " * 2000 + b"%PDF- further than a header may be") is None
+    assert document_type(b"\n" * 100 + b"%PDF-1.7\n") == "pdf"  # junk before it is allowed
+
+
+def test_a_damaged_docx_is_refused_as_unreadable() -> None:
+    body = archive({"word/document.xml": b"<w:document>cut sh"})
+    assert document_type(body) == "docx"
+    with pytest.raises(DocumentRefused) as refused:
+        convert(body, "docx", None, frozenset(), 500)
+    assert refused.value.code == "document_unreadable"
+
+
+def test_a_zip_bomb_is_refused_before_it_is_unpacked() -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as made:
+        made.writestr("word/document.xml", b"<w:document/>")
+        with made.open("word/media/zeros.bin", "w") as zeros:
+            for _ in range(MAX_UNPACKED // len(CHUNK) + 1):
+                zeros.write(CHUNK)
+    body = out.getvalue()
+    assert len(body) < 2 * 1024 * 1024  # small on the wire
+    with pytest.raises(PageTooLarge, match="unpacks to"):
+        convert(body, "docx", None, frozenset(), 500)
