@@ -24,14 +24,30 @@ from service.api.http import (
     render_json,
 )
 from service.api.site import request_id_of
-from service.core.errors import ApiError, MethodNotAllowed, NotFound
+from service.core.errors import ApiError, BadRequest, MethodNotAllowed, NotFound
 from service.core.schemas import parse_json_object
-from service.firecrawl.scrape import Version, document, native_scrape
+from service.firecrawl.scrape import Version, document, failed, firecrawl_message, native_scrape
 from service.scrape.scraper import Scraper
 
 log = logging.getLogger(__name__)
 
 VERSIONS: dict[bytes, Version] = {b"v1": 1, b"v2": 2}
+# Firecrawl's endpoints this server does not offer (the SDKs' paths): each a 400 naming it
+REFUSED = ", ".join(
+    (
+        "search",
+        "extract",
+        "deep-research",
+        "llmstxt",
+        "agent",
+        "research",
+        "browser",
+        "parse",
+        "monitor",
+        "feedback",
+    )
+)
+ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 def key_of(request: Request) -> str | None:
@@ -83,21 +99,40 @@ class FirecrawlApi:
     # scrape ------------------------------------------------------------------------------------
 
     async def scrape(self, request: Request) -> bytes:
-        """``POST /v{1,2}/scrape``."""
+        """``POST /v{1,2}/scrape``: the native scrape of the translated request. A scrape that
+        failed at the target is a 200 with ``success: false``, its document and its error."""
         version = version_of(request)
         data = parse_json_object(read_json_body(request))
         native = native_scrape(data, version)
-        result, remaining = await self.scraper.answer(
-            key_of(request), orjson.dumps(native), request_id=request_id_of(request)
-        )
+        try:
+            result, remaining = await self.scraper.answer(
+                key_of(request), orjson.dumps(native), request_id=request_id_of(request)
+            )
+        except BadRequest as error:  # a native validation message: Firecrawl's field names
+            raise BadRequest(firecrawl_message(error.message)) from None
         request.setHeader(b"X-Credits-Charged", b"%d" % result.credits_charged)
         if remaining is not None:
             request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
-        return render_json(request, {"success": True, "data": document(result, data, version)})
+        doc = document(result, data, version)
+        if failed(result):
+            body = {"success": False, "error": doc["metadata"].get("error"), "data": doc}
+            return render_json(request, body)
+        return render_json(request, {"success": True, "data": doc})
 
     @app.route("/<any(v1,v2):version>/scrape", methods=["POST"])
     async def _scrape_route(self, request: Request, version: str) -> bytes:
         return await self.scrape(request)
+
+    # refused: what Firecrawl offers and this server does not -----------------------------------
+
+    @app.route(f"/<any(v1,v2):version>/<any({REFUSED}):feature>", methods=ANY_METHOD)
+    @app.route(f"/<any(v1,v2):version>/<any({REFUSED}):feature>/<path:rest>", methods=ANY_METHOD)
+    def _refused(self, request: Request, version: str, feature: str, rest: str = "") -> bytes:
+        raise BadRequest(f"/{version}/{feature} is not offered by this server")
+
+    @app.route("/<any(v1,v2):version>/scrape/<job>/interact", methods=ANY_METHOD)
+    def _refused_interact(self, request: Request, version: str, job: str) -> bytes:
+        raise BadRequest(f"/{version}/scrape/{{id}}/interact is not offered by this server")
 
 
 def is_firecrawl(path: bytes) -> bool:
