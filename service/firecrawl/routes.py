@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 VERSIONS: dict[bytes, Version] = {b"v1": 1, b"v2": 2}
 # Firecrawl's endpoints this server does not offer (the SDKs' paths): each a 400 naming it
 REFUSED = ", ".join(
-    (
+    f'"{feature}"'
+    for feature in (
         "search",
         "extract",
         "deep-research",
