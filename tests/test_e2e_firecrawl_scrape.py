@@ -65,6 +65,7 @@ def pages(site: TargetSite) -> TargetSite:
     site.page("/fc/meta", META_PAGE)
     site.page("/fc/form", FORM_PAGE)
     site.page("/fc/paid", META_PAGE)
+    site.page("/fc/cached", META_PAGE)
     site.routes["/fc/headers"] = shows_headers
     return site
 
@@ -127,6 +128,22 @@ def test_v2_formats_links_html_raw_html_and_the_metadata_firecrawl_names(service
     assert metadata.extras["twitter:card"] == "summary"
     assert metadata.url == pages.url("/fc/meta")
     assert metadata.error is None
+
+
+def test_the_sdks_default_max_age_answers_a_repeat_from_the_cache_marked_and_free(
+    service, pages, accounts, paying
+):
+    account_id, key = paying
+    app = firecrawl(service, key)
+    first = app.scrape(pages.url("/fc/cached"), formats=["markdown"])  # the SDK sends maxAge
+    again = app.scrape(pages.url("/fc/cached"), formats=["markdown"])
+    assert pages.count("/fc/cached") == 1
+    assert again.markdown == first.markdown
+    assert (first.metadata.cache_state, first.metadata.credits_used) == ("miss", STATIC_PRICE)
+    assert (again.metadata.cache_state, again.metadata.credits_used) == ("hit", 0)
+    fresh = app.scrape(pages.url("/fc/cached"), formats=["markdown"], max_age=0)
+    assert pages.count("/fc/cached") == 2 and fresh.metadata.cache_state == "miss"
+    assert balance(accounts, account_id) == 100 - 2 * STATIC_PRICE
 
 
 def test_headers_and_location_languages_reach_the_site(service, pages, paying):

@@ -5,7 +5,9 @@ The clients people already use (``firecrawl-py``, ``@mendable/firecrawl-js``, th
 translates Firecrawl's request into the native one, calls the same business function the native
 route calls, and translates the answer back; nothing here scrapes, bills or stores on its own.
 
-- :mod:`service.firecrawl.scrape`: scrape options and the document of one page;
+- :mod:`service.firecrawl.options`: scrape options as a native request;
+- :mod:`service.firecrawl.actions`: Firecrawl's actions as native steps, and what they made;
+- :mod:`service.firecrawl.scrape`: the document of one page (and ``native_scrape``);
 - :mod:`service.firecrawl.jobs`: crawl, batch scrape and map;
 - :mod:`service.firecrawl.routes`: the routes, authentication and errors.
 

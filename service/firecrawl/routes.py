@@ -32,23 +32,6 @@ from service.scrape.scraper import Scraper
 log = logging.getLogger(__name__)
 
 VERSIONS: dict[bytes, Version] = {b"v1": 1, b"v2": 2}
-# Firecrawl's endpoints this server does not offer (the SDKs' paths): each a 400 naming it
-REFUSED = ", ".join(
-    f'"{feature}"'
-    for feature in (
-        "search",
-        "extract",
-        "deep-research",
-        "llmstxt",
-        "agent",
-        "research",
-        "browser",
-        "parse",
-        "monitor",
-        "feedback",
-    )
-)
-ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 def key_of(request: Request) -> str | None:
@@ -125,6 +108,24 @@ class FirecrawlApi:
         return await self.scrape(request)
 
     # refused: what Firecrawl offers and this server does not -----------------------------------
+
+    # Firecrawl's endpoints this server does not offer (the SDKs' paths): each a 400 naming it
+    REFUSED = ", ".join(
+        f'"{feature}"'
+        for feature in (
+            "search",
+            "extract",
+            "deep-research",
+            "llmstxt",
+            "agent",
+            "research",
+            "browser",
+            "parse",
+            "monitor",
+            "feedback",
+        )
+    )
+    ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
     @app.route(f"/<any(v1,v2):version>/<any({REFUSED}):feature>", methods=ANY_METHOD)
     @app.route(f"/<any(v1,v2):version>/<any({REFUSED}):feature>/<path:rest>", methods=ANY_METHOD)

@@ -1,0 +1,349 @@
+"""Firecrawl's scrape options (v1 and v2) as a native ``POST /scrape`` request.
+
+v1 and v2 differ in a few names and shapes (v2's formats may be objects, v1 has
+``geolocation`` and ``parsePDF``); one translation reads both. What it decides, field by field:
+
+- ``formats``: markdown, html, rawHtml, links, images, screenshot (``fullPage`` or
+  ``screenshot@fullPage``: the whole page). Those that need a language model or a history
+  (json, summary, changeTracking, branding...) are a 400 naming the format;
+- the engine is ``js`` when something needs a browser (a screenshot, actions, ``waitFor``,
+  ``mobile``), else ``auto``: static, then js when the page is a JavaScript shell, billed at
+  the engine used;
+- ``proxy``: absent is ``none``, ``basic`` is ``datacenter``, ``stealth`` (and its newer name
+  ``enhanced``) is ``residential``, ``auto`` is ``auto``;
+- a URL without a scheme is ``http://``, as Firecrawl reads it;
+- milliseconds (``timeout``, ``waitFor``, ``maxAge``) become the native seconds or ``ms``;
+  a ``timeout`` over the 120 s bound is a 400 naming ``timeout``;
+- ``location.languages`` is an ``Accept-Language`` header (the caller's own header wins);
+  ``location.country`` needs proxies in that country, which the server does not have: a 400;
+- ``maxAge``: Firecrawl's SDKs ask for cached answers by default (4 hours). It is honoured
+  with the native ``max_age``: only this account's own successful scrape of the very same
+  request, never older than the operator's ``SCRAPESPY_CACHE_MAX_AGE_SECONDS``, free, and
+  marked in the document (``cacheState: "hit"``, ``creditsUsed: 0``), so a cached answer is
+  never passed off as a fresh one. ``maxAge: 0``, ``storeInCache: false`` and
+  ``zeroDataRetention: true`` scrape afresh and keep nothing;
+- the SDKs' bookkeeping (``origin``, ``integration``) is ignored; a flag whose value asks for
+  what the server does anyway is accepted, any other value a 400 naming it; everything else
+  is a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from service.core.errors import BadRequest
+from service.firecrawl.actions import native_steps
+
+Version = Literal[1, 2]
+
+MAX_TIMEOUT_MS = 120_000  # the native bound, 120 s
+SDK_DEFAULT_FORMATS = ["markdown"]
+
+# what the SDKs add to every request for their own bookkeeping: accepted, ignored
+BOOKKEEPING = frozenset({"origin", "integration"})
+
+# Firecrawl's format -> the native format that makes it (None: read from the native result)
+FORMATS: dict[str, str | None] = {
+    "markdown": "markdown",
+    "html": "html",
+    "rawHtml": "raw_html",
+    "links": None,
+    "images": None,
+    "screenshot": "screenshot",
+}
+FULL_PAGE_SCREENSHOT = "screenshot@fullPage"
+# formats Firecrawl makes and this server does not, by what they would need
+REFUSED_FORMATS = {
+    "json": "a language model",
+    "extract": "a language model",
+    "summary": "a language model",
+    "query": "a language model",
+    "question": "a language model",
+    "highlights": "a language model",
+    "branding": "a language model",
+    "product": "a language model",
+    "menu": "a language model",
+    "changeTracking": "a history of earlier scrapes",
+    "attributes": "Firecrawl's attribute extraction",
+    "audio": "media downloads",
+    "video": "media downloads",
+    "content": "its removal in v1 (use markdown)",
+}
+
+PROXIES = {
+    "basic": "datacenter",
+    "stealth": "residential",
+    "enhanced": "residential",
+    "auto": "auto",
+}
+
+# flags either value of which the server can honour (onlyMainContent, mobile, storeInCache and
+# zeroDataRetention are read below; ads are no part of the main content, and base64 images
+# none of markdown's)
+FLAGS = frozenset(
+    {
+        "blockAds",
+        "removeBase64Images",
+        "storeInCache",
+        "zeroDataRetention",
+        "mobile",
+        "onlyMainContent",
+    }
+)
+# flags that ask for something by their value: the value the server does anyway is accepted;
+# the message says why the other is not
+ONLY_VALUES: dict[str, tuple[tuple[bool, ...], str]] = {
+    "fastMode": ((False,), "fast mode is not offered by this server"),
+    "skipTlsVerification": ((True,), "this server does not verify the target's certificate"),
+    "lockdown": ((False,), "lockdown (cache only) is not offered by this server"),
+    "checkPromptInjection": ((False,), "prompt injection checks are not offered by this server"),
+    "redactPII": ((False,), "PII redaction is not offered by this server"),
+    "domainTools": ((False,), "domain tools are not offered by this server"),
+    "parsePDF": ((False,), "PDF parsing is not offered by this server"),
+}
+# fields for features this server does not have
+REFUSED_FIELDS = {
+    "jsonOptions": "the json format (a language model)",
+    "extract": "the extract format (a language model)",
+    "changeTrackingOptions": "change tracking",
+    "agent": "agents",
+    "useMock": "mocks",
+    "minAge": "cache-only answers",
+    "profile": "browser profiles",
+    "threatProtection": "threat protection",
+    "auditMetadata": "audit logs",
+    "toolDetail": "domain tools",
+}
+# native field -> Firecrawl's, to name a field in a native validation message
+FIRECRAWL_NAMES = {
+    "url": "url",
+    "timeout": "timeout",
+    "formats": "formats",
+    "screenshot_full_page": "formats",
+    "only_main_content": "onlyMainContent",
+    "include_tags": "includeTags",
+    "exclude_tags": "excludeTags",
+    "wait_for": "waitFor",
+    "headers": "headers",
+    "actions": "actions",
+    "proxy_type": "proxy",
+    "max_age": "maxAge",
+}
+_STEP_NAMES = {"ms": "milliseconds", "full_page": "fullPage", "script": "script"}
+_NATIVE_NAME = re.compile(
+    rf"(?<![\w.-])({'|'.join(FIRECRAWL_NAMES)})((?:\[\d+\])?)(?:\.([a-z_]+))?(?![\w-])"
+)
+
+
+def _bad(where: str, message: str) -> BadRequest:
+    return BadRequest(f"invalid request: '{where}': {message}")
+
+
+def _milliseconds(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _bad(name, "must be a whole number of milliseconds, 0 or more")
+    return value
+
+
+def format_names(value: Any) -> tuple[list[str], bool]:
+    """Firecrawl's ``formats`` (strings, or v2's objects) as names, and whether the screenshot
+    is of the full page."""
+    if value is None:
+        return list(SDK_DEFAULT_FORMATS), False
+    if not isinstance(value, list):
+        raise _bad("formats", "must be a list")
+    names, full_page = [], False
+    for index, item in enumerate(value):
+        name = item.get("type") if isinstance(item, Mapping) else item
+        if name == FULL_PAGE_SCREENSHOT:
+            name, full_page = "screenshot", True
+        if not isinstance(name, str):
+            raise _bad(f"formats[{index}]", "a format name or an object with 'type'")
+        if name in REFUSED_FORMATS:
+            raise _bad(
+                "formats",
+                f"the {name!r} format needs {REFUSED_FORMATS[name]}, which this server does "
+                "not offer",
+            )
+        if name not in FORMATS:
+            raise _bad("formats", f"{name!r} is not a format (one of {', '.join(FORMATS)})")
+        if isinstance(item, Mapping):
+            full_page |= _format_options(item, index)
+        names.append(name)
+    return names, full_page
+
+
+def _format_options(item: Mapping[str, Any], index: int) -> bool:
+    """A v2 format object's options: only a screenshot's ``fullPage``."""
+    for option, value in item.items():
+        if option == "type":
+            continue
+        if item["type"] == "screenshot" and option == "fullPage" and isinstance(value, bool):
+            continue
+        raise _bad(f"formats[{index}].{option}", "is not offered by this server")
+    return bool(item.get("fullPage"))
+
+
+def _checked_flags(options: dict[str, Any]) -> dict[str, bool]:
+    """The flags (:data:`FLAGS`, :data:`ONLY_VALUES`), taken out of ``options``, each checked."""
+    flags = {}
+    for name in [name for name in options if name in FLAGS or name in ONLY_VALUES]:
+        value = options.pop(name)
+        if type(value) is not bool:
+            raise _bad(name, "must be true or false")
+        accepted, why = ONLY_VALUES.get(name, ((True, False), ""))
+        if value not in accepted:
+            raise _bad(name, why)
+        flags[name] = value
+    return flags
+
+
+def _location(value: Any, where: str) -> str | None:
+    """The ``Accept-Language`` header for Firecrawl's ``location``."""
+    if not isinstance(value, Mapping):
+        raise _bad(where, "must be an object")
+    for name in value:
+        if name not in ("country", "languages"):
+            raise BadRequest(f"unknown field '{where}.{name}'")
+    if value.get("country") is not None:
+        raise _bad(
+            f"{where}.country",
+            "this server has no proxies by country; leave it out (languages are honoured)",
+        )
+    languages = value.get("languages")
+    if languages is None:
+        return None
+    if not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
+        raise _bad(f"{where}.languages", "must be a list of language tags")
+    return ", ".join(languages) or None
+
+
+def _headers(options: dict[str, Any]) -> dict[str, Any]:
+    headers = options.pop("headers", None) or {}
+    if not isinstance(headers, Mapping):
+        raise _bad("headers", "must be an object of header names to values")
+    headers = dict(headers)
+    for where in ("location", "geolocation"):
+        if where in options:
+            language = _location(options.pop(where), where)
+            names = {name.lower() for name in headers}
+            if language and "accept-language" not in names:
+                headers["Accept-Language"] = language
+    return headers
+
+
+def _timeout(value: Any) -> dict[str, Any]:
+    timeout = _milliseconds(value, "timeout")
+    if timeout is None:
+        return {}
+    if not 0 < timeout <= MAX_TIMEOUT_MS:
+        raise _bad("timeout", f"must be more than 0 and at most {MAX_TIMEOUT_MS} ms")
+    return {"timeout": timeout / 1000}
+
+
+def _wait_for(value: Any) -> dict[str, Any]:
+    wait_ms = _milliseconds(value, "waitFor")
+    return {"wait_for": {"ms": wait_ms}} if wait_ms else {}
+
+
+def _proxy(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if value not in PROXIES:
+        raise _bad("proxy", f"must be one of {', '.join(PROXIES)}")
+    return {"proxy_type": PROXIES[value]}
+
+
+def _parsers(value: Any) -> dict[str, Any]:
+    if value not in (None, []):
+        raise _bad("parsers", "PDF and image parsing are not offered by this server")
+    return {}
+
+
+def _with_scheme(url: Any) -> dict[str, Any]:
+    """Firecrawl reads a URL without a scheme (``example.com/a``) as ``http://``."""
+    if isinstance(url, str) and url.strip() and "://" not in url:
+        url = "http://" + url.strip()
+    return {"url": url}
+
+
+# Firecrawl's field -> the native fields it gives
+FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "url": _with_scheme,
+    "includeTags": lambda tags: {"include_tags": tags},
+    "excludeTags": lambda tags: {"exclude_tags": tags},
+    "timeout": _timeout,
+    "waitFor": _wait_for,
+    "actions": lambda actions: {} if actions is None else {"actions": native_steps(actions)},
+    "proxy": _proxy,
+    "parsers": _parsers,
+}
+
+
+def _formats(value: Any) -> dict[str, Any]:
+    names, full_page = format_names(value)
+    native: dict[str, Any] = {
+        "formats": sorted({made for name in names if (made := FORMATS[name]) is not None})
+    }
+    if full_page and "screenshot" in names:
+        native["screenshot_full_page"] = True
+    return native
+
+
+def _max_age(value: Any, flags: Mapping[str, bool]) -> dict[str, Any]:
+    max_age = _milliseconds(value, "maxAge")
+    keeps = flags.get("storeInCache", True) and not flags.get("zeroDataRetention", False)
+    return {"max_age": max_age // 1000} if max_age and keeps else {}
+
+
+def _engine(native: Mapping[str, Any], mobile: bool) -> str:
+    """``js`` when something needs the browser, else ``auto``."""
+    needs_browser = "screenshot" in native["formats"] or native.get("actions")
+    return "js" if needs_browser or native.get("wait_for") or mobile else "auto"
+
+
+def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
+    """The native ``POST /scrape`` body for Firecrawl's scrape ``data`` (the url, when given,
+    and the scrape options)."""
+    options = {k: v for k, v in data.items() if k not in BOOKKEEPING}
+    for name, what in REFUSED_FIELDS.items():
+        if name in options:
+            raise _bad(name, f"{what} is not offered by this server")
+    flags = _checked_flags(options)
+    native: dict[str, Any] = {
+        **_formats(options.pop("formats", None)),
+        "only_main_content": flags.get("onlyMainContent", True),
+        "proxy_type": "none",
+        **_max_age(options.pop("maxAge", None), flags),
+    }
+    headers = _headers(options)
+    if headers:
+        native["headers"] = headers
+    if flags.get("mobile"):
+        native["device"] = "mobile"
+    for name in [name for name in options if name in FIELDS]:
+        native.update(FIELDS[name](options.pop(name)))
+    if options:
+        raise BadRequest(f"unknown field {sorted(options)[0]!r}")
+    native["engine"] = _engine(native, flags.get("mobile", False))
+    return native
+
+
+def firecrawl_message(message: str) -> str:
+    """A native validation message with the fields it names spelt as Firecrawl names them:
+    ``include_tags[0]`` is ``includeTags[0]``, ``actions[0].ms`` ``actions[0].milliseconds``."""
+
+    def rename(match: re.Match[str]) -> str:
+        head, index, tail = match.group(1), match.group(2), match.group(3)
+        name = FIRECRAWL_NAMES[head]
+        if head == "wait_for" or not tail:
+            return f"{name}{index}"
+        return f"{name}{index}.{_STEP_NAMES.get(tail, tail)}"
+
+    return _NATIVE_NAME.sub(rename, message)
