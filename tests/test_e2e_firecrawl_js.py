@@ -4,8 +4,9 @@ A user's Node program changes only ``apiUrl`` and ``apiKey`` and keeps working: 
 article's main content as markdown and its extra headers reach the site, a screenshot decodes as
 a PNG, ``creditsUsed`` is what the native route charges and what the balance lost; a crawl holds
 its limit and never requests an excluded path; a map lists URLs without scraping them; a batch
-scrape bills each page once; a bad key and an empty balance are the SDK's own ``SdkError`` with
-the statuses 401 and 402, and nothing is scraped.
+scrape bills each page once; ``getCreditUsage`` reads the balance; a bad key and an empty balance
+(on a scrape, a crawl or a batch) are the SDK's own ``SdkError`` with the statuses 401 and 402,
+and nothing is fetched.
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ def thrown(service: ServiceProcess, key: str | None, method: str, *args: Any) ->
     assert "error" in answer, answer["result"]
     error: dict[str, Any] = answer["error"]
     return error
+
+
+def site_untouched(site: TargetSite) -> bool:
+    return not set(site.hits) - {"/robots.txt"}
 
 
 def balance(accounts: Accounts, account_id: int) -> int:
@@ -231,13 +236,33 @@ def test_a_bad_key_is_the_sdks_401_error(
     assert site.count("/fcjs/blog/tidal") == before
 
 
-def test_an_empty_balance_is_the_sdks_402_error_and_nothing_is_scraped(
-    service: ServiceProcess, accounts: Accounts, article: str, site: TargetSite
+def test_credit_usage_is_the_balance(
+    service: ServiceProcess, accounts: Accounts, article: str
+) -> None:
+    account_id, key = accounts.create(credits=40)
+    firecrawl(service, key, "scrape", article)
+    usage = firecrawl(service, key, "getCreditUsage")
+    assert usage["remainingCredits"] == balance(accounts, account_id) == 40 - STATIC
+
+
+def test_an_empty_balance_is_the_sdks_402_error_and_nothing_is_fetched(
+    service: ServiceProcess,
+    accounts: Accounts,
+    article: str,
+    site: TargetSite,
+    docs_site: TargetSite,
 ) -> None:
     account_id, key = accounts.create(credits=0)
     before = site.count("/fcjs/blog/tidal")
-    error = thrown(service, key, "scrape", article)
-    assert (error["class"], error["isSdkError"], error["status"]) == ("SdkError", True, 402)
-    assert "credits" in error["message"].lower()
+    start = docs_site.url("/docs/")
+    for method, args in (
+        ("scrape", [article]),
+        ("crawl", [start, {"limit": 2, "pollInterval": 1, "timeout": 30}]),
+        ("batchScrape", [[start], {"pollInterval": 1, "timeout": 30}]),
+    ):
+        error = thrown(service, key, method, *args)
+        assert (error["class"], error["isSdkError"], error["status"]) == ("SdkError", True, 402)
+        assert "credits" in error["message"].lower(), method
     assert site.count("/fcjs/blog/tidal") == before
+    assert site_untouched(docs_site)
     assert balance(accounts, account_id) == 0

@@ -4,9 +4,9 @@ An MCP host starts the server over stdio with its self-hosted settings, ``FIRECR
 (the service) and ``FIRECRAWL_API_KEY`` (a scrapespy key), and drives it with the MCP SDK's
 client: the tools are listed, the scrape tool returns an article's main content as markdown and
 bills the native price, the crawl tool runs a crawl to its end and the status tool reads it
-later, and an empty balance is a tool error about credits with nothing scraped. Without a key
-the server still starts (the URL alone makes it "self-hosted"); each call is then scrapespy's
-401, as a tool error.
+later, and an empty balance is a tool error (the scrape tool's says credits) with nothing
+fetched. Without a key the server still starts (the URL alone makes it "self-hosted"); each
+call is then scrapespy's 401, as a tool error.
 """
 
 from __future__ import annotations
@@ -142,16 +142,28 @@ def test_the_crawl_tool_runs_a_crawl_and_the_status_tool_reads_it(
     )
 
 
-def test_an_empty_balance_is_a_tool_error_about_credits(
-    service: ServiceProcess, accounts: Accounts, article: str, site: TargetSite
+def test_an_empty_balance_is_a_tool_error_and_nothing_is_fetched(
+    service: ServiceProcess,
+    accounts: Accounts,
+    article: str,
+    site: TargetSite,
+    guide: TargetSite,
 ) -> None:
     account_id, key = accounts.create(credits=0)
-    before = site.count("/fcmcp/blog/tidal")
-    answer = session(service, key, tool("firecrawl_scrape", url=article))
-    (refused,) = answer["calls"]
-    assert refused.get("isError") is True, refused
-    assert "credits" in refused["text"].lower()
-    assert site.count("/fcmcp/blog/tidal") == before
+    before = site.count("/fcmcp/blog/tidal"), sum(guide.hits.values())
+    answer = session(
+        service,
+        key,
+        tool("firecrawl_scrape", url=article),
+        tool("firecrawl_crawl", url=guide.url("/guide/"), limit=2),
+    )
+    scraped, crawled = answer["calls"]
+    assert scraped.get("isError") is True, scraped
+    assert "credits" in scraped["text"].lower()
+    # the crawl tool posts with the SDK's bare HTTP client, whose error names the status only
+    assert crawled.get("isError") is True, crawled
+    assert "402" in crawled["text"]
+    assert (site.count("/fcmcp/blog/tidal"), sum(guide.hits.values())) == before
     assert balance(accounts, account_id) == 0
 
 
