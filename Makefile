@@ -8,14 +8,14 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test setup chromium lint bench clean
+.PHONY: run test setup chromium js lint bench clean
 
 run: setup
 	$(VENV)/bin/scrapespy serve --host $(HOST) --port $(PORT)
 
 # The suite runs twice: on SQLite, then the database tests again on a throwaway PostgreSQL
 # database (skipped when the server is unreachable, except under CI where that fails).
-test: setup chromium
+test: setup chromium js
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 	SCRAPESPY_TEST_DB=postgresql $(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -38,6 +38,17 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 	  chromium chromium-headless-shell >/dev/null; }
 	@$(CHROMIUM) --version 2>/dev/null | head -n 1
+
+# The JavaScript clients the Firecrawl tests run (firecrawl-js, firecrawl-mcp, the MCP SDK), at
+# the versions of tests/js/package-lock.json; install scripts are not needed and not run.
+JS_CLIENTS := tests/js
+js: $(JS_CLIENTS)/node_modules/.installed
+
+$(JS_CLIENTS)/node_modules/.installed: $(JS_CLIENTS)/package.json $(JS_CLIENTS)/package-lock.json
+	@command -v npm >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm >/dev/null; }
+	cd $(JS_CLIENTS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -68,4 +79,4 @@ bench/.venv-scrapyrt/.installed: pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) var build *.egg-info
+	rm -rf $(VENV) var build *.egg-info $(JS_CLIENTS)/node_modules
