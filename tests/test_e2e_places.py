@@ -23,6 +23,7 @@ from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
 from service.billing import accounts as service_accounts
 from tests.conftest import a_database_of_its_own
+from tests.dashboard_client import member, text_of
 from tests.proxies import ForwardProxy, closed_port
 
 COST = {"none": 1, "datacenter": 2, "residential": 10}  # static engine defaults
@@ -313,3 +314,15 @@ def test_a_batch_runs_its_pages_in_the_country(
     results = wait_for_job(placed, key, started.json["id"])
     assert [item["result"]["country"] for item in results] == ["fr", "fr"]
     assert [through(proxies, url) for url in urls] == [["dc-fr"], ["dc-fr"]]
+
+
+def test_the_dashboard_lists_the_countries_per_tier(
+    placed: ServiceProcess, accounts: Accounts
+) -> None:
+    client, _, _ = member(placed.base, accounts, "places")
+    page = client.get("/dashboard")
+    assert page.status == 200
+    shown = text_of(page)
+    assert "Countries" in shown
+    assert "datacenter de Germany, fr France" in shown
+    assert "residential de Germany, it Italy, jp Japan" in shown
