@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from firecrawl import Firecrawl
+from firecrawl.v2.utils.error_handler import BadRequestError
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
@@ -326,3 +328,21 @@ def test_the_dashboard_lists_the_countries_per_tier(
     assert "Countries" in shown
     assert "datacenter de Germany, fr France" in shown
     assert "residential de Germany, it Italy, jp Japan" in shown
+
+
+def test_firecrawls_location_country_goes_through_the_country(
+    placed: ServiceProcess, pages: TargetSite, accounts: Accounts, proxies: dict[str, ForwardProxy]
+) -> None:
+    account_id, key = unlocked_account(accounts)
+    client = Firecrawl(api_key=key, api_url=placed.url(""), max_retries=1)
+    url = pages.url(ECHO) + "?firecrawl"
+    doc = client.scrape(url, location={"country": "FR", "languages": ["fr-BE"]})
+    assert doc.markdown is not None and "via dc-fr" in doc.markdown
+    assert "accept-language fr-BE" in doc.markdown
+    assert doc.metadata is not None and doc.metadata.proxy_used == "basic"
+    # no proxy field: auto within the country, the cheapest tier that offers it first
+    assert through(proxies, url) == ["dc-fr"]
+    assert accounts.summary(account_id)["balance"] == 100 - COST["datacenter"]
+    with pytest.raises(BadRequestError) as refused:
+        client.scrape(url, location={"country": "br"})
+    assert refused.value.status_code == 400 and "'br'" in str(refused.value)

@@ -297,7 +297,7 @@ class Config:
     @property
     def countries(self) -> dict[str, tuple[str, ...]]:
         """Proxy tier -> the countries its proxies are tagged with (service.core.places)."""
-        return _countries(self.proxies_datacenter, self.proxies_residential)
+        return _countries(tuple(self.proxies_datacenter), tuple(self.proxies_residential))
 
     def listening_at(self, address: str) -> Config:
         """This configuration for a service listening at ``address`` (``http://host:port``): the
