@@ -30,6 +30,7 @@ from tests.proxies import ForwardProxy, closed_port
 
 COST = {"none": 1, "datacenter": 2, "residential": 10}  # static engine defaults
 JS_COST = {"none": 5, "datacenter": 6, "residential": 25}
+FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
 ECHO, GUARDED, JS_PAGE = "/places/echo", "/places/guarded", "/places/js"
 # what the page's own script finds out about the visitor, as its text
 BROWSER_SIDE = (
@@ -134,7 +135,7 @@ def wait_for_job(service: ServiceProcess, key: str, job_id: str) -> list[dict[st
     while True:
         reply = call("GET", service.url(f"/jobs/{job_id}"), key=key)
         assert reply.status == 200, reply.body
-        if reply.json["status"] not in ("pending", "running"):
+        if reply.json["status"] in FINISHED and reply.json["counts"]["pending"] == 0:
             return list(reply.json["results"])
         assert time.monotonic() < deadline, reply.json["status"]
         time.sleep(0.2)
