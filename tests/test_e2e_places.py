@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from firecrawl import Firecrawl
 from firecrawl.v2.utils.error_handler import BadRequestError
+from scrapespy import Scrapespy
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
@@ -347,3 +348,14 @@ def test_firecrawls_location_country_goes_through_the_country(
     with pytest.raises(BadRequestError) as refused:
         client.scrape(url, location={"country": "br"})
     assert refused.value.status_code == 400 and "'br'" in str(refused.value)
+
+
+def test_the_python_client_reads_the_country(
+    placed: ServiceProcess, pages: TargetSite, accounts: Accounts
+) -> None:
+    _, key = accounts.create(credits=100)
+    with Scrapespy(api_key=key, base_url=placed.base) as client:
+        url = pages.url(ECHO) + "?client"
+        result = client.scrape(url, proxy_type="datacenter", location={"country": "de"})
+        assert result.ok and result.country == "de" and "via dc-de" in (result.text or "")
+        assert client.scrape(url).country is None

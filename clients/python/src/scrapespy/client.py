@@ -70,8 +70,8 @@ class Scrapespy:
         self, url: str, *, idempotency_key: str | None = None, **options: Any
     ) -> ScrapeResult:
         """``POST /scrape``: ``options`` are its fields (``engine``, ``formats``,
-        ``only_main_content``, ``selectors``, ``proxy_type``, ``max_credits``, ``max_age``,
-        ``actions`` ...). A failed scrape is returned (``success`` false), not raised: see
+        ``only_main_content``, ``selectors``, ``proxy_type``, ``location``, ``max_credits``,
+        ``max_age``, ``actions`` ...). A failed scrape is returned (``success`` false), not raised: see
         ``ScrapeResult.raise_for_failure()``. With ``idempotency_key`` a broken connection is
         retried too (the service replays the first answer, charging nothing more)."""
         call = Call("POST", "/scrape", _base.body({"url": url}, options))
