@@ -17,6 +17,7 @@ from service.core.places import (
     split_tag,
     unavailable,
 )
+from service.scrape.scrapy_settings import proxy_hosts
 
 OFFERED = {"datacenter": ("de", "fr"), "residential": ("de", "jp")}
 
@@ -80,3 +81,11 @@ def test_unavailable_says_why_and_what_is_offered() -> None:
     )
     assert "use datacenter or residential (or auto)" in str(unavailable("de", "none", OFFERED))
     assert "any proxy tier" in str(unavailable("br", "none", OFFERED))
+
+
+def test_the_egress_guard_lets_tagged_proxies_through() -> None:
+    config = Config(
+        proxies_datacenter=("de=http://u:p@10.0.0.9:3128",),
+        proxies_residential=("fr=10.0.0.10:8000", "10.0.0.11:8000"),
+    )
+    assert proxy_hosts(config) == ["10.0.0.10", "10.0.0.11", "10.0.0.9"]
