@@ -281,7 +281,9 @@ COUNTRIES: Final[Mapping[str, Country]] = {
 # the first word of an operator's proxy entry, when it is a country's tag
 _TAG_SEPARATOR = "="
 MAX_LANGUAGES = 10
-LANGUAGE_PATTERN = r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*$"
+# ``(?![\s\S])`` ends the string in ECMA and Python regexes alike (Python's ``$`` also matches
+# before a final newline), so that the documented pattern is the one checked
+LANGUAGE_PATTERN = r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*(?![\s\S])"
 
 
 def split_tag(entry: str) -> tuple[str | None, str]:
