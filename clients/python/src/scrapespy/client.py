@@ -71,9 +71,10 @@ class Scrapespy:
     ) -> ScrapeResult:
         """``POST /scrape``: ``options`` are its fields (``engine``, ``formats``,
         ``only_main_content``, ``selectors``, ``proxy_type``, ``location``, ``max_credits``,
-        ``max_age``, ``actions`` ...). A failed scrape is returned (``success`` false), not raised: see
-        ``ScrapeResult.raise_for_failure()``. With ``idempotency_key`` a broken connection is
-        retried too (the service replays the first answer, charging nothing more)."""
+        ``max_age``, ``actions`` ...). A failed scrape is returned (``success`` false), not
+        raised: see ``ScrapeResult.raise_for_failure()``. With ``idempotency_key`` a broken
+        connection is retried too (the service replays the first answer, charging nothing
+        more)."""
         call = Call("POST", "/scrape", _base.body({"url": url}, options))
         if idempotency_key is not None:
             call.headers["Idempotency-Key"] = idempotency_key
