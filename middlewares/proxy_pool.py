@@ -31,6 +31,10 @@ is benched after ``SCRAPESPY_PROXY_MAX_STRIKES`` of them in a row, so that one u
 dead target cannot bench a whole pool. Either way the scrape is retried on another proxy of the
 pool, at most ``SCRAPESPY_PROXY_ATTEMPTS`` proxies in all, and then directly.
 
+Countries: an entry ``de=http://host:port`` is a proxy in Germany (service.core.places). A
+request whose ``meta["scrapespy_country"]`` names a country goes through that country's proxies
+of its tier only (then directly, as above); any other request, through any proxy of its tier.
+
 Credentials never reach logs, stats, errors or results: proxies are named by ``host:port``.
 
     DOWNLOADER_MIDDLEWARES = {"middlewares.proxy_pool.ProxyPoolMiddleware": 740}
@@ -65,6 +69,7 @@ from scrapy.exceptions import (
 from twisted.internet import error as net_error
 from twisted.web.client import ResponseFailed
 
+from service.core.places import split_tag
 from service.core.vocabulary import PROXY_TIERS
 from service.scrape import meta as scrape_meta
 
@@ -106,8 +111,18 @@ TIMEOUT = "timeout"
 class Proxy:
     """One proxy of a pool. ``url`` carries the credentials: only ``label`` is ever shown."""
 
-    def __init__(self, key: str, url: str, server: str, label: str, user: str, password: str):
+    def __init__(
+        self,
+        key: str,
+        url: str,
+        server: str,
+        label: str,
+        user: str,
+        password: str,
+        country: str | None = None,
+    ):
         self.key = key
+        self.country = country
         self.url = url
         self.server = server
         self.label = label
@@ -118,9 +133,13 @@ class Proxy:
 
     @classmethod
     def parse(cls, raw: str, tier: str, index: int) -> Proxy:
-        """Read an operator's proxy URL; errors name the entry, never its credentials."""
+        """Read an operator's proxy entry, ``[cc=]URL`` (service.core.places); errors name the
+        entry, never its credentials."""
         where = f"{tier} proxy #{index + 1}"
-        text = raw.strip()
+        try:
+            country, text = split_tag(raw)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
         if "://" not in text:
             text = "http://" + text
         try:
@@ -142,6 +161,7 @@ class Proxy:
             label=label,
             user=unquote(parts.username or ""),
             password=unquote(parts.password or ""),
+            country=country,
         )
 
     def playwright_settings(self) -> dict[str, str]:
@@ -156,7 +176,8 @@ class Proxy:
 
 
 class ProxyPool:
-    """The proxies of one tier, handed out round-robin, benched ones skipped."""
+    """The proxies of one tier, handed out round-robin, benched ones skipped. A request that
+    names a country gets that country's proxies only; one that names none, any of them."""
 
     def __init__(
         self,
@@ -173,7 +194,11 @@ class ProxyPool:
         self.max_strikes = max_strikes
         self.clock = clock
         self._by_key = {proxy.key: proxy for proxy in self.proxies}
-        self._next = 0
+        self._by_country: dict[str | None, list[Proxy]] = {None: self.proxies}
+        for proxy in self.proxies:
+            if proxy.country is not None:
+                self._by_country.setdefault(proxy.country, []).append(proxy)
+        self._next: dict[str | None, int] = {}
 
     @classmethod
     def from_urls(cls, tier: str, urls: Iterable[str], **kwargs: Any) -> ProxyPool:
@@ -188,17 +213,25 @@ class ProxyPool:
     def available(self, proxy: Proxy, exclude: Collection[str] = ()) -> bool:
         return proxy.key not in exclude and proxy.benched_until <= self.clock()
 
-    def pick(self, exclude: Collection[str] = (), prefer: str | None = None) -> Proxy | None:
-        """A healthy proxy not in ``exclude``; ``prefer`` keeps a redirect on its proxy."""
+    def pick(
+        self, exclude: Collection[str] = (), prefer: str | None = None, country: str | None = None
+    ) -> Proxy | None:
+        """A healthy proxy not in ``exclude``, in ``country`` when given; ``prefer`` keeps a
+        redirect (or a session) on its proxy, when that proxy is in ``country``."""
         preferred = self.get(prefer)
-        if preferred is not None and self.available(preferred, exclude):
+        if (
+            preferred is not None
+            and (country is None or preferred.country == country)
+            and self.available(preferred, exclude)
+        ):
             return preferred
-        count = len(self.proxies)
+        proxies = self._by_country.get(country, ())
+        count, start = len(proxies), self._next.get(country, 0)
         for step in range(count):
-            index = (self._next + step) % count
-            proxy = self.proxies[index]
+            index = (start + step) % count
+            proxy = proxies[index]
             if self.available(proxy, exclude):
-                self._next = (index + 1) % count
+                self._next[country] = (index + 1) % count
                 return proxy
         return None
 
@@ -227,6 +260,10 @@ def _session_exit(request: Request) -> str | None:
     order = scrape_meta.order_if_any(request)
     session = order.session if order is not None else None
     return session.exit if session is not None else None
+
+
+def _shown(proxy: Proxy) -> str:
+    return proxy.label if proxy.country is None else f"{proxy.country}={proxy.label}"
 
 
 def classify(exception: BaseException) -> str | None:
@@ -306,7 +343,7 @@ class ProxyPoolMiddleware:
                 logger.info(
                     "%s proxy pool: %s",
                     pool.tier,
-                    ", ".join(proxy.label for proxy in pool.proxies),
+                    ", ".join(_shown(proxy) for proxy in pool.proxies),
                 )
         return cls(
             pools,
@@ -323,8 +360,11 @@ class ProxyPoolMiddleware:
         failed = scrape_meta.proxies_failed(request)
         proxy = None
         if pool is not None and len(failed) < self.attempts:
-            prefer = scrape_meta.proxy_in_use(request) or _session_exit(request)
-            proxy = pool.pick(exclude=failed, prefer=prefer)
+            proxy = pool.pick(
+                exclude=failed,
+                prefer=scrape_meta.proxy_in_use(request) or _session_exit(request),
+                country=scrape_meta.country(request),
+            )
         if proxy is None:
             self._go_direct(request, tier)
         else:

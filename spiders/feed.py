@@ -17,9 +17,10 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.escalation import start_escalation
+from service.core.places import accept_language
 from service.scrape import meta as scrape_meta
 from service.scrape.browser_request import for_browser
-from service.scrape.meta import CLOCK, DEADLINE, ORDER, PROXY_TIER
+from service.scrape.meta import CLOCK, COUNTRY, DEADLINE, ORDER, PROXY_TIER
 from service.scrape.order import ScrapeItem, ScrapeOrder
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ def request_for(order: ScrapeOrder, spider: Spider) -> Request:
         PROXY_TIER: order.proxy_type,
         CLOCK: order.clock,
     }
+    if order.country is not None:
+        meta[COUNTRY] = order.country
     engine = order.engine if order.ladder is None else start_escalation(order, meta)
     if engine == "js":
         for_browser(meta, order)  # the cookies too, set in the scrape's own browser context
@@ -53,6 +56,8 @@ def request_for(order: ScrapeOrder, spider: Spider) -> Request:
         # Into the order's own jar (meta["cookiejar"]), which the engine drops after it.
         cookies = [cast("VerboseCookie", dict(c)) for c in order.cookies] if order.cookies else None
     headers = order.headers
+    if order.languages:
+        headers = _with_languages(headers, order.languages)
     if order.device == "mobile" and engine != "js":
         headers = {**headers} if headers else {}
         if not any(name.lower() == "user-agent" for name in headers):  # the caller's wins
@@ -67,6 +72,15 @@ def request_for(order: ScrapeOrder, spider: Spider) -> Request:
         dont_filter=True,
         priority=-1 if order.background else 0,  # a caller's scrape first (service.jobs.batches)
     )
+
+
+def _with_languages(headers: dict[str, str] | None, languages: tuple[str, ...]) -> dict[str, str]:
+    """The location's ``Accept-Language`` (for js, on the page's own navigations; the browser's
+    locale says the same elsewhere), unless the caller sent one."""
+    headers = {**headers} if headers else {}
+    if not any(name.lower() == "accept-language" for name in headers):
+        headers["Accept-Language"] = accept_language(languages)
+    return headers
 
 
 def item_for_response(response: Response) -> ScrapeItem:

@@ -473,3 +473,65 @@ def test_credentials_appear_in_no_log_and_no_stats_key(
     for secret in SECRETS:
         assert secret not in caplog.text
         assert not any(secret in key for key in stats)
+
+
+# ---------------------------------------------------------------------------------------------
+# Proxies by country (service.core.places)
+
+PLACED = [
+    "de=http://dora:de-pw@de1.example:3128",
+    "FR=fr1.example:3128",
+    "http://any.example:3128",
+    "de=de2.example:3128",
+]
+
+
+def test_a_tag_gives_the_proxy_its_country_and_never_shows_in_the_url(clock: Clock) -> None:
+    mw = build(clock, SCRAPESPY_PROXIES_DATACENTER=PLACED)
+    pool = mw.pools["datacenter"]
+    assert [(p.country, p.label) for p in pool.proxies] == [
+        ("de", "de1.example:3128"),
+        ("fr", "fr1.example:3128"),
+        (None, "any.example:3128"),
+        ("de", "de2.example:3128"),
+    ]
+    assert pool.proxies[0].url == "http://dora:de-pw@de1.example:3128"
+    assert (pool.proxies[0].username, pool.proxies[0].password) == ("dora", "de-pw")
+
+
+def test_a_country_rotates_over_its_own_proxies_only(clock: Clock) -> None:
+    mw = build(clock, SCRAPESPY_PROXIES_DATACENTER=PLACED)
+    used = []
+    for _ in range(4):
+        request = scrape("datacenter", scrapespy_country="de")
+        mw.process_request(request)
+        used.append(request.meta[PROXY_IN_USE])
+    assert used == ["datacenter/0", "datacenter/3"] * 2
+    anywhere = []
+    for _ in range(4):
+        request = scrape("datacenter")
+        mw.process_request(request)
+        anywhere.append(request.meta[PROXY_IN_USE])
+    assert anywhere == ["datacenter/0", "datacenter/1", "datacenter/2", "datacenter/3"]
+
+
+def test_a_countrys_failed_proxies_go_direct_not_to_another_country(
+    clock: Clock, httpproxy: HttpProxyMiddleware
+) -> None:
+    mw = build(clock, SCRAPESPY_PROXIES_DATACENTER=PLACED, SCRAPESPY_PROXY_ATTEMPTS=5)
+    request = through(mw, httpproxy, scrape("datacenter", scrapespy_country="fr"))
+    assert request.meta[PROXY_IN_USE] == "datacenter/1"
+    retry = mw.process_exception(request, DownloadConnectionRefusedError("refused"))
+    assert isinstance(retry, Request)
+    through(mw, httpproxy, retry)
+    assert retry.meta["proxy"] is None and retry.meta[TIER_USED] == "none"
+    # benched: the next French request goes direct at once
+    again = through(mw, httpproxy, scrape("datacenter", scrapespy_country="fr"))
+    assert again.meta[TIER_USED] == "none"
+
+
+def test_an_unknown_tag_is_refused_naming_the_entry_not_its_credentials(clock: Clock) -> None:
+    with pytest.raises(ValueError) as refused:
+        build(clock, SCRAPESPY_PROXIES_DATACENTER=["zz=http://eve:pw-zz@h.example:1"])
+    assert "datacenter proxy #1" in str(refused.value) and "'zz'" in str(refused.value)
+    assert "pw-zz" not in str(refused.value)

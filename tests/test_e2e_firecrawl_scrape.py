@@ -154,7 +154,7 @@ def test_headers_and_location_languages_reach_the_site(service, pages, paying):
         location={"languages": ["fr-FR", "en"]},
     )
     assert "greeting: ahoy" in doc.markdown
-    assert "languages: fr-FR, en" in doc.markdown
+    assert "languages: fr-FR, en;q=0.9" in doc.markdown
 
 
 def test_a_bad_key_is_unauthorized_and_a_key_without_credits_payment_required(

@@ -128,3 +128,50 @@ def test_postgresql_is_sent_what_quote_prices(
         assert held is not None and held[0] == UNHOLDABLE
         return
     assert held == (price.hold, price.trial)
+
+
+PLACED = {
+    "proxies_datacenter": ["de=http://dc:3128", "http://any:3128"],
+    "proxies_residential": ["de=http://resi:8000", "jp=http://jp:8000"],
+}
+
+
+def test_auto_with_a_country_climbs_only_the_tiers_that_offer_it() -> None:
+    placed = config(**PLACED)
+    de = quote(placed, "static", "auto", UNLOCKED, country="de")
+    assert de.ladder is not None and de.ladder.tiers == ("datacenter", "residential")
+    assert de.ladder.first == ("static", "datacenter") and de.hold == 10  # never direct
+    jp = quote(placed, "js", "auto", UNLOCKED, country="jp")
+    assert jp.ladder is not None and jp.ladder.tiers == ("residential",) and jp.hold == 25
+    trial = quote(placed, "static", "auto", ON_TRIAL, country="jp")
+    assert (trial.hold, trial.trial) == (1, True)  # a trial holds the direct price
+    with pytest.raises(Forbidden):  # the only tier in Japan is closed to this account
+        quote(placed, "static", "auto", NO_TRIAL, country="jp")
+    capped = quote(placed, "static", "auto", UNLOCKED, max_credits=5, country="de")
+    assert capped.ladder is not None and capped.ladder.tiers == ("datacenter", "residential")
+    assert capped.hold == 2 and capped.ladder.next_tier("static", "datacenter") is None
+    with pytest.raises(PaymentRequired):  # direct (1) is no step of a country's ladder
+        quote(placed, "static", "auto", UNLOCKED, max_credits=1, country="de")
+
+
+@pytest.mark.parametrize("country", ["de", "jp"])
+@pytest.mark.parametrize("cap", [None, 1, 2, 10])
+@pytest.mark.parametrize(
+    "caller", [UNLOCKED, ON_TRIAL, NO_TRIAL], ids=["unlocked", "trial", "no-trial"]
+)
+def test_postgresql_is_sent_what_quote_prices_for_a_country(
+    country: str, cap: int | None, caller: Caller
+) -> None:
+    placed = config(**PLACED)
+    scraper = Scraper(placed, None, None, None)  # type: ignore[arg-type]
+    held = what_postgresql_holds(scraper._hold_terms("static", "auto", cap, True, country), caller)
+    if held is None:  # no trial after all: held again without residential
+        terms = scraper._hold_terms("static", "auto", cap, False, country)
+        held = what_postgresql_holds(terms, caller)
+        caller = dataclasses.replace(caller, residential_trials_left=0)
+    try:
+        price = quote(placed, "static", "auto", caller, cap, country)
+    except (Forbidden, PaymentRequired):
+        assert held is not None and held[0] == UNHOLDABLE  # nothing is held, then refused
+        return
+    assert held == (price.hold, price.trial)

@@ -176,15 +176,16 @@ def test_proxies_map_to_native_tiers():
     assert "'proxy'" in refusal({"url": URL, "proxy": "tor"})
 
 
-def test_location_languages_are_accept_language_and_a_country_is_refused():
+def test_location_is_the_native_location_and_a_country_without_proxy_is_auto():
     native = translated(sdk_payload(location={"languages": ["de-DE", "en"]}))
-    assert native["headers"] == {"Accept-Language": "de-DE, en"}
-    mine = translated(
-        {"url": URL, "headers": {"accept-language": "fr"}, "location": {"languages": ["de"]}}
-    )
-    assert mine["headers"] == {"accept-language": "fr"}
-    assert "'location.country'" in refusal({"url": URL, "location": {"country": "DE"}})
-    assert "'geolocation.country'" in refusal({"url": URL, "geolocation": {"country": "DE"}})
+    assert native["location"] == {"languages": ["de-DE", "en"]}
+    assert native["proxy_type"] == "none" and "headers" not in native
+    placed = translated({"url": URL, "location": {"country": "DE", "languages": None}})
+    assert placed["location"] == {"country": "DE"} and placed["proxy_type"] == "auto"
+    v1 = translated({"url": URL, "geolocation": {"country": "fr"}, "proxy": "stealth"})
+    assert v1["location"] == {"country": "fr"} and v1["proxy_type"] == "residential"
+    assert "'location.city'" in refusal({"url": URL, "location": {"city": "Berlin"}})
+    assert "'location'" in refusal({"url": URL, "location": "DE"})
 
 
 def test_max_age_is_kept_only_when_the_caller_lets_the_server_keep_answers():

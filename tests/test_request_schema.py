@@ -70,3 +70,44 @@ def test_the_schema_and_the_service_agree(documented, fields):
     else:
         accepted = True
     assert documented.is_valid(body) is accepted
+
+
+# location: what the running configuration's proxies offer, by tier (Config.countries)
+COUNTRIES = {"datacenter": ("de", "fr"), "residential": ("de", "jp")}
+LOCATIONS = [
+    {"location": location, **tier}
+    for location, tier in itertools.product(
+        [
+            None,
+            {},
+            {"country": None},
+            {"country": "de"},
+            {"country": "DE"},
+            {"country": "jp"},
+            {"country": "br"},
+            {"country": "xx"},
+            {"country": "de\n"},
+            {"languages": ["de-DE", "en"]},
+            {"languages": ["de\n"]},
+            {"languages": ["not a tag"]},
+            {"languages": ["en"] * 11},
+            {"country": "fr", "city": "Paris"},
+        ],
+        [{}, {"proxy_type": "none"}, *({"proxy_type": t} for t in ("datacenter", "residential"))]
+        + [{"proxy_type": "auto"}],
+    )
+]
+
+
+@pytest.mark.parametrize("fields", LOCATIONS)
+def test_the_schema_and_the_service_agree_on_locations(fields):
+    components = document("http://127.0.0.1", COUNTRIES)["components"]
+    schema = {"$ref": "#/components/schemas/ScrapeRequest", "components": components}
+    body = {"url": "http://example.com/", **fields}
+    try:
+        checked_scrape(body, COUNTRIES)
+    except BadRequest:
+        accepted = False
+    else:
+        accepted = True
+    assert jsonschema_rs.Draft202012Validator(schema).is_valid(body) is accepted

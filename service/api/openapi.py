@@ -3,6 +3,7 @@ from the types the answers are built with (service.billing.answers, service.jobs
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from service.api.account import DEFAULT_LIMIT, MAX_LIMIT
@@ -362,7 +363,60 @@ def _schemas(*models: type) -> dict[str, Any]:
     return out
 
 
-def document(public_url: str) -> dict[str, Any]:
+def _codes(countries: Iterable[str]) -> list[str]:
+    """Country codes as a request may spell them: either case."""
+    return sorted({spelt for code in countries for spelt in (code, code.upper())})
+
+
+def place(schemas: dict[str, Any], countries: Mapping[str, Sequence[str]]) -> None:
+    """What the running configuration offers for ``location.country``, in the schemas: the
+    countries its proxies are tagged with, and at which ``proxy_type`` each may be asked for
+    (service.core.places.unavailable says the same to a request)."""
+    offered = {code for codes in countries.values() for code in codes}
+    schemas["Location"]["properties"]["country"]["anyOf"] = [
+        *([{"type": "string", "enum": _codes(offered)}] if offered else []),
+        {"type": "null"},
+    ]
+    by_tier = {**countries, "auto": sorted(offered)}
+    rule = {
+        "description": "location.country is one that proxy_type's tier offers (GET /pricing)",
+        "anyOf": [
+            {"properties": {"location": {"anyOf": [{"type": "null"}, _no_country()]}}},
+            *(
+                {
+                    "required": ["proxy_type", "location"],
+                    "properties": {
+                        "proxy_type": {"const": tier},
+                        "location": {
+                            "type": "object",
+                            "properties": {"country": {"enum": [*_codes(codes), None]}},
+                        },
+                    },
+                }
+                for tier, codes in by_tier.items()
+                if codes
+            ),
+        ],
+    }
+    for name in ("ScrapeRequest", "BatchRequest", "CrawlRequest"):
+        schemas[name].setdefault("allOf", []).append(rule)
+
+
+def _no_country() -> dict[str, Any]:
+    return {"type": "object", "properties": {"country": {"type": "null"}}}
+
+
+def document(
+    public_url: str, countries: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
+    """The OpenAPI document; with ``countries`` (``Config.countries``) it says which
+    ``location.country`` each ``proxy_type`` may ask for."""
+    made = _document(public_url)
+    place(made["components"]["schemas"], countries or {})
+    return made
+
+
+def _document(public_url: str) -> dict[str, Any]:
     secured: list[dict[str, list[str]]] = [{"ApiKey": []}]
     return {
         "openapi": "3.1.0",

@@ -117,6 +117,18 @@ class Costs(TypedDict):
     js: TierCosts
 
 
+CountryCode = Annotated[str, Field(json_schema_extra={"pattern": "^[a-z]{2}$"})]
+
+
+@with_config(_CLOSED)
+class TierCountries(TypedDict):
+    """The countries (ISO 3166-1 alpha-2) each proxy tier's proxies are in: what a request's
+    ``location.country`` may name at that tier (with auto, at any of them)."""
+
+    datacenter: list[CountryCode]
+    residential: list[CountryCode]
+
+
 # the price list is keyed by the engines and tiers that config knows
 assert tuple(Costs.__annotations__) == ENGINES
 assert tuple(TierCosts.__annotations__) == TIERS
@@ -140,4 +152,8 @@ class PriceList(TypedDict):
             description="a document (PDF) costs the scrape's price once per started block of "
             "this many pages, at most what the scrape held",
         ),
+    ]
+    countries: Annotated[
+        TierCountries,
+        Field(description='the countries offered for "location", by proxy tier'),
     ]

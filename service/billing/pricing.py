@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from service.billing.answers import Costs, PriceList
+from service.billing.answers import Costs, PriceList, TierCountries
 from service.billing.keys import Caller
 from service.core.config import Config
 from service.core.errors import RESIDENTIAL_LOCKED, Forbidden, max_credits_exceeded
@@ -25,7 +25,12 @@ class Quote:
 
 
 def quote(
-    config: Config, engine: str, tier: str, caller: Caller, max_credits: int | None = None
+    config: Config,
+    engine: str,
+    tier: str,
+    caller: Caller,
+    max_credits: int | None = None,
+    country: str | None = None,
 ) -> Quote:
     """The hold is the most the request can end up billed; fallback only ever goes cheaper.
 
@@ -33,10 +38,11 @@ def quote(
     the ``none`` cost. An account with no trial left and residential not unlocked is refused.
     A request that may cost more than its ``max_credits`` is refused; an auto request is held
     for the dearest step it may end on (service.core.escalation), and refused only when even its
-    cheapest step is over ``max_credits``.
+    cheapest step is over ``max_credits``. An auto request's ``country`` (``location``) keeps
+    its steps to the tiers that offer it.
     """
     if engine == AUTO or tier == AUTO:
-        return _auto_quote(config, engine, tier, caller, max_credits)
+        return _auto_quote(config, engine, tier, caller, max_credits, country)
     costs = config.costs[engine]
     account = _trial_of(caller, tier)
     price = Quote(costs[account.held_at(tier)], account.applies(tier), costs)
@@ -46,7 +52,12 @@ def quote(
 
 
 def _auto_quote(
-    config: Config, engine: str, tier: str, caller: Caller, max_credits: int | None
+    config: Config,
+    engine: str,
+    tier: str,
+    caller: Caller,
+    max_credits: int | None,
+    country: str | None,
 ) -> Quote:
     _trial_of(caller, tier)
     steps, least, trial = ladder(
@@ -56,6 +67,7 @@ def _auto_quote(
         unlocked=caller.residential_unlocked,
         trials_left=caller.residential_trials_left,
         max_credits=max_credits,
+        country=country,
     )
     if steps is None:
         assert max_credits is not None  # without a cap every step is allowed
@@ -82,4 +94,8 @@ def price_list(config: Config) -> PriceList:
         "costs": cast(Costs, config.costs),
         "map_credits": config.map_credits,
         "document_pages_per_block": config.document_pages_per_block,
+        "countries": TierCountries(
+            datacenter=list(config.countries["datacenter"]),
+            residential=list(config.countries["residential"]),
+        ),
     }

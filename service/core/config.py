@@ -9,9 +9,11 @@ import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from service.core.places import countries_of, split_tag
 from service.core.settings import BY_FIELD, SETTINGS, Setting, default
 from service.core.settings import default_chromium_path as default_chromium_path
 from service.core.vocabulary import ENGINES, TIERS
@@ -106,8 +108,12 @@ def _proxies(env: Mapping[str, str], row: Setting) -> tuple[str, ...]:
         except OSError as exc:
             raise ConfigError(f"{name}_FILE: cannot read {path}: {exc.strerror}") from None
         urls.extend(line for line in lines if line and not line.startswith("#"))
-    for index, url in enumerate(urls):
+    for index, entry in enumerate(urls):
         # The message names the entry and never echoes it: it may hold a password.
+        try:
+            _, url = split_tag(entry)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: entry #{index + 1}: {exc}") from None
         parts = urlsplit(url if "://" in url else f"http://{url}")
         try:
             _ = parts.port
@@ -115,7 +121,7 @@ def _proxies(env: Mapping[str, str], row: Setting) -> tuple[str, ...]:
             raise ConfigError(f"{name}: entry #{index + 1} has an invalid port") from None
         if parts.scheme != "http" or not parts.hostname:
             raise ConfigError(
-                f"{name}: entry #{index + 1} must be http://[user:password@]host:port "
+                f"{name}: entry #{index + 1} must be [cc=]http://[user:password@]host:port "
                 "(only http:// proxies are supported)"
             )
     return tuple(urls)
@@ -158,6 +164,13 @@ def _costs(found: Mapping[str, int]) -> dict[str, dict[str, int]]:
         if not costs[engine]["none"] <= costs[engine]["datacenter"] <= costs[engine]["residential"]:
             raise ConfigError(f"{engine} costs must not decrease from none to residential")
     return costs
+
+
+@cache
+def _countries(
+    datacenter: tuple[str, ...], residential: tuple[str, ...]
+) -> dict[str, tuple[str, ...]]:
+    return {"datacenter": countries_of(datacenter), "residential": countries_of(residential)}
 
 
 @dataclass(frozen=True)
@@ -289,6 +302,11 @@ class Config:
             costs=_costs(costs),
             public_url_configured=bool(env.get("SCRAPESPY_PUBLIC_URL", "").strip()),
         )
+
+    @property
+    def countries(self) -> dict[str, tuple[str, ...]]:
+        """Proxy tier -> the countries its proxies are tagged with (service.core.places)."""
+        return _countries(tuple(self.proxies_datacenter), tuple(self.proxies_residential))
 
     def listening_at(self, address: str) -> Config:
         """This configuration for a service listening at ``address`` (``http://host:port``): the

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.core.config import Config
-from service.core.vocabulary import AUTO, DIRECT, ENGINES, TIERS, ResidentialTrial
+from service.core.errors import RESIDENTIAL_LOCKED, Forbidden
+from service.core.vocabulary import AUTO, DIRECT, ENGINES, PROXY_TIERS, TIERS, ResidentialTrial
 
 __all__ = ["AUTO", "Ladder", "ladder"]
 
@@ -54,19 +55,29 @@ def ladder(
     unlocked: bool,
     trials_left: int,
     max_credits: int | None,
+    country: str | None = None,
 ) -> tuple[Ladder | None, int, bool]:
     """The ladder of a request with ``engine`` or ``tier`` auto, for an account in that state.
+
+    With a ``country`` (``location``), auto climbs only the proxy tiers that offer it: never
+    direct, which is not in the country (service.core.places); none the account may use is a
+    403, as residential is.
 
     Returns (the ladder, or None when every step is over ``max_credits``; the least a step
     could bill, for the refusal's message; whether a residential trial is reserved).
     """
     account = ResidentialTrial(unlocked, trials_left)
     engines: tuple[str, ...] = ENGINES if engine == AUTO else (engine,)
-    if tier == AUTO:
-        pools = {"datacenter": config.proxies_datacenter, "residential": config.proxies_residential}
+    if tier == AUTO and country is not None:
+        offered = config.countries
         tiers: tuple[str, ...] = tuple(
-            t for t in TIERS if (t == DIRECT or pools[t]) and account.allows(t)
+            t for t in PROXY_TIERS if country in offered[t] and account.allows(t)
         )
+        if not tiers:
+            raise Forbidden(RESIDENTIAL_LOCKED)
+    elif tier == AUTO:
+        pools = {"datacenter": config.proxies_datacenter, "residential": config.proxies_residential}
+        tiers = tuple(t for t in TIERS if (t == DIRECT or pools[t]) and account.allows(t))
     else:
         tiers = (tier,)
     every = {(e, t): config.costs[e][account.held_at(t)] for e in engines for t in tiers}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
@@ -21,6 +22,7 @@ from pydantic import (
 )
 
 from service.core.errors import BadRequest
+from service.core.places import COUNTRIES, LANGUAGE_PATTERN, MAX_LANGUAGES, unavailable
 from service.core.vocabulary import (
     FORMATS,
     OUTPUTS,
@@ -355,6 +357,46 @@ class Cookie(_Strict):
     ) = None
 
 
+def _known_country(code: str) -> str:
+    country = code.lower()
+    if country not in COUNTRIES:
+        raise ValueError(f"{code!r} is not an ISO 3166-1 alpha-2 country code")
+    return country
+
+
+class Location(_Strict):
+    """Where the page is fetched from (a proxy tagged with ``country``) and in which languages
+    it is asked for (``Accept-Language``; for js the browser's locale and time zone too)."""
+
+    country: (
+        Annotated[
+            str,
+            Field(
+                description="ISO 3166-1 alpha-2 code (de, us...): the page comes through a "
+                "proxy in that country; an unknown code, or one the requested proxy tier "
+                "does not offer, is a 400 (GET /pricing lists them)",
+                json_schema_extra={"pattern": "^[A-Za-z]{2}$"},
+            ),
+            AfterValidator(_known_country),
+        ]
+        | None
+    ) = None
+    languages: Annotated[
+        list[
+            Annotated[
+                str,
+                Field(max_length=35, json_schema_extra={"pattern": LANGUAGE_PATTERN}),
+                _matching(LANGUAGE_PATTERN, "must be a language tag such as de-DE or en"),
+            ]
+        ],
+        Field(
+            max_length=MAX_LANGUAGES,
+            description="language tags, preferred first: Accept-Language (and the js "
+            "browser's locale, from the first); by default the country's main language",
+        ),
+    ] = Field(default_factory=list)
+
+
 _TAGS_DOC = (
     "CSS selectors (no pseudo-elements); a selector that is not valid CSS is a 400 naming it"
 )
@@ -516,6 +558,14 @@ class ScrapeRequest(_Strict):
         list[Cookie],
         Field(max_length=MAX_COOKIES, description="cookies for this request only, both engines"),
     ] = Field(default_factory=list)
+    location: Annotated[
+        Location | None,
+        Field(
+            description='{"country": "de", "languages": ["de-DE"]}: fetched through a proxy in '
+            "that country (needs proxy_type datacenter, residential or auto), with its "
+            "languages and, for js, its locale and time zone"
+        ),
+    ] = None
     max_age: Annotated[
         int | None,
         Field(
@@ -557,6 +607,11 @@ class ScrapeRequest(_Strict):
                 "'max_age' cannot be used with 'session' (a session's pages are its own)"
             )
         return self
+
+    @property
+    def country(self) -> str | None:
+        """The country the page is to be fetched from (``location.country``), if any."""
+        return self.location.country if self.location is not None else None
 
     @model_validator(mode="after")
     def _formats_fit(self) -> ScrapeRequest:
@@ -636,10 +691,18 @@ class ScrapeRequest(_Strict):
         return value
 
 
-def checked_scrape(data: dict[str, Any]) -> tuple[ScrapeRequest, CompiledSelectors | None]:
+def checked_scrape(
+    data: dict[str, Any], countries: Mapping[str, Sequence[str]] | None = None
+) -> tuple[ScrapeRequest, CompiledSelectors | None]:
     """``data`` as a scrape request, with its selectors compiled and its tags checked: the one
-    check ``POST /scrape``, the dashboard's "try it" and ``scrapy crawl page`` share."""
+    check ``POST /scrape``, the dashboard's "try it" and ``scrapy crawl page`` share.
+    ``countries`` (``Config.countries``): the request's ``location.country`` must be offered
+    at its proxy tier."""
     request = validate(ScrapeRequest, data)
+    if request.country is not None and countries is not None:
+        why = unavailable(request.country, request.proxy_type, countries)
+        if why is not None:
+            raise BadRequest(f"invalid request: 'location.country': {why}")
     try:
         compiled = compile_selectors(request.selectors)
         compile_tags("include_tags", request.include_tags)

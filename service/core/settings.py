@@ -31,7 +31,8 @@ from service.extraction import bounds
 #   bool     1/true/yes/on or 0/false/no/off
 #   int      an integer, at least ``minimum`` (0 unless given), at most ``maximum`` when given
 #   float    a finite number, above 0 unless ``minimum`` is given (then at least ``minimum``)
-#   proxies  comma-separated http:// proxy URLs, plus the lines of the file ``<NAME>_FILE``
+#   proxies  comma-separated http:// proxy URLs (``cc=`` before one: its country), plus the
+#            lines of the file ``<NAME>_FILE``
 #   file     a file's path (read by the row it belongs to)
 #   pairs    comma-separated name=address pairs
 #   list     comma-separated values (Scrapy settings only)
@@ -141,7 +142,8 @@ SETTINGS: tuple[Setting, ...] = (
         "proxies_datacenter",
         "proxies",
         (),
-        "comma-separated `http://[user:password@]host:port` proxies of the datacenter tier",
+        "comma-separated `[cc=]http://[user:password@]host:port` proxies of the datacenter tier; "
+        "`cc=` (ISO 3166-1 alpha-2, `de=`) says the proxy's country, for `location`",
         scrapy=True,
     ),
     _env(
@@ -149,14 +151,15 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "file",
         "",
-        "a file of more datacenter proxies, one a line (`#` comments)",
+        "a file of more datacenter proxies, one a line, tagged alike (`#` comments)",
     ),
     _env(
         "SCRAPESPY_PROXIES_RESIDENTIAL",
         "proxies_residential",
         "proxies",
         (),
-        "comma-separated `http://[user:password@]host:port` proxies of the residential tier",
+        "comma-separated `[cc=]http://[user:password@]host:port` proxies of the residential tier; "
+        "`cc=` (ISO 3166-1 alpha-2, `de=`) says the proxy's country, for `location`",
         scrapy=True,
     ),
     _env(
@@ -164,7 +167,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "file",
         "",
-        "a file of more residential proxies, one a line (`#` comments)",
+        "a file of more residential proxies, one a line, tagged alike (`#` comments)",
     ),
     _env(
         "SCRAPESPY_RESIDENTIAL_TRIALS",

@@ -18,6 +18,7 @@ from twisted.web.server import Request
 
 from service.billing.pricing import CREDITS_PER_EURO
 from service.core.headers import set_page_headers
+from service.core.places import COUNTRIES
 from service.core.vocabulary import TIERS
 from service.dashboard.forms import ENGINE_CHOICES, FORMAT_CHOICES, TIER_CHOICES
 from service.dashboard.preview import rendered_markdown
@@ -50,6 +51,11 @@ def load_assets(folder: Path = STATIC) -> dict[str, Asset]:
             version = hashlib.sha256(body).hexdigest()[:10]
             assets[path.name] = Asset(body, CONTENT_TYPES[path.suffix], version)
     return assets
+
+
+def country_name(code: str) -> str:
+    """A country's English name, for a code of the proxies' tags (service.core.places)."""
+    return COUNTRIES[code].name
 
 
 def credits_text(value: int) -> str:
@@ -91,6 +97,7 @@ class Pages:
         self.env.filters["when"] = when_text
         self.env.filters["plural"] = plural_text
         self.env.filters["markdown"] = rendered_markdown
+        self.env.filters["country_name"] = country_name
         for path in TEMPLATES.glob("*.html"):
             self.env.get_template(path.name)
 

@@ -14,8 +14,11 @@ v1 and v2 differ in a few names and shapes (v2's formats may be objects, v1 has
 - a URL without a scheme is ``http://``, as Firecrawl reads it;
 - milliseconds (``timeout``, ``waitFor``, ``maxAge``) become the native seconds or ``ms``;
   a ``timeout`` over the 120 s bound is a 400 naming ``timeout``;
-- ``location.languages`` is an ``Accept-Language`` header (the caller's own header wins);
-  ``location.country`` needs proxies in that country, which the server does not have: a 400;
+- ``location`` (v1's ``geolocation`` too) is the native ``location``: ``country`` picks that
+  country's proxies, ``languages`` the ``Accept-Language`` header (the caller's own header
+  wins) and the browser's locale; a country without ``proxy`` is ``proxy: "auto"`` (the
+  cheapest tier that offers the country, then the next one while blocked), since Firecrawl
+  needs no proxy field for it;
 - ``maxAge``: Firecrawl's SDKs ask for cached answers by default (4 hours). It is honoured
   with the native ``max_age``: only this account's own successful scrape of the very same
   request, never older than the operator's ``SCRAPESPY_CACHE_MAX_AGE_SECONDS``, free, and
@@ -133,6 +136,7 @@ FIRECRAWL_NAMES = {
     "proxy_type": "proxy",
     "max_age": "maxAge",
     "session": "profile.name",
+    "location": "location",
 }
 _STEP_NAMES = {"ms": "milliseconds", "full_page": "fullPage", "script": "script"}
 _NATIVE_NAME = re.compile(
@@ -207,38 +211,30 @@ def _checked_flags(options: dict[str, Any]) -> dict[str, bool]:
     return flags
 
 
-def _location(value: Any, where: str) -> str | None:
-    """The ``Accept-Language`` header for Firecrawl's ``location``."""
-    if not isinstance(value, Mapping):
-        raise _bad(where, "must be an object")
-    for name in value:
-        if name not in ("country", "languages"):
-            raise BadRequest(f"unknown field '{where}.{name}'")
-    if value.get("country") is not None:
-        raise _bad(
-            f"{where}.country",
-            "this server has no proxies by country; leave it out (languages are honoured)",
-        )
-    languages = value.get("languages")
-    if languages is None:
-        return None
-    if not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
-        raise _bad(f"{where}.languages", "must be a list of language tags")
-    return ", ".join(languages) or None
+def _location(options: dict[str, Any]) -> dict[str, Any]:
+    """The native ``location`` for Firecrawl's (v1: ``geolocation``), checked by the native
+    model; absent or null fields are left out."""
+    native: dict[str, Any] = {}
+    for where in ("location", "geolocation"):
+        if where not in options:
+            continue
+        value = options.pop(where)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise _bad(where, "must be an object")
+        for name in value:
+            if name not in ("country", "languages"):
+                raise BadRequest(f"unknown field '{where}.{name}'")
+        native.update({name: found for name, found in value.items() if found is not None})
+    return {"location": native} if native else {}
 
 
 def _headers(options: dict[str, Any]) -> dict[str, Any]:
     headers = options.pop("headers", None) or {}
     if not isinstance(headers, Mapping):
         raise _bad("headers", "must be an object of header names to values")
-    headers = dict(headers)
-    for where in ("location", "geolocation"):
-        if where in options:
-            language = _location(options.pop(where), where)
-            names = {name.lower() for name in headers}
-            if language and "accept-language" not in names:
-                headers["Accept-Language"] = language
-    return headers
+    return dict(headers)
 
 
 def _timeout(value: Any) -> dict[str, Any]:
@@ -370,6 +366,9 @@ def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
     headers = _headers(options)
     if headers:
         native["headers"] = headers
+    native.update(_location(options))
+    if native.get("location", {}).get("country") is not None and options.get("proxy") is None:
+        native["proxy_type"] = "auto"  # Firecrawl asks for no proxy to name a country
     if flags.get("mobile"):
         native["device"] = "mobile"
     for name in [name for name in options if name in FIELDS]:

@@ -203,6 +203,7 @@ class FirecrawlApi:
             options.get("proxy_type", defaults["proxy_type"].default),
             caller,
             options.get("max_credits"),
+            ((options.get("location") or {}).get("country") or "").lower() or None,
         ).hold
         available = await self.database.run(ledger.available, caller.account_id)
         if available < price:

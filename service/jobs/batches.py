@@ -222,7 +222,7 @@ class Batches:
         webhook = take_webhook(data, self.config)
         # the options once, selectors compiled: their errors name their field; then each URL
         # with them (compiling the selectors 1,000 times over took 25 ms of the reactor thread)
-        checked_scrape({**data, "url": urls[0]})
+        checked_scrape({**data, "url": urls[0]}, self.config.countries)
         for index, url in enumerate(urls):
             try:
                 validate(ScrapeRequest, {**data, "url": url})
@@ -396,7 +396,7 @@ class Batches:
         engine, tier, most = request.engine, request.proxy_type, request.max_credits
         params = {
             **batch_store.claim_params(page_id, self.instance, seen_attempt),
-            **self.scraper.hold_params(terms.key_hash, engine, tier, most),
+            **self.scraper.hold_params(terms.key_hash, engine, tier, most, request.country),
         }
         row = await self.database.call("pg_start_page", params)
         if row is None:
@@ -405,10 +405,17 @@ class Batches:
         request = request.model_copy(update={"url": claim.url.strip()})
         try:
             made = self.scraper.authorized(
-                row[3:] if row[3] is not None else None, terms.key_hash, engine, tier, most
+                row[3:] if row[3] is not None else None,
+                terms.key_hash,
+                engine,
+                tier,
+                most,
+                request.country,
             )
             if made is None:  # auto, and the residential trials went meanwhile: without one
-                made = await self.scraper.hold(terms.key_hash, engine, tier, most)
+                made = await self.scraper.hold(
+                    terms.key_hash, engine, tier, most, country=request.country
+                )
                 await self.database.run(batch_store.set_hold, page_id, claim.attempt, made[2])
         except (PaymentRequired, Unauthorized, Forbidden) as exc:
             return claim, exc
@@ -544,7 +551,12 @@ class Batches:
         request, compiled = self._request(claim)
         try:
             caller, price, hold_id = self.scraper.hold_in(
-                conn, claim.key_hash, request.engine, request.proxy_type, request.max_credits
+                conn,
+                claim.key_hash,
+                request.engine,
+                request.proxy_type,
+                request.max_credits,
+                request.country,
             )
         except (PaymentRequired, Unauthorized, Forbidden) as exc:
             return claim, exc
@@ -581,16 +593,18 @@ class Batches:
         )
 
     def _unbilled_ladder(self, request: ScrapeRequest) -> Ladder | None:
-        """An auto request's steps when nothing is billed: those open to any account."""
+        """An auto request's steps when nothing is billed: those open to any account (with a
+        country, the tiers that offer it: the page was paid for at one of them)."""
         if AUTO not in (request.engine, request.proxy_type):
             return None
         steps, _, _ = ladder(
             self.config,
             request.engine,
             request.proxy_type,
-            unlocked=False,
+            unlocked=request.country is not None,
             trials_left=0,
             max_credits=request.max_credits,
+            country=request.country,
         )
         return steps
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from service.core.places import COUNTRIES
 from service.scrape.meta import (
     ACTIONS,
     COOKIES,
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
     from service.scrape.order import ScrapeOrder
 
 
+def located_context(country: str | None, languages: tuple[str, ...]) -> dict[str, str]:
+    """A browser context's options for a visitor of ``country`` speaking ``languages``: its
+    locale (``navigator.language``, the browser's own ``Accept-Language``) and time zone."""
+    options = {"locale": languages[0]} if languages else {}
+    if country is not None:
+        options["timezone_id"] = COUNTRIES[country].time_zone
+    return options
+
+
 def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = None) -> None:
     """Make the request of ``meta`` render ``order`` in the browser.
 
@@ -33,7 +43,8 @@ def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = 
     Either way the context is the request's own (closed when it ends, service.browser), the
     deadline middleware adds the navigation's timeout, and the order's device and cookies go
     with it (a static attempt had the cookies in its jar, the browser sets them in its context),
-    and so does the order's session's storage (service.scrape.sessions).
+    and so do the order's session's storage (service.scrape.sessions) and its location's
+    locale and time zone (:func:`located_context`).
     """
     meta[PLAYWRIGHT] = True
     meta[PLAYWRIGHT_CONTEXT] = (
@@ -50,6 +61,11 @@ def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = 
             meta[ACTIONS] = [dict(step) for step in order.actions]
     if order.device == "mobile":
         meta[DEVICE] = "mobile"
+    if order.languages or order.country is not None:
+        meta[PLAYWRIGHT_CONTEXT_KWARGS] = {
+            **(meta.get(PLAYWRIGHT_CONTEXT_KWARGS) or {}),
+            **located_context(order.country, order.languages),
+        }
     if order.cookies:
         meta[COOKIES] = [dict(cookie) for cookie in order.cookies]
     if order.session is not None:  # a fresh context, made with the session's cookies and storage

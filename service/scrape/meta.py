@@ -51,6 +51,9 @@ TIER_USED = "scrapespy_tier_used"
 PROXY_IN_USE = "scrapespy_proxy"
 # list[str], the proxies that failed this request: middlewares.proxy_pool writes and reads
 PROXIES_FAILED = "scrapespy_proxies_failed"
+# str, the country whose proxies alone may carry the request (location.country): spiders.feed
+# writes; middlewares.proxy_pool reads
+COUNTRY = "scrapespy_country"
 # str, the anti-bot vendor whose page the answer is: middlewares.antibot writes;
 # middlewares.escalation and pipelines.result read
 BLOCK_REASON = "scrapespy_block_reason"
@@ -165,6 +168,10 @@ def proxies_failed(r: Carrier) -> list[str]:
 
 def set_proxies_failed(r: Carrier, keys: list[str]) -> None:
     r.meta[PROXIES_FAILED] = keys
+
+
+def country(r: Carrier) -> str | None:
+    return r.meta.get(COUNTRY)
 
 
 def block_reason(r: Carrier) -> str | None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from twisted.internet.defer import Deferred
 
+from service.core.places import languages_for
 from service.core.vocabulary import FORMATS
 from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.db.tables import UsageRow
@@ -17,6 +18,7 @@ from service.extraction.outputs import CONVERTERS, OutputOptions
 from service.scrape.results import (
     ACTION_FIELDS,
     ATTEMPTS,
+    COUNTRY,
     SESSION,
     BlockedResult,
     ScrapeResult,
@@ -62,6 +64,10 @@ class ScrapeOrder:
     cookies: tuple[dict[str, str], ...] = ()
     # the caller's session (service.scrape.sessions): its cookies, storage and proxy exit
     session: SessionState | None = None
+    # location: the country whose proxies carry it, and the languages it asks in (preferred
+    # first; the country's by default)
+    country: str | None = None
+    languages: tuple[str, ...] = ()
     # billing; None when nothing is billed (``scrapy crawl page``)
     account_id: int | None = None
     hold_id: int | None = None
@@ -110,6 +116,10 @@ class ScrapeOrder:
             headers=dict(request.headers) if request.headers else None,
             cookies=tuple(cookie.model_dump(exclude_none=True) for cookie in request.cookies)
             if request.cookies
+            else (),
+            country=request.country,
+            languages=languages_for(request.country, request.location.languages)
+            if request.location is not None
             else (),
             **billing,
         )
@@ -234,7 +244,13 @@ def new_result(
         "cached": False,
         "timings": order.clock.timings(order.started),
     }
-    if order.formats or order.actions or order.ladder is not None or order.session is not None:
+    if (
+        order.formats
+        or order.actions
+        or order.ladder is not None
+        or order.session is not None
+        or order.country is not None
+    ):
         outputs: tuple[str, ...] = tuple(
             FORMAT_OUTPUTS[name].field for name in FORMATS if name in order.formats
         )
@@ -246,6 +262,9 @@ def new_result(
         if order.ladder is not None:
             outputs = ATTEMPTS + outputs
             outcome["attempts"] = list(order.attempts or ())
+        if order.country is not None:  # only its proxies carry it: direct is nowhere
+            outputs = COUNTRY + outputs
+            outcome["country"] = order.country if tier_used != "none" else None
         if block_reason is None:
             return result_class(ScrapeResult, outputs)(**outcome, **page)
         return result_class(BlockedResult, outputs)(**outcome, **page, block_reason=block_reason)

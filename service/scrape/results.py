@@ -11,7 +11,8 @@ each only when asked: the answer is then an instance of a subclass with those fi
 (:func:`result_class`), so a request without ``formats`` gets no field of theirs. A request
 with ``actions`` gets ``actions`` (each step's outcome) and ``action_results`` the same way,
 between ``block_reason`` and the outputs; an auto request (``engine`` or ``proxy_type`` auto)
-gets ``attempts`` before them, and its ``engine`` is the engine that answered. An answer with
+gets ``attempts`` before them, and its ``engine`` is the engine that answered; one with a
+``location`` country gets ``country`` first of all. An answer with
 a field cut to its bound (service.extraction.bounds) ends with ``truncated``, naming them
 (:func:`with_truncated`); any other answer has none.
 """
@@ -192,12 +193,22 @@ class BlockedResult(ScrapeResult):
 R = TypeVar("R", bound=ScrapeResult)
 OUTPUTS: Final = tuple(FORMAT_OUTPUTS[name].field for name in FORMATS)
 _FROM_PAGE: Final = FORMAT_OUTPUTS.made_from("page")
+COUNTRY: Final = ("country",)
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
 SESSION: Final = ("session",)
 DOCUMENT: Final = ("document",)
 TRUNCATED: Final = ("truncated",)
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
+    "country": Annotated[
+        str | None,
+        Field(
+            description='with "location": {"country"}: the country of the proxy that carried '
+            "the answer's request (ISO 3166-1 alpha-2, lower case); null when it came "
+            "directly, after a fallback",
+            json_schema_extra={"pattern": "^[a-z]{2}$"},
+        ),
+    ],
     "attempts": Annotated[
         list[Attempt],
         Field(
@@ -254,9 +265,9 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
-    """``base`` with the fields of ``outputs`` (in :data:`ATTEMPTS`, :data:`ACTION_FIELDS`,
-    :data:`SESSION`, :data:`OUTPUTS`, :data:`DOCUMENT` then :data:`TRUNCATED` order) after its
-    own; the lists start empty, the outputs as None."""
+    """``base`` with the fields of ``outputs`` (in :data:`COUNTRY`, :data:`ATTEMPTS`,
+    :data:`ACTION_FIELDS`, :data:`SESSION`, :data:`OUTPUTS`, :data:`DOCUMENT` then
+    :data:`TRUNCATED` order) after its own; the lists start empty, the outputs as None."""
     if not outputs:
         return base
     extra: list[tuple[str, Any, Any]] = [
@@ -295,11 +306,13 @@ def with_truncated(result: ScrapeResult, names: list[str]) -> ScrapeResult:
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of every answer: all of :class:`ScrapeResult`'s fields are always there,
-    ``block_reason`` only when blocked, ``attempts`` only with auto, ``actions`` and
+    ``block_reason`` only when blocked, ``country`` only with a location's country,
+    ``attempts`` only with auto, ``actions`` and
     ``action_results`` only with actions, each output only when asked."""
     schema = answer_schema(
         result_class(
-            BlockedResult, ATTEMPTS + ACTION_FIELDS + SESSION + OUTPUTS + DOCUMENT + TRUNCATED
+            BlockedResult,
+            COUNTRY + ATTEMPTS + ACTION_FIELDS + SESSION + OUTPUTS + DOCUMENT + TRUNCATED,
         )
     )
     schema["required"] = [field.name for field in fields(ScrapeResult)]

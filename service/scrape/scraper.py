@@ -86,7 +86,7 @@ class Scraper:
         )
 
     def parse(self, body: bytes) -> tuple[ScrapeRequest, Any]:
-        return checked_scrape(parse_json_object(body))
+        return checked_scrape(parse_json_object(body), self.config.countries)
 
     async def authenticate(self, api_key: str | None) -> keys.Caller:
         if not api_key or not keys.well_formed(api_key):
@@ -130,7 +130,7 @@ class Scraper:
         self.active += 1
         try:
             terms = (request.engine, request.proxy_type, request.max_credits)
-            caller, price, hold_id = await self.hold(key_hash, *terms)
+            caller, price, hold_id = await self.hold(key_hash, *terms, country=request.country)
             job = ScrapeOrder.held(
                 request, compiled, caller, price, hold_id, request_id=request_id, session=session
             )
@@ -183,37 +183,65 @@ class Scraper:
         return None if kept is None else Answer(kept, found[1])
 
     def hold(
-        self, key_hash: str, engine: str, tier: str, max_credits: int | None
+        self,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
+        *,
+        country: str | None = None,
     ) -> Deferred[tuple[keys.Caller, Quote, int]]:
         """The key's caller, the price and the hold, in one round trip to the database."""
         if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
-            return self._call_authorize_hold(key_hash, engine, tier, max_credits)
-        return self.database.run_hot(self._authorize_and_hold, key_hash, engine, tier, max_credits)
+            return self._call_authorize_hold(key_hash, engine, tier, max_credits, country=country)
+        return self.database.run_hot(
+            self._authorize_and_hold, key_hash, engine, tier, max_credits, country
+        )
 
     def _call_authorize_hold(
-        self, key_hash: str, engine: str, tier: str, max_credits: int | None, trials: bool = True
+        self,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
+        trials: bool = True,
+        *,
+        country: str | None = None,
     ) -> Deferred[tuple[keys.Caller, Quote, int]]:
-        terms = self._hold_terms(engine, tier, max_credits, trials)
+        terms = self._hold_terms(engine, tier, max_credits, trials, country)
         params = ledger.authorize_and_hold_params(key_hash, **terms)
 
         def authorized(row: Any) -> Any:
             done = ledger.authorized_hold(row)
             if self._trial_taken(done, tier, trials):  # again, without residential
-                return self._call_authorize_hold(key_hash, engine, tier, max_credits, False)
-            return self._authorized(done, key_hash, engine, tier, max_credits)
+                return self._call_authorize_hold(
+                    key_hash, engine, tier, max_credits, False, country=country
+                )
+            return self._authorized(done, key_hash, engine, tier, max_credits, country)
 
         return self.database.call("pg_authorize_hold", params).addCallback(authorized)
 
     def hold_params(
-        self, key_hash: str, engine: str, tier: str, max_credits: int | None
+        self,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
+        country: str | None = None,
     ) -> dict[str, Any]:
         """PostgreSQL: the parameters of an authorize-and-hold of this price (a job's page makes
         its own, in the call that claims it: service.jobs.batches)."""
-        terms = self._hold_terms(engine, tier, max_credits)
+        terms = self._hold_terms(engine, tier, max_credits, country=country)
         return ledger.authorize_and_hold_params(key_hash, **terms)
 
     def authorized(
-        self, row: Any, key_hash: str, engine: str, tier: str, max_credits: int | None
+        self,
+        row: Any,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
+        country: str | None = None,
     ) -> tuple[keys.Caller, Quote, int] | None:
         """What an authorize-and-hold made with :meth:`hold_params` answered (its row, or None
         when no key matched): the caller, the price and the hold, or raises as ``scrape``
@@ -222,14 +250,20 @@ class Scraper:
         done = ledger.authorized_hold(row)
         if self._trial_taken(done, tier, True):
             return None
-        return self._authorized(done, key_hash, engine, tier, max_credits)
+        return self._authorized(done, key_hash, engine, tier, max_credits, country)
 
     def hold_in(
-        self, conn: HotConnection, key_hash: str, engine: str, tier: str, max_credits: int | None
+        self,
+        conn: HotConnection,
+        key_hash: str,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
+        country: str | None = None,
     ) -> tuple[keys.Caller, Quote, int]:
         """The checks and the hold of a scrape, inside the caller's transaction (a job's page
         records its hold in the same one, service.jobs.batches); raises as ``scrape`` does."""
-        return self._authorize_and_hold(conn, key_hash, engine, tier, max_credits)
+        return self._authorize_and_hold(conn, key_hash, engine, tier, max_credits, country)
 
     def _authorize_and_hold(
         self,
@@ -238,14 +272,17 @@ class Scraper:
         engine: str,
         tier: str,
         max_credits: int | None,
+        country: str | None = None,
     ) -> tuple[keys.Caller, Quote, int]:
         if hot_path(conn).functions:
-            return self._authorize_and_hold_in_one(conn, key_hash, engine, tier, max_credits)
+            return self._authorize_and_hold_in_one(
+                conn, key_hash, engine, tier, max_credits, country=country
+            )
         caller = keys.caller_by_hash(conn, key_hash)
         if caller is None:
             raise Unauthorized()
         while True:
-            price = quote(self.config, engine, tier, caller, max_credits)
+            price = quote(self.config, engine, tier, caller, max_credits, country)
             try:
                 hold_id = ledger.hold(
                     conn,
@@ -270,7 +307,12 @@ class Scraper:
             return caller, price, hold_id
 
     def _hold_terms(
-        self, engine: str, tier: str, max_credits: int | None, trials: bool = True
+        self,
+        engine: str,
+        tier: str,
+        max_credits: int | None,
+        trials: bool = True,
+        country: str | None = None,
     ) -> dict[str, Any]:
         """What PostgreSQL's authorize-and-hold needs besides the key (see the ledger): the
         hold of an unlocked account (``amount``) and of one on a residential trial
@@ -289,8 +331,8 @@ class Scraper:
         on_trial = keys.Caller(0, "", False, 1 if trials else 0, 0)
         # without trials the account is known not to be unlocked: both amounts are its price
         unlocked = keys.Caller(0, "", True, 0, 0) if trials else on_trial
-        amount, _ = self._priced(engine, tier, unlocked, max_credits)
-        trial_amount, residential = self._priced(engine, tier, on_trial, max_credits)
+        amount, _ = self._priced(engine, tier, unlocked, max_credits, country)
+        trial_amount, residential = self._priced(engine, tier, on_trial, max_credits, country)
         return {
             "residential": residential,
             "amount": amount,
@@ -299,11 +341,16 @@ class Scraper:
         }
 
     def _priced(
-        self, engine: str, tier: str, caller: keys.Caller, max_credits: int | None
+        self,
+        engine: str,
+        tier: str,
+        caller: keys.Caller,
+        max_credits: int | None,
+        country: str | None = None,
     ) -> tuple[int, bool]:
         try:
-            price = quote(self.config, engine, tier, caller, max_credits)
-        except PaymentRequired:
+            price = quote(self.config, engine, tier, caller, max_credits, country)
+        except (PaymentRequired, Forbidden):
             trial = ResidentialTrial(caller.residential_unlocked, caller.residential_trials_left)
             return UNHOLDABLE, trial.applies(tier) and trial.allows(tier)
         return price.hold, price.trial
@@ -329,13 +376,17 @@ class Scraper:
         tier: str,
         max_credits: int | None,
         trials: bool = True,
+        *,
+        country: str | None = None,
     ) -> tuple[keys.Caller, Quote, int]:
         """PostgreSQL: the same checks and hold as above, in one round trip."""
-        terms = self._hold_terms(engine, tier, max_credits, trials)
+        terms = self._hold_terms(engine, tier, max_credits, trials, country)
         done = ledger.authorize_and_hold(conn, key_hash, **terms)
         if self._trial_taken(done, tier, trials):
-            return self._authorize_and_hold_in_one(conn, key_hash, engine, tier, max_credits, False)
-        return self._authorized(done, key_hash, engine, tier, max_credits)
+            return self._authorize_and_hold_in_one(
+                conn, key_hash, engine, tier, max_credits, False, country=country
+            )
+        return self._authorized(done, key_hash, engine, tier, max_credits, country)
 
     def _authorized(
         self,
@@ -344,6 +395,7 @@ class Scraper:
         engine: str,
         tier: str,
         max_credits: int | None,
+        country: str | None = None,
     ) -> tuple[keys.Caller, Quote, int]:
         """The caller, the price and the hold of a PostgreSQL authorize-and-hold, or raises."""
         if done is None or not hmac.compare_digest(done.key_hash, key_hash):
@@ -359,7 +411,7 @@ class Scraper:
         if tier == AUTO and not done.trial:  # held without residential: priced so
             caller = dataclasses.replace(caller, residential_trials_left=0)
         # Forbidden when no trial is left, PaymentRequired over max_credits
-        price = quote(self.config, engine, tier, caller, max_credits)
+        price = quote(self.config, engine, tier, caller, max_credits, country)
         if (price.hold, price.trial) != (done.amount, done.trial):  # pragma: no cover - a bug
             raise RuntimeError(f"the database priced {done} where the service priced {price}")
         if done.hold_id is None:

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from service.core.config import Config
+from service.core.places import split_tag
 from service.core.settings import SETTINGS, scrapy_value
 
 BOT_NAME = "scrapespy"
@@ -125,8 +126,9 @@ ITEM_PIPELINES = {
 
 def proxy_hosts(config: Config) -> list[str]:
     """The operator's own proxies may sit on a private network; the guard lets them through."""
-    urls = config.proxies_datacenter + config.proxies_residential
-    # "host:port" without a scheme is a valid pool entry (middlewares.proxy_pool reads it so).
+    # "host:port" without a scheme is a valid pool entry (middlewares.proxy_pool reads it so),
+    # and so is one tagged with its country ("de=http://host:port", service.core.places).
+    urls = [split_tag(entry)[1] for entry in config.proxies_datacenter + config.proxies_residential]
     hosts = {urlsplit(url if "://" in url else f"http://{url}").hostname for url in urls}
     return sorted(host for host in hosts if host)
 

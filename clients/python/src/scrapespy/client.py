@@ -72,10 +72,11 @@ class Scrapespy:
         self, url: str, *, idempotency_key: str | None = None, **options: Any
     ) -> ScrapeResult:
         """``POST /scrape``: ``options`` are its fields (``engine``, ``formats``,
-        ``only_main_content``, ``selectors``, ``proxy_type``, ``max_credits``, ``max_age``,
-        ``actions`` ...). A failed scrape is returned (``success`` false), not raised: see
-        ``ScrapeResult.raise_for_failure()``. With ``idempotency_key`` a broken connection is
-        retried too (the service replays the first answer, charging nothing more)."""
+        ``only_main_content``, ``selectors``, ``proxy_type``, ``location``, ``max_credits``,
+        ``max_age``, ``actions`` ...). A failed scrape is returned (``success`` false), not
+        raised: see ``ScrapeResult.raise_for_failure()``. With ``idempotency_key`` a broken
+        connection is retried too (the service replays the first answer, charging nothing
+        more)."""
         call = Call("POST", "/scrape", _base.body({"url": url}, options))
         if idempotency_key is not None:
             call.headers["Idempotency-Key"] = idempotency_key

@@ -111,6 +111,8 @@ class ScrapeResult(Model):
     cached: bool = False
     timings: Timings | None = None
     block_reason: str | None = None
+    # with location.country: the country the page came from, None when it came directly
+    country: str | None = None
     attempts: list[Attempt] | None = None
     actions: list[ActionRun] | None = None
     action_results: list[ActionResult] | None = None
