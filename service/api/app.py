@@ -26,8 +26,10 @@ from service.api.http import (
     bearer_token_of,
     query_of,
     read_json_body,
+    render_bad_method,
     render_error,
     render_json,
+    render_unexpected,
     url_is_utf8,
 )
 from service.api.openapi import document
@@ -42,7 +44,6 @@ from service.core.config import Config
 from service.core.errors import (
     ApiError,
     BadRequest,
-    MethodNotAllowed,
     NotFound,
     ServiceUnavailable,
     Unauthorized,
@@ -121,20 +122,11 @@ class ScrapespyApp:
 
     @app.handle_errors(WerkzeugMethodNotAllowed)
     def _bad_method(self, request: Request, failure: Any) -> bytes:
-        allowed = getattr(failure.value, "valid_methods", None)
-        if allowed:  # RFC 9110: a 405 lists the methods the resource supports
-            request.setHeader(b"Allow", ", ".join(sorted(allowed)).encode())
-        return render_error(request, MethodNotAllowed())
+        return render_bad_method(request, failure)
 
     @app.handle_errors(Exception)
     def unexpected(self, request: Request, failure: Any) -> bytes:
-        log.error(
-            "unexpected error on %s %s",
-            request.method.decode(errors="replace"),
-            request.uri.decode(errors="replace")[:200],
-            exc_info=(failure.type, failure.value, failure.getTracebackObject()),
-        )
-        return render_error(request, ApiError())
+        return render_unexpected(request, failure)
 
     # the API ----------------------------------------------------------------------------------
 

@@ -3,14 +3,17 @@ rendering a JSON answer or an error (``{"error": message}``, its code in ``X-Err
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
 from twisted.web.server import Request
 
-from service.core.errors import ApiError, BadRequest
+from service.core.errors import ApiError, BadRequest, MethodNotAllowed
 
 MAX_BODY_BYTES = 256 * 1024
+
+log = logging.getLogger(__name__)
 
 
 def render_json(request: Request, body: Any, status: int = 200) -> bytes:
@@ -62,3 +65,23 @@ def query_of(request: Request) -> dict[bytes, list[bytes]]:
 def bearer_token_of(request: Request) -> bytes:
     scheme, _, token = (request.getHeader(b"Authorization") or b"").strip().partition(b" ")
     return token.strip() if scheme.lower() == b"bearer" else b""
+
+
+def render_bad_method(request: Request, failure: Any) -> bytes:
+    """A 405 for werkzeug's MethodNotAllowed, listing the methods the resource supports (RFC
+    9110)."""
+    allowed = getattr(failure.value, "valid_methods", None)
+    if allowed:
+        request.setHeader(b"Allow", ", ".join(sorted(allowed)).encode())
+    return render_error(request, MethodNotAllowed())
+
+
+def render_unexpected(request: Request, failure: Any) -> bytes:
+    """A 500 for anything else: the traceback goes to the log, never to the caller."""
+    log.error(
+        "unexpected error on %s %s",
+        request.method.decode(errors="replace"),
+        request.uri.decode(errors="replace")[:200],
+        exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+    )
+    return render_error(request, ApiError())

@@ -7,7 +7,6 @@ The key comes from ``Authorization: Bearer spy_...`` (Firecrawl's) or ``X-API-Ke
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -25,8 +24,10 @@ from service.api.http import (
     bearer_token_of,
     query_of,
     read_json_body,
+    render_bad_method,
     render_error,
     render_json,
+    render_unexpected,
 )
 from service.api.site import request_id_of
 from service.billing import keys, ledger
@@ -37,7 +38,6 @@ from service.core.errors import (
     ApiError,
     BadRequest,
     Conflict,
-    MethodNotAllowed,
     NotFound,
     ServiceUnavailable,
     insufficient_credits,
@@ -54,8 +54,6 @@ from service.jobs.batches import MAX_URLS
 from service.jobs.crawls import Crawls
 from service.jobs.webhook_spec import reachable
 from service.scrape.scraper import Scraper
-
-log = logging.getLogger(__name__)
 
 VERSIONS: dict[bytes, Version] = {b"v1": 1, b"v2": 2}
 # a job's path under /v{n}/ by its kind
@@ -118,17 +116,11 @@ class FirecrawlApi:
 
     @app.handle_errors(WerkzeugMethodNotAllowed)
     def _bad_method(self, request: Request, failure: Any) -> bytes:
-        return render_error(request, MethodNotAllowed())
+        return render_bad_method(request, failure)
 
     @app.handle_errors(Exception)
     def unexpected(self, request: Request, failure: Any) -> bytes:
-        log.error(
-            "unexpected error on %s %s",
-            request.method.decode(errors="replace"),
-            request.uri.decode(errors="replace")[:200],
-            exc_info=(failure.type, failure.value, failure.getTracebackObject()),
-        )
-        return render_error(request, ApiError())
+        return render_unexpected(request, failure)
 
     # scrape ------------------------------------------------------------------------------------
 
