@@ -209,18 +209,20 @@ class BillingPipeline:
         )
         try:
             order.hold_amount = await maybe_deferred_to_future(extending)
-        except ledger.HoldGone:  # whoever answered the caller released it: nothing is charged
+        except ledger.HoldGone:  # released by whoever answered, or expired: charged nothing
             return
         except (ledger.OverLimit, ledger.KeyCapReached, ledger.InsufficientCredits) as refusal:
             self._refused(item, cost, over_budget(order, refusal))
 
     def _refused(self, item: ScrapeItem, cost: int, why: str) -> None:
+        """The document's scrape as a failure that says what it would have cost and why not;
+        the settlement then releases the hold. ``document`` stays, the content does not."""
         result = item.result
-        pages = getattr(result, "document", None) or {"pages": 0}
+        pages = (getattr(result, "document", None) or {}).get("pages")
         result.success = False
         result.error_code = "document_over_budget"
         result.error = (
-            f"the document has {pages['pages']} pages, {item.blocks} blocks of up to "
+            f"the document has {pages} pages, {item.blocks} blocks of up to "
             f"{self.pages_per_block}, which cost {cost} credits, {why}; nothing was charged"
         )
         result.empty(empty_fields(item.order.selectors))
