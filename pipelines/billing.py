@@ -17,6 +17,11 @@ settlement was still on its way: the watchdog's timeout, a shutdown's answer, or
 when the caller went away (service.scrape.engine). The pipeline claims the answer it bills for
 (``ScrapeOrder.claim``), and skips the settlement when another answer was claimed before.
 On SQLite :class:`BillingPipeline` settles after the parse.
+A document costs the price once per started block of pages, which is known only once it is
+converted: when that is more than was held, :class:`BillingPipeline` first extends the hold
+(``service.billing.ledger.extend_hold``, one more round trip, for such documents only), or,
+when the balance, the request's max_credits or the key's cap refuse it, fails the scrape
+``document_over_budget``, unbilled.
 A page of a batch on PostgreSQL (``ScrapeOrder.settle_later``) is settled by the batch with its
 result, in one call (service.jobs.batches, migration 0017): :class:`BillingPipeline` leaves what to
 settle on the order, computed on the final outcome.
@@ -41,6 +46,7 @@ from twisted.internet.defer import Deferred
 
 from service.billing import ledger
 from service.core.vocabulary import ResidentialTrial
+from service.extraction import empty_fields
 from service.scrape.order import ScrapeItem, ScrapeOrder, storable, usage_row
 from service.scrape.results import ScrapeResult
 
@@ -57,7 +63,8 @@ def charge_for(
     order: ScrapeOrder, result: ScrapeResult, tier_used: str, blocks: int = 1
 ) -> tuple[int, bool]:
     """(credits to capture, whether a residential trial is consumed). A document costs the
-    price once per started block of pages (``blocks``), at most what was held."""
+    price once per started block of pages (``blocks``): more than was held, when the hold is
+    extended first (:meth:`BillingPipeline._cover`)."""
     if not result.success or result.blocked:
         return 0, False
     if ResidentialTrial.used_up(order.trial, tier_used):
@@ -66,9 +73,25 @@ def charge_for(
         price = order.ladder.costs[result.engine][tier_used]
     else:
         price = order.costs[tier_used]
-    if blocks > 1:
-        return min(price * blocks, max(order.hold_amount, price)), False
-    return price, False
+    return price * blocks, False
+
+
+def over_budget(order: ScrapeOrder, refusal: Exception) -> str:
+    """What stopped a document's hold from growing to its cost (see ``ledger.extend_hold``)."""
+    match refusal:
+        case ledger.OverLimit(limit=limit):
+            return f"more than the request's max_credits of {limit}"
+        case ledger.KeyCapReached(cap=cap, spent=spent):
+            return (
+                f"which would pass this API key's monthly cap of {cap} credits ({spent} spent "
+                "or held this month)"
+            )
+        case ledger.InsufficientCredits(available=left):
+            return (
+                f"more than the balance available covers ({order.hold_amount} held, {left} more "
+                "available)"
+            )
+    raise refusal
 
 
 def database_of(crawler: Crawler) -> Database:
@@ -121,6 +144,7 @@ class BillingPipeline:
     def __init__(self, crawler: Crawler, database: Database):
         self.stats = crawler.stats
         self.database = database
+        self.pages_per_block = crawler.settings.getint("SCRAPESPY_DOCUMENT_PAGES_PER_BLOCK")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BillingPipeline:
@@ -132,6 +156,8 @@ class BillingPipeline:
         if settling is None:
             if order.hold_id is None:
                 return item
+            if order.answer is None and item.blocks > 1:
+                await self._cover(item)
             if order.settle_later:  # by the batch, with the page's result (service.jobs.batches)
                 return self._to_settle(item)
             if order.answer is not None:  # whoever answered the caller released the hold
@@ -162,6 +188,46 @@ class BillingPipeline:
             if not settlement.settled_here:
                 self.stats.inc_value("scrapespy/billing/already_settled")
         return item
+
+    async def _cover(self, item: ScrapeItem) -> None:
+        """Extends the hold to a document's cost when its blocks of pages cost more than was
+        held (the settlement captures at most the hold); when the account, the key's cap or the
+        request's max_credits cannot cover it, the scrape fails ``document_over_budget``,
+        unbilled, and its content is taken back."""
+        order = item.order
+        cost, _ = charge_for(order, item.result, item.tier_used, item.blocks)
+        extra = cost - order.hold_amount
+        if extra <= 0:
+            return
+        assert order.hold_id is not None
+        extending = self.database.run(
+            ledger.extend_hold,
+            order.hold_id,
+            extra,
+            limit=order.max_credits,
+            key_cap=order.key_cap,
+        )
+        try:
+            order.hold_amount = await maybe_deferred_to_future(extending)
+        except ledger.HoldGone:  # released by whoever answered, or expired: charged nothing
+            return
+        except (ledger.OverLimit, ledger.KeyCapReached, ledger.InsufficientCredits) as refusal:
+            self._refused(item, cost, over_budget(order, refusal))
+
+    def _refused(self, item: ScrapeItem, cost: int, why: str) -> None:
+        """The document's scrape as a failure that says what it would have cost and why not;
+        the settlement then releases the hold. ``document`` stays, the content does not."""
+        result = item.result
+        pages = (getattr(result, "document", None) or {}).get("pages")
+        result.success = False
+        result.error_code = "document_over_budget"
+        result.error = (
+            f"the document has {pages} pages, {item.blocks} blocks of up to "
+            f"{self.pages_per_block}, which cost {cost} credits, {why}; nothing was charged"
+        )
+        result.empty(empty_fields(item.order.selectors))
+        if self.stats is not None:
+            self.stats.inc_value("scrapespy/billing/document_over_budget")
 
     def _answered_otherwise(self, item: ScrapeItem) -> ScrapeItem:
         """A scrape whose caller was told something else first: its hold is released by whoever

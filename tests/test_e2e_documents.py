@@ -13,12 +13,14 @@ import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pypdf import PdfReader, PdfWriter
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
+from service.billing import keys
 from tests.conftest import a_database_of_its_own
 
 CHROMIUM = "/usr/bin/chromium"
@@ -170,7 +172,7 @@ def test_a_pdf_that_cannot_be_read_fails_unbilled(
     assert (summary["balance"], summary["held"]) == (100, 0)
 
 
-def test_a_document_is_billed_per_started_block_of_pages_within_the_hold(
+def test_a_document_is_billed_per_started_block_of_pages(
     service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
 ) -> None:
     account, key = paying
@@ -183,10 +185,87 @@ def test_a_document_is_billed_per_started_block_of_pages_within_the_hold(
     assert result["credits_charged"] == 3
     assert accounts.summary(account)["balance"] == 97
     assert accounts.entries_sum(account) == 97
-    # static holds its own price (1): the capture never passes the hold
+
+
+def test_a_document_costing_more_than_its_hold_is_billed_in_full(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
+) -> None:
+    account, key = paying
+    # static holds its own price (1); the 3 blocks extend the hold before it is captured
+    reply = service.scrape(key, {"url": served.url("/docs/long.pdf"), "formats": ["markdown"]})
+    result = reply.json
+    assert result["success"] is True, result
+    assert (result["engine"], result["document"]["pages"]) == ("static", 25)
+    assert result["credits_charged"] == 3
+    assert reply.headers["X-Credits-Charged"] == "3"
+    assert reply.headers["X-Credits-Remaining"] == "97"
+    assert "Ledger page 25 of the long register." in result["markdown"]
+    summary = accounts.summary(account)
+    assert (summary["balance"], summary["held"]) == (97, 0)
+    assert accounts.entries_sum(account) == 97
+
+
+def over_budget(result: dict[str, Any]) -> None:
+    """A 25-page document refused: unbilled, its pages named, its content not given."""
+    assert (result["success"], result["error_code"]) == (False, "document_over_budget"), result
+    assert result["credits_charged"] == 0
+    assert result["error"].startswith(
+        "the document has 25 pages, 3 blocks of up to 10, which cost 3 credits, "
+    ), result["error"]
+    assert result["error"].endswith("; nothing was charged")
+    assert result["document"]["pages"] == 25
+    assert result["text"] is None and result.get("markdown") is None and result["title"] is None
+
+
+def test_a_document_the_balance_cannot_cover_fails_unbilled(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts
+) -> None:
+    account, key = accounts.create(credits=1)  # one block, held; three are due
+    body = {"url": served.url("/docs/long.pdf"), "formats": ["markdown"]}
+    reply = service.scrape(key, body)
+    assert reply.status == 200
+    over_budget(reply.json)
+    assert (
+        "more than the balance available covers (1 held, 0 more available)" in (reply.json["error"])
+    )
+    assert reply.headers["X-Credits-Charged"] == "0"
+    summary = accounts.summary(account)
+    assert (summary["balance"], summary["held"]) == (1, 0)
+    assert accounts.entries_sum(account) == 1
+    # a short document still fits the same balance
+    report = service.scrape(key, {"url": served.url("/docs/report.pdf")}).json
+    assert (report["success"], report["credits_charged"]) == (True, 1)
+
+
+def test_a_document_over_max_credits_fails_unbilled(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
+) -> None:
+    account, key = paying
+    body = {"url": served.url("/docs/long.pdf"), "max_credits": 2}
+    result = service.scrape(key, body).json
+    over_budget(result)
+    assert "more than the request's max_credits of 2" in result["error"]
+    summary = accounts.summary(account)
+    assert (summary["balance"], summary["held"]) == (100, 0)
+    # with room for its 3 blocks it goes through
+    body["max_credits"] = 3
+    assert service.scrape(key, body).json["credits_charged"] == 3
+    assert accounts.summary(account)["balance"] == 97
+
+
+def test_a_document_past_the_keys_monthly_cap_fails_unbilled(
+    service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
+) -> None:
+    account, key = paying
+    (info,) = accounts.database.run_sync(keys.listed, account)
+    accounts.database.run_sync(keys.set_cap, account, info.id, 2)
     result = service.scrape(key, {"url": served.url("/docs/long.pdf")}).json
-    assert result["credits_charged"] == 1
-    assert accounts.summary(account)["balance"] == 96
+    over_budget(result)
+    assert (
+        "this API key's monthly cap of 2 credits (1 spent or held this month)" in (result["error"])
+    )
+    summary = accounts.summary(account)
+    assert (summary["balance"], summary["held"]) == (100, 0)
 
 
 def test_a_document_past_the_page_limit_fails_too_large(
@@ -449,32 +528,49 @@ def jobs_db(
     yield from a_database_of_its_own(database_url, tmp_path_factory.mktemp("documents-db"))
 
 
+def finished_batch(service: ServiceProcess, key: str, body: dict[str, Any]) -> dict[str, Any]:
+    reply = call("POST", service.url("/batch"), body, key=key)
+    assert reply.status == 202, reply.body
+    status_url = service.url(f"/jobs/{reply.json['id']}")
+    deadline = time.monotonic() + 60
+    while (found := call("GET", status_url, key=key).json)["counts"]["pending"]:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+    return found  # type: ignore[no-any-return]
+
+
 def test_a_batch_of_documents_bills_each_by_its_blocks(
     jobs_db: tuple[str, Accounts], tmp_path: Path, served: TargetSite
 ) -> None:
     database_url, own_accounts = jobs_db
     account, key = own_accounts.create(credits=100)
+    short, short_key = own_accounts.create(credits=2)
+    urls = [served.url(f"/docs/{name}.pdf") for name in ("long", "report", "scan")]
     jobs_service = ServiceProcess(database_url, tmp_path).start()
     try:
-        urls = [served.url(f"/docs/{name}.pdf") for name in ("long", "report", "scan")]
-        reply = call("POST", jobs_service.url("/batch"), {"urls": urls, "engine": "auto"}, key=key)
-        assert reply.status == 202, reply.body
-        status_url = jobs_service.url(f"/jobs/{reply.json['id']}")
-        deadline = time.monotonic() + 60
-        while (found := call("GET", status_url, key=key).json)["counts"]["pending"]:
-            assert time.monotonic() < deadline, found
-            time.sleep(0.2)
+        # static holds 1 a page: the long document's hold is extended to its 3 blocks
+        found = finished_batch(jobs_service, key, {"urls": urls, "engine": "static"})
+        # 2 credits: the long document's 3 blocks do not fit, the short one's 1 does
+        refused = finished_batch(jobs_service, short_key, {"urls": urls[:2]})
     finally:
         jobs_service.stop()
     # 25 pages: 3 blocks; 2 pages: 1 block; the scan: failed, unbilled (static price 1)
     results = {entry["url"]: entry for entry in found["results"]}
     assert [results[url]["credits"] for url in urls] == [3, 1, 0]
     assert results[urls[0]]["result"]["document"]["pages"] == 25
+    assert results[urls[0]]["result"]["credits_charged"] == 3
     assert results[urls[2]]["result"]["error_code"] == "document_no_text"
     assert found["credits_charged"] == 4
     summary = own_accounts.summary(account)
     assert (summary["balance"], summary["held"]) == (96, 0)
     assert own_accounts.entries_sum(account) == 96
+    results = {entry["url"]: entry for entry in refused["results"]}
+    assert [results[url]["credits"] for url in urls[:2]] == [0, 1]
+    over_budget(results[urls[0]]["result"])
+    assert refused["credits_charged"] == 1
+    summary = own_accounts.summary(short)
+    assert (summary["balance"], summary["held"]) == (1, 0)
+    assert own_accounts.entries_sum(short) == 1
 
 
 @pytest.mark.parametrize("engine", ["static", "js"])

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from harness.service import ROOT
 from harness.usage_rows import a_success
-from service.billing import accounts, ledger
+from service.billing import accounts, keys, ledger
 from service.db import Database
 from service.db.tables import USAGE_SETTLED, UsageRow, holds, usage
 from service.db.tables import accounts as accounts_table
@@ -247,6 +247,69 @@ def test_fifty_concurrent_holds_never_overdraw(db):
     with ThreadPoolExecutor(max_workers=8) as pool:
         outcomes = list(pool.map(attempt, range(50)))
     assert outcomes.count(True) == 20
+    assert state(db, account_id) == (0, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 0
+
+
+def test_an_extended_hold_captures_the_whole_cost(db):
+    account_id = new_account(db, 10)
+    hold_id = db.run_sync(ledger.hold, account_id, 1, trial=False, ttl_seconds=60)
+    assert db.run_sync(ledger.extend_hold, hold_id, 2, limit=3) == 3
+    assert state(db, account_id) == (10, 3)
+    assert db.run_sync(ledger.settle, hold_id, cost=3).charged == 3
+    assert state(db, account_id) == (7, 0)
+    assert db.run_sync(ledger.entries_sum, account_id) == 7
+
+
+def test_a_refused_extension_changes_nothing(db):
+    account_id = new_account(db, 3)
+    hold_id = db.run_sync(ledger.hold, account_id, 1, trial=False, ttl_seconds=60)
+    with pytest.raises(ledger.OverLimit) as over:
+        db.run_sync(ledger.extend_hold, hold_id, 2, limit=2)
+    assert (over.value.limit, over.value.amount) == (2, 3)
+    with pytest.raises(ledger.InsufficientCredits) as short:
+        db.run_sync(ledger.extend_hold, hold_id, 3)
+    assert (short.value.cost, short.value.available) == (3, 2)
+    assert state(db, account_id) == (3, 1)
+    assert db.run_sync(ledger.settle, hold_id, cost=1).charged == 1  # the hold as it was
+    with pytest.raises(ledger.HoldGone):
+        db.run_sync(ledger.extend_hold, hold_id, 1)
+    assert state(db, account_id) == (2, 0)
+
+
+def test_an_extension_counts_against_the_keys_monthly_cap(db):
+    account_id = new_account(db, 10)
+    key = db.run_sync(keys.regenerate, account_id)
+    who = db.run_sync(keys.caller_by_hash, keys.hash_key(key))
+    hold_id = db.run_sync(
+        ledger.hold, account_id, 1, trial=False, ttl_seconds=60, key_id=who.key_id, key_cap=3
+    )
+    assert db.run_sync(ledger.extend_hold, hold_id, 2, key_cap=3) == 3
+    with pytest.raises(ledger.KeyCapReached) as capped:
+        db.run_sync(ledger.extend_hold, hold_id, 1, key_cap=3)
+    assert (capped.value.cap, capped.value.spent, capped.value.cost) == (3, 3, 1)
+    assert state(db, account_id) == (10, 3)
+
+
+def test_concurrent_extensions_never_overdraw(db):
+    account_id = new_account(db, 20)
+    hold_ids = [
+        db.run_sync(ledger.hold, account_id, 1, trial=False, ttl_seconds=60) for _ in range(10)
+    ]
+
+    def attempt(hold_id: int) -> bool:
+        try:
+            db.run_sync(ledger.extend_hold, hold_id, 2)
+        except ledger.InsufficientCredits:
+            db.run_sync(ledger.settle, hold_id, cost=1)
+            return False
+        db.run_sync(ledger.settle, hold_id, cost=3)
+        return True
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(attempt, hold_ids))
+    # 10 held, 10 more available, which settling leaves as it is: 5 extensions of 2 fit
+    assert outcomes.count(True) == 5
     assert state(db, account_id) == (0, 0)
     assert db.run_sync(ledger.entries_sum, account_id) == 0
 

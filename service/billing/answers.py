@@ -150,7 +150,8 @@ class PriceList(TypedDict):
         Field(
             ge=1,
             description="a document (PDF) costs the scrape's price once per started block of "
-            "this many pages, at most what the scrape held",
+            "this many pages; the scrape's hold is extended to it, within the balance, "
+            "max_credits and the key's cap (else it fails document_over_budget, unbilled)",
         ),
     ]
     countries: Annotated[

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select, update
 
 from service.db.hot import HotConnection, cursor, hot_path, writing
-from service.db.tables import UsageRow, accounts, holds, ledger_entries, usage
+from service.db.tables import UsageRow, accounts, api_keys, holds, ledger_entries, usage
 
 
 class NoTrialLeft(Exception):
@@ -40,6 +40,19 @@ class InsufficientCredits(Exception):
         super().__init__(f"insufficient credits: cost {cost}, available {available}")
         self.cost = cost
         self.available = available
+
+
+class HoldGone(Exception):
+    """The hold to extend is no longer held: settled (by whoever answered) or expired."""
+
+
+class OverLimit(Exception):
+    """Extending the hold would take it past the request's limit (its ``max_credits``)."""
+
+    def __init__(self, limit: int, amount: int):
+        super().__init__(f"over the limit: limit {limit}, amount {amount}")
+        self.limit = limit
+        self.amount = amount
 
 
 def now() -> datetime:
@@ -158,6 +171,76 @@ def hold(
         return int(cur.fetchone()[0])
     finally:
         cur.close()
+
+
+def extend_hold(
+    conn: Connection,
+    hold_id: int,
+    extra: int,
+    *,
+    limit: int | None = None,
+    key_cap: int | None = None,
+) -> int:
+    """Hold ``extra`` more credits on ``hold_id``, all or nothing; returns the hold's new amount.
+
+    For what is known to cost more than was held once the scrape is done: a document's blocks
+    of pages (pipelines.billing). Refused as :func:`hold` refuses, against what is held now:
+    OverLimit past ``limit`` in all, KeyCapReached past the key's ``key_cap``,
+    InsufficientCredits past the available balance; HoldGone when the hold was settled or
+    expired meanwhile. The rows are changed in :func:`settle`'s order (the hold, then the
+    account; the key's row first, as :func:`hold` locks it), each UPDATE conditional, so no
+    interleaving overdraws; a refusal raises, and the caller's transaction rolls back.
+    """
+    if extra <= 0:
+        raise ValueError("a hold is extended by a positive amount")
+    if key_cap is not None:
+        _check_key_cap(conn, hold_id, extra, key_cap)
+    grown = update(holds).where(holds.c.id == hold_id, holds.c.status == "held")
+    if limit is not None:
+        grown = grown.where(holds.c.amount + extra <= limit)
+    claimed = conn.execute(
+        grown.values(amount=holds.c.amount + extra).returning(holds.c.account_id, holds.c.amount)
+    ).one_or_none()
+    if claimed is None:
+        amount = conn.execute(
+            select(holds.c.amount).where(holds.c.id == hold_id, holds.c.status == "held")
+        ).scalar_one_or_none()
+        if amount is None or limit is None:
+            raise HoldGone()
+        raise OverLimit(limit, int(amount) + extra)
+    reserved = conn.execute(
+        update(accounts)
+        .where(accounts.c.id == claimed.account_id, accounts.c.balance - accounts.c.held >= extra)
+        .values(held=accounts.c.held + extra)
+    ).rowcount
+    if reserved != 1:
+        raise InsufficientCredits(extra, available(conn, claimed.account_id))
+    return int(claimed.amount)
+
+
+def _check_key_cap(conn: Connection, hold_id: int, extra: int, key_cap: int) -> None:
+    """Raises KeyCapReached when the hold's key, with ``extra`` more, passes ``key_cap``. The
+    key's row is locked first, as PostgreSQL's ``scrapespy_hold`` locks it (FOR NO KEY UPDATE),
+    so that two holds of the key cannot both fit."""
+    key_id = conn.execute(select(holds.c.key_id).where(holds.c.id == hold_id)).scalar()
+    if key_id is None:
+        return
+    conn.execute(
+        select(api_keys.c.id).where(api_keys.c.id == key_id).with_for_update(key_share=True)
+    )
+    spent_this_month = (
+        select(func.coalesce(func.sum(usage.c.credits), 0))
+        .where(usage.c.key_id == key_id, usage.c.created_at >= month_start(now()))
+        .scalar_subquery()
+    )
+    held_now = (
+        select(func.coalesce(func.sum(holds.c.amount), 0))
+        .where(holds.c.key_id == key_id, holds.c.status == "held")
+        .scalar_subquery()
+    )
+    spent = int(conn.execute(select(spent_this_month + held_now)).scalar_one())
+    if spent + extra > key_cap:
+        raise KeyCapReached(key_cap, spent, extra)
 
 
 @dataclass(frozen=True, slots=True)

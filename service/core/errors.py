@@ -56,6 +56,8 @@ ERROR_CODES: dict[str, str] = {
     "document_no_text": "the target answered a document without text (a scanned PDF, an "
     "empty file); there is no OCR",
     "document_unreadable": "the target answered a document that could not be read (damaged)",
+    "document_over_budget": "the target answered a document whose blocks of pages cost more "
+    "than the balance available, the request's max_credits or the key's monthly cap allow",
     "internal": "an unexpected error in the service; nothing was billed",
 }
 
@@ -76,6 +78,7 @@ FAILURE_CODES: tuple[str, ...] = (
     "document_encrypted",
     "document_no_text",
     "document_unreadable",
+    "document_over_budget",
     "internal",
     "unavailable",
 )

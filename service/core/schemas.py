@@ -485,7 +485,8 @@ class ScrapeRequest(_Strict):
             ge=0,
             description="the most this request may be billed; one that may cost more is a 402 "
             "(max_credits_exceeded) before anything is fetched or held, and auto does not try "
-            "the steps that cost more",
+            "the steps that cost more; a document whose blocks of pages cost more fails "
+            "document_over_budget, unbilled",
         ),
     ] = None
     formats: Annotated[

@@ -506,8 +506,8 @@ SETTINGS: tuple[Setting, ...] = (
         "document_pages_per_block",
         "int",
         10,
-        "a document costs its engine's price per started block of this many pages (capped at "
-        "the scrape's hold: docs/documents.md)",
+        "a document costs its engine's price per started block of this many pages (the "
+        "scrape's hold is extended to it, else it fails document_over_budget: docs/documents.md)",
         scrapy=True,
         minimum=1,
     ),

@@ -73,7 +73,11 @@ class ScrapeOrder:
     hold_id: int | None = None
     trial: bool = False
     costs: dict[str, int] = field(default_factory=dict)  # tier -> credits for this engine
-    hold_amount: int = 0  # the credits held: what a scrape captures at most (a long document)
+    hold_amount: int = 0  # the credits held: what a scrape captures at most
+    # what a document's blocks of pages may extend the hold to (pipelines.billing): the
+    # request's max_credits and the key's monthly cap, as the hold was checked against them
+    max_credits: int | None = None
+    key_cap: int | None = None
     # engine or proxy_type auto: the steps it may try (service.core.escalation), and each attempt
     # as middlewares.escalation records it; None for any other request
     ladder: Ladder | None = None
@@ -145,6 +149,8 @@ class ScrapeOrder:
             trial=price.trial,
             costs=price.costs,
             hold_amount=price.hold,
+            max_credits=request.max_credits,
+            key_cap=caller.monthly_cap,
             ladder=price.ladder,
             **more,
         )

@@ -181,6 +181,16 @@ class ScrapeResult:
             if name in page:
                 setattr(self, FORMAT_OUTPUTS[name].field, page[name])
 
+    def empty(self, page: Mapping[str, Any]) -> None:
+        """Takes back the page's fields (``page``: their empty values,
+        ``service.extraction.empty_fields``) and the outputs converted from it: a success
+        that became an unbilled failure once read (pipelines.billing) gives nothing away."""
+        self.fill(page)
+        for name in _FROM_PAGE:
+            field_name = FORMAT_OUTPUTS[name].field
+            if hasattr(self, field_name):
+                setattr(self, field_name, None)
+
 
 @dataclass(slots=True)
 class BlockedResult(ScrapeResult):
