@@ -172,10 +172,11 @@ def pages(site: TargetSite) -> TargetSite:
     site.page("/act/popup-target", "<html><title>popup target</title></html>")
     site.page("/act/many", MANY)
     site.page("/act/downloads", DOWNLOAD_LINK)
+    # a download that is no document (a PDF is one: the documents' tests read it)
     site.page(
         "/act/file",
-        b"%PDF-1.4 not really",
-        **{"Content-Type": "application/pdf", "Content-Disposition": "attachment; name=a.pdf"},
+        b"PK\x03\x04 an archive",
+        **{"Content-Type": "application/zip", "Content-Disposition": "attachment; name=a.zip"},
     )
     site.page("/act/secret", "<html><title>secret</title></html>")
     return site
