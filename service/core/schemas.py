@@ -439,6 +439,20 @@ _ACROSS_FIELDS: dict[str, Any] = {
                 {"required": ["engine"], "properties": {"engine": {"const": "js"}}},
             ],
         },
+        {
+            "description": "session_idle_seconds needs session",
+            "anyOf": [
+                {"properties": {"session_idle_seconds": {"type": "null"}}},
+                {"required": ["session"], "properties": {"session": {"type": "string"}}},
+            ],
+        },
+        {
+            "description": "max_age cannot be used with session",
+            "anyOf": [
+                {"properties": {"max_age": {"type": "null"}}},
+                {"properties": {"session": {"type": "null"}}},
+            ],
+        },
     ]
 }
 
