@@ -62,6 +62,7 @@ class Output:
     needs: Engine | None = None  # the engine that can make it, when only one can
     schema_extra: Mapping[str, str] | None = None  # of that field, in the result's schema
     value_type: Any = None  # the field's type when not ``str | None`` (e.g. an object)
+    checkbox: bool = True  # the dashboard offers it alone; one that needs more options does not
 
 
 @dataclass(slots=True)
@@ -167,6 +168,7 @@ OUTPUTS: Final = Outputs.of(
             summary="json (records through the json.selectors schema)",
             label="JSON (selectors schema)",
             value_type=list[dict[str, Any]] | None,
+            checkbox=False,
         ),
     ]
 )
