@@ -477,6 +477,29 @@ def _record_field(depth: int) -> dict[str, Any]:
 class JsonOptions(_Strict):
     """``json``: records through a selectors schema, or JSON from a language model."""
 
+    # documents _one_way
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["selectors"],
+                    "properties": {
+                        "selectors": {"type": "object"},
+                        "prompt": {"type": "null"},
+                        "schema": {"type": "null"},
+                    },
+                },
+                {
+                    "anyOf": [
+                        {"required": ["prompt"], "properties": {"prompt": {"type": "string"}}},
+                        {"required": ["schema"], "properties": {"schema": {"type": "object"}}},
+                    ],
+                    "properties": {"selectors": {"type": "null"}},
+                },
+            ]
+        }
+    )
+
     selectors: Annotated[
         dict[str, Any] | None,
         Field(

@@ -87,8 +87,10 @@ _TRANSLATOR: Final = HTMLTranslator()
 def _compile(selector: Any, path: str, inside: bool) -> str:
     """``selector`` as the XPath lxml runs; CSS is translated (parsel's pseudo-elements
     ``::text``/``::attr`` are refused: the field's ``type`` says what to take)."""
-    if not isinstance(selector, str) or not selector.strip():
-        raise InvalidSchema(path, "must be a non-empty CSS or XPath selector")
+    if not isinstance(selector, str):
+        raise InvalidSchema(path, "must be a CSS or XPath selector")
+    if not selector.strip():
+        raise InvalidSchema(path, f"invalid CSS selector {selector!r}: empty")
     if len(selector) > MAX_SELECTOR_CHARS:
         raise InvalidSchema(path, f"at most {MAX_SELECTOR_CHARS} characters")
     if is_xpath(selector):
