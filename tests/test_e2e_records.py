@@ -8,6 +8,7 @@ import html as html_lib
 from typing import Any
 
 import pytest
+from scrapespy import Scrapespy
 
 from harness.listing import LISTING, SCHEMA, SHELL
 from harness.service import Accounts, ServiceProcess, call
@@ -248,3 +249,26 @@ def test_json_and_its_format_go_together(service, shop, paying, body, names):
     reply = service.scrape(key, {"url": shop.url("/shop/listing"), **body})
     assert reply.status == 400, reply.body
     assert names in reply.json["error"], reply.json["error"]
+
+
+def test_the_python_client_gives_the_records(service, shop, paying):
+    _, key = paying
+    client = Scrapespy(api_key=key, base_url=service.base)
+    result = client.scrape(shop.url("/shop/listing"), formats=["json"], json={"selectors": SCHEMA})
+    assert result.json_ == [record(n, shop.base.rstrip("/")) for n in range(1, 51)]
+
+
+def test_records_past_their_budget_stop_there_and_say_so(service, shop, paying):
+    _, key = paying
+    big = "".join(f"<p class=big>{n} {'x' * 100_000}</p>" for n in range(30))
+    shop.page("/shop/big", f"<html><body>{big}</body></html>")
+    schema = {"baseSelector": "p.big", "fields": [{"name": "t", "type": "text"}]}
+    body = {"url": shop.url("/shop/big"), "formats": ["json"], "json": {"selectors": schema}}
+    result = scrape(service, key, body)
+    assert result["truncated"] == ["json", "text"]
+    assert 15 <= len(result["json"]) < 30
+    assert sum(len(r["t"]) for r in result["json"]) == 2 * 1024 * 1024  # the budget, no more
+    assert [r["t"].split()[0] for r in result["json"]] == [
+        str(n) for n in range(len(result["json"]))
+    ]
+    assert result["credits_charged"] == 1

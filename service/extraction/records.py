@@ -292,10 +292,12 @@ class _Run:
         self.cut = False
 
     def spend(self, value: Any) -> Any:
+        """``value``, cut to what is left of the budget (the last value the records keep)."""
         if isinstance(value, str):
-            self.left -= len(value)
-            if self.left < 0:
+            if len(value) > self.left:
+                value = value[: self.left]
                 self.cut = True
+            self.left -= len(value)
         return value
 
     def item(self, element: Any, fields: tuple[_Field, ...]) -> dict[str, Any]:
