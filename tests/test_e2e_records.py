@@ -272,3 +272,34 @@ def test_records_past_their_budget_stop_there_and_say_so(service, shop, paying):
         str(n) for n in range(len(result["json"]))
     ]
     assert result["credits_charged"] == 1
+
+
+def test_an_xpath_schema_as_written_for_crawl4ais_xpath_strategy(service, shop, paying):
+    _, key = paying
+    schema = {
+        "name": "Products",
+        "baseSelector": "//article[contains(@class, 'product')]",
+        "fields": [
+            {"name": "name", "selector": "//h2", "type": "text"},  # relative to the record
+            {
+                "name": "url",
+                "selector": ".//a[@class='more']",
+                "type": "attribute",
+                "attribute": "href",
+            },
+            {"name": "first_tag", "selector": "./ul/li[1]/text()", "type": "text"},
+            {"name": "second_tag", "selector": "(./ul/li)[2]", "type": "text"},
+        ],
+    }
+    body = {"url": shop.url("/shop/listing"), "formats": ["json"], "json": {"selectors": schema}}
+    records = scrape(service, key, body)["json"]
+    base = shop.base.rstrip("/")
+    assert records == [
+        {
+            "name": f"Widget {n}",
+            "url": f"{base}/products/{n}",
+            "first_tag": f"tag{n}a",
+            "second_tag": f"tag{n}b",
+        }
+        for n in range(1, 51)
+    ]
