@@ -277,6 +277,14 @@ def refusals_the_schema_cannot_express(
             error.startswith(f"invalid request: invalid CSS selector for {name}") for name in named
         ):
             return False
+        # json.selectors: its selectors and patterns, as above; a prompt needs an operator's model
+        if error.startswith("invalid request: 'json.selectors") and any(
+            why in error
+            for why in ("invalid CSS selector", "invalid XPath", "not a regular expression")
+        ):
+            return False
+        if "json.prompt needs a language model endpoint" in error:
+            return False
         # a step's or wait_for's selector: the same refusal, worded with its location
         steps = case.body.get("actions")
         where = [f"actions[{index}].selector" for index in range(len(steps))] if steps else []
