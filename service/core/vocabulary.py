@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypedDict, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 if TYPE_CHECKING:
     from scrapy.http import Response

@@ -59,8 +59,10 @@ def structured_data(html: str, url: str) -> dict[str, Any]:
         return found
     items: list[dict[str, Any]] = found["items"]
     if jsonld:
-        for data in _safely(lambda: _JSONLD.extract_items(tree, url)):
-            items.extend(_jsonld_items(data))
+        # each block on its own: a malformed one leaves the others
+        for script in _JSONLD._xp_jsonld(tree):
+            read = _safely(lambda node=script: _JSONLD._extract_items(node))
+            items.extend(_jsonld_items(read))
     if microdata:
         raw = _safely(lambda: list(_MICRODATA.extract_items(tree, url)))
         flat = _umicrodata_microformat(raw, "http://schema.org")
@@ -87,10 +89,9 @@ def _safely(extract: Any) -> list[Any]:
     """What an extractor found; nothing when the markup broke it (a page's data is the page's,
     malformed or not: the rest of the answer stands)."""
     try:
-        found = extract()
+        return list(extract() or [])
     except Exception:  # noqa: BLE001 - extruct raises whatever its parsers raise
         return []
-    return list(found or [])
 
 
 def _jsonld_items(data: Any) -> list[dict[str, Any]]:
