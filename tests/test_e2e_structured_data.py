@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from firecrawl import Firecrawl
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
@@ -209,3 +210,28 @@ def test_batch_and_crawl_jobs(
     by_url = {entry["url"]: entry for entry in finished(service, key, reply.json["id"])}
     assert by_url[site.url("/sd-crawl/")]["result"]["structured_data"] == NOTHING
     same_items(by_url[pages["product"]]["result"]["structured_data"], EXPECTED)
+
+
+def test_firecrawl_routes_put_it_in_the_metadata(
+    service: ServiceProcess, accounts: Accounts, pages: dict[str, str]
+) -> None:
+    _, key = accounts.create(credits=100)
+    client = Firecrawl(api_key=key, api_url=service.url(""), max_retries=1)
+    doc = client.scrape(pages["product"], formats=["markdown", {"type": "structuredData"}])
+    assert "A clock that tells the tide." in (doc.markdown or "")
+    found = doc.metadata_dict["structuredData"]
+    same_items(found, EXPECTED)
+    assert doc.metadata_dict["og_title"] == "Tide clock, brass"
+    # without the format, none
+    plain = client.scrape(pages["product"], formats=["markdown"])
+    assert "structuredData" not in plain.metadata_dict
+    # v1, as a string
+    reply = call(
+        "POST",
+        service.url("/v1/scrape"),
+        {"url": pages["product"], "formats": ["structuredData"]},
+        key=key,
+    )
+    assert reply.status == 200, reply.body
+    assert set(reply.json["data"]) == {"metadata"}
+    same_items(reply.json["data"]["metadata"]["structuredData"], EXPECTED)
