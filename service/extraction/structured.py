@@ -38,6 +38,9 @@ _HAS_MICRODATA: Final = re.compile(r"\sitemscope", re.IGNORECASE)
 _HAS_RDFA: Final = re.compile(r"\stypeof\s*=", re.IGNORECASE)
 _HAS_META: Final = re.compile(r"(?:og|twitter):", re.IGNORECASE)
 _SCHEMA_ORG: Final = re.compile(r"^https?://schema\.org/")
+# an item nested deeper is left out: the answer's encoder (orjson) stops at 254 levels, and no
+# schema.org item is anywhere near this deep
+MAX_DEPTH: Final = 64
 _RDF_TYPE: Final = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 
@@ -72,10 +75,21 @@ def structured_data(html: str, url: str) -> dict[str, Any]:
         dom = _parse(parse_xmldom_html, body)
         if dom is not None:
             items.extend(_rdfa_items(_safely(lambda: _RDFA.extract_items(dom, url))))
+    found["items"] = [item for item in items if not _deeper_than(item, MAX_DEPTH)]
     if meta:
         found["opengraph"] = _opengraph(tree)
         found["twitter"] = _twitter(tree)
     return found
+
+
+def _deeper_than(value: Any, depth: int) -> bool:
+    if depth < 0:
+        return True
+    if isinstance(value, dict):
+        return any(_deeper_than(entry, depth - 1) for entry in value.values())
+    if isinstance(value, list):
+        return any(_deeper_than(entry, depth - 1) for entry in value)
+    return False
 
 
 def _parse(parser: Any, body: bytes) -> Any:
