@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from firecrawl import Firecrawl
+from scrapespy import Scrapespy
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
@@ -235,3 +236,13 @@ def test_firecrawl_routes_put_it_in_the_metadata(
     assert reply.status == 200, reply.body
     assert set(reply.json["data"]) == {"metadata"}
     same_items(reply.json["data"]["metadata"]["structuredData"], EXPECTED)
+
+
+def test_the_python_client_reads_it(
+    service: ServiceProcess, accounts: Accounts, pages: dict[str, str]
+) -> None:
+    _, key = accounts.create(credits=100)
+    with Scrapespy(api_key=key, base_url=service.base) as client:
+        result = client.scrape(pages["product"], formats=["structured_data"])
+    assert result.structured_data is not None
+    same_items(result.structured_data, EXPECTED)

@@ -121,6 +121,8 @@ class ScrapeResult(Model):
     html: str | None = None
     raw_html: str | None = None
     screenshot: str | None = None
+    # with formats=["structured_data"]: {"items", "opengraph", "twitter"} the page publishes
+    structured_data: dict[str, Any] | None = None
     # the fields cut to their size limit, when any was (docs/api.md, "Size limits of an answer")
     truncated: list[str] | None = None
     # not in the body: the X-Credits-Remaining header of a POST /scrape answer (the balance
