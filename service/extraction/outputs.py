@@ -14,7 +14,9 @@ html-to-markdown's GitHub-flavoured rendering of that HTML. ``text`` comes from 
 text walker as the whole page's (:mod:`service.extraction.text`).
 
 A format made from the page (service.core.vocabulary declares which) is a :class:`Converter` of
-that cleaned HTML, registered under its name with :func:`converts`.
+that cleaned HTML, registered under its name with :func:`converts`, or, when it reads what the
+cleaning drops (scripts, meta tags: ``structured_data``), a reader of the page as received in
+:data:`READERS`.
 
 Options travel to an extraction worker (:mod:`service.extraction.pool`) as a plain dict:
 :meth:`OutputOptions.to_wire` and :meth:`OutputOptions.from_wire`.
