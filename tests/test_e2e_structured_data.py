@@ -246,3 +246,21 @@ def test_the_python_client_reads_it(
         result = client.scrape(pages["product"], formats=["structured_data"])
     assert result.structured_data is not None
     same_items(result.structured_data, EXPECTED)
+
+
+def test_a_firecrawl_batch_scrape_puts_it_in_each_documents_metadata(
+    jobs: tuple[ServiceProcess, Accounts], pages: dict[str, str]
+) -> None:
+    service, accounts = jobs
+    _, key = accounts.create(credits=100)
+    client = Firecrawl(api_key=key, api_url=service.url(""), max_retries=1)
+    job = client.batch_scrape(
+        [pages["product"], pages["plain"]],
+        formats=[{"type": "structuredData"}],
+        poll_interval=1,
+        timeout=60,
+    )
+    assert job.status == "completed" and job.completed == 2
+    by_url = {doc.metadata_dict["source_url"]: doc.metadata_dict for doc in job.data}
+    same_items(by_url[pages["product"]]["structuredData"], EXPECTED)
+    assert by_url[pages["plain"]]["structuredData"] == NOTHING
