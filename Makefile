@@ -66,6 +66,7 @@ bench: setup chromium bench/.venv-scrapyrt/.installed $(VENV)/.bench-installed
 	$(PY) -m bench.firecrawl
 	$(PY) -m bench.documents
 	$(PY) -m bench.selectors --json bench/results/selectors.json
+	$(PY) -m bench.structured
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat

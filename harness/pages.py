@@ -69,3 +69,36 @@ def write_pages(folder: Path, count: int = 20) -> list[str]:
         "</script></body></html>"
     )
     return names
+
+
+def with_structured_data(index: int, rdfa: bool = False) -> str:
+    """``article(index)`` publishing what a shop or news page does: a JSON-LD ``@graph``, a
+    microdata item, Open Graph and Twitter card tags (and, with ``rdfa``, an RDFa item)."""
+    head = (
+        "<meta property='og:type' content='article'>"
+        f"<meta property='og:image' content='/img/{index}-0.jpg'>"
+        "<meta name='twitter:card' content='summary_large_image'>"
+        "<meta name='twitter:site' content='@scrapespy'>"
+        '<script type=\'application/ld+json\'>{"@context": "https://schema.org", "@graph": ['
+        f'{{"@type": "NewsArticle", "headline": "Article {index}", "datePublished": '
+        '"2026-11-26", "author": {"@type": "Person", "name": "A. Writer"}}, '
+        '{"@type": "BreadcrumbList", "itemListElement": [{"@type": "ListItem", "position": 1, '
+        '"name": "Articles", "item": "/articles/"}]}, '
+        '{"@type": "Organization", "name": "scrapespy", "logo": "/logo.png"}]}</script>'
+    )
+    item = (
+        "<div itemscope itemtype='https://schema.org/Product'><span itemprop='name'>Widget "
+        f"{index}</span><div itemprop='offers' itemscope itemtype='https://schema.org/Offer'>"
+        "<span itemprop='price'>9.99</span><meta itemprop='priceCurrency' content='EUR'>"
+        "</div></div>"
+    )
+    if rdfa:
+        item += (
+            "<div vocab='https://schema.org/' typeof='Event'><span property='name'>Launch</span>"
+            "<span property='startDate'>2026-12-01</span></div>"
+        )
+    return (
+        article(index)
+        .replace("</head>", head + "</head>", 1)
+        .replace("<article>", "<article>" + item, 1)
+    )

@@ -102,7 +102,8 @@ def test_a_pdf_is_converted_to_markdown_and_text(
     service: ServiceProcess, served: TargetSite, accounts: Accounts, paying: tuple[int, str]
 ) -> None:
     account, key = paying
-    body = {"url": served.url("/docs/report.pdf"), "formats": ["markdown", "raw_html"]}
+    formats = ["markdown", "raw_html", "structured_data"]
+    body = {"url": served.url("/docs/report.pdf"), "formats": formats}
     reply = service.scrape(key, body)
     assert reply.status == 200, reply.body
     result = reply.json
@@ -114,6 +115,7 @@ def test_a_pdf_is_converted_to_markdown_and_text(
     assert result["document"]["title"] == "Harbour Authority Annual Report"
     assert result["document"]["created"].startswith("20")
     assert result["raw_html"] is None
+    assert result["structured_data"] is None  # no page markup to read
     markdown = result["markdown"]
     assert markdown.startswith("# Harbour Authority Annual Report\n")
     assert "## Dredging programme" in markdown and "## Finances" in markdown

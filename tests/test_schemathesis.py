@@ -232,7 +232,7 @@ def error_code(response: schemathesis.Response) -> str | None:
 def refusals_the_schema_cannot_express(
     ctx: Any, failure: Any, case: schemathesis.Case, response: schemathesis.Response
 ) -> bool:
-    """Keep every failure except five refusals of schema-valid data that no schema can foresee.
+    """Keep every failure except six refusals of schema-valid data that no schema can foresee.
 
     Whether a string is valid CSS is not expressible in JSON Schema: a 400 that names one of the
     request's selectors, tags or steps' selectors as invalid CSS is the documented answer. No
@@ -241,7 +241,8 @@ def refusals_the_schema_cannot_express(
     A scrape's price is the operator's: a ``max_credits`` under it is the documented 402. Nor can a
     schema know which Idempotency-Key an earlier example used with another body: the documented
     answer is the 422 idempotency_conflict. Nor is whether a string is a regular expression: a
-    crawl's or map's path pattern that is not one is the 400 naming it.
+    crawl's or map's path pattern that is not one is the 400 naming it. A session's longest idle
+    time is the operator's (SCRAPESPY_SESSION_MAX_IDLE_SECONDS): over it is the 400 naming it.
     """
     if not isinstance(failure, RejectedPositiveData):
         return True
@@ -269,6 +270,8 @@ def refusals_the_schema_cannot_express(
             return False
     if path in ("/scrape", "/batch", "/crawl") and isinstance(case.body, dict):
         error = response.json().get("error", "")
+        if error.startswith("invalid request: 'session_idle_seconds': at most "):
+            return False
         named = [f"selectors[{name!r}]" for name in case.body.get("selectors") or {}]
         for field in ("include_tags", "exclude_tags"):
             tags = case.body.get(field)

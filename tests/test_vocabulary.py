@@ -36,7 +36,13 @@ from service.core.vocabulary import (
 )
 from service.dashboard.forms import scrape_body, shown_try_form
 from service.dashboard.pages import Pages
-from service.extraction.outputs import CONVERTERS, Converter, OutputOptions, extract_page
+from service.extraction.outputs import (
+    CONVERTERS,
+    READERS,
+    Converter,
+    OutputOptions,
+    extract_page,
+)
 from service.process.cli import main
 from service.scrape import results
 
@@ -44,7 +50,9 @@ URL = "https://example.com/"
 
 
 def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
-    assert OUTPUTS.names == FORMATS == ("markdown", "html", "raw_html", "screenshot", "json")
+    assert OUTPUTS.names == FORMATS == (
+        "markdown", "html", "raw_html", "screenshot", "json", "structured_data"
+    )  # fmt: skip
     assert ENGINES == ("static", "js")
     assert TIERS == ("none", "datacenter", "residential")  # cheapest first
 
@@ -53,11 +61,12 @@ def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
 def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> None:
     output = OUTPUTS[name]
     if name == "json":  # made from the page's tree by the request's schema
-        assert name not in CONVERTERS and name not in OUTPUTS.producers
+        assert name not in CONVERTERS and name not in READERS and name not in OUTPUTS.producers
     elif output.made_from == "page":
-        assert name in CONVERTERS and name not in OUTPUTS.producers
+        # of the cleaned HTML, or of the page's own markup as received
+        assert (name in CONVERTERS) != (name in READERS) and name not in OUTPUTS.producers
     else:
-        assert name in OUTPUTS.producers and name not in CONVERTERS
+        assert name in OUTPUTS.producers and name not in CONVERTERS and name not in READERS
     assert output.field == name  # the API promises "each as a field of the same name"
     assert output.field in results.OUTPUTS
     made = results.result_class(results.ScrapeResult, (output.field,))
@@ -68,8 +77,12 @@ def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> Non
 def test_the_screenshot_is_made_by_the_browser_and_raw_html_by_the_pipeline():
     assert OUTPUTS.producers["screenshot"].__module__ == "service.browser.screenshot"
     assert OUTPUTS.producers["raw_html"].__module__ == "pipelines.result"
-    made = (name for name in OUTPUTS.made_from("page") if name != "json")
-    assert {CONVERTERS[name].convert.__module__ for name in made} == {"service.extraction.outputs"}
+    assert {
+        CONVERTERS[name].convert.__module__
+        for name in OUTPUTS.made_from("page")
+        if name in CONVERTERS
+    } == {"service.extraction.outputs"}
+    assert READERS["structured_data"].__module__ == "service.extraction.structured"
 
 
 def test_the_request_accepts_exactly_the_vocabulary():
@@ -203,7 +216,9 @@ def test_the_python_clients_tools_mirror_the_vocabulary():
 
     assert get_args(mcp.Engine) == (*ENGINES, AUTO)
     assert get_args(mcp.Proxy) == (*TIERS, AUTO)
-    # the tools answer text: every format but the screenshot and json (which needs a schema)
+    # the tools answer text: every format but the screenshot, the structured data and json
+    # (which needs a schema)
+    not_text = ("screenshot", "structured_data")
     assert get_args(mcp.Format) == tuple(
-        name for name in FORMATS if name != "screenshot" and OUTPUTS[name].checkbox
+        name for name in FORMATS if name not in not_text and OUTPUTS[name].checkbox
     )

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, get_args
+
+from pydantic import Field
+from typing_extensions import TypedDict
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
 Engine = Literal["static", "js"]
 # cheapest first: the order in which proxy_type "auto" climbs them
 Tier = Literal["none", "datacenter", "residential"]
-Format = Literal["markdown", "html", "raw_html", "screenshot", "json"]
+Format = Literal["markdown", "html", "raw_html", "screenshot", "json", "structured_data"]
 Auto = Literal["auto"]
 EngineRequested = Literal[Engine, Auto]
 TierRequested = Literal[Tier, Auto]
@@ -61,7 +64,7 @@ class Output:
     label: str  # the dashboard's checkbox
     needs: Engine | None = None  # the engine that can make it, when only one can
     schema_extra: Mapping[str, str] | None = None  # of that field, in the result's schema
-    value_type: Any = None  # the field's type when not ``str | None`` (e.g. an object)
+    value_type: Any = None  # the field's type when it is not a string (null when not made)
     checkbox: bool = True  # the dashboard offers it alone; one that needs more options does not
 
 
@@ -120,6 +123,26 @@ class Outputs:
         return Outputs(declared, dict(self.producers))
 
 
+class StructuredData(TypedDict):
+    """The ``structured_data`` field (service.extraction.structured)."""
+
+    items: Annotated[
+        list[dict[str, Any]],
+        Field(
+            description="the JSON-LD (an @graph spread), microdata and RDFa items, each with "
+            "its schema.org @type and properties by their short names"
+        ),
+    ]
+    opengraph: Annotated[
+        dict[str, Any],
+        Field(description='og: properties without "og:" (a repeated one is a list)'),
+    ]
+    twitter: Annotated[
+        dict[str, Any],
+        Field(description='twitter: card properties without "twitter:"'),
+    ]
+
+
 OUTPUTS: Final = Outputs.of(
     [
         Output(
@@ -167,8 +190,19 @@ OUTPUTS: Final = Outputs.of(
             'per element its baseSelector matches; with "formats": ["json"]',
             summary="json (records through the json.selectors schema)",
             label="JSON (selectors schema)",
-            value_type=list[dict[str, Any]] | None,
+            value_type=list[dict[str, Any]],
             checkbox=False,
+        ),
+        Output(
+            "structured_data",
+            "page",
+            field="structured_data",
+            description="the structured data the page publishes: its JSON-LD, microdata and "
+            "RDFa items (schema.org, each with its @type), its Open Graph and Twitter card "
+            'properties; with "formats": ["structured_data"]',
+            summary="structured_data (JSON-LD, microdata, RDFa, Open Graph, Twitter card)",
+            label="Structured data",
+            value_type=StructuredData,
         ),
     ]
 )

@@ -14,7 +14,9 @@ html-to-markdown's GitHub-flavoured rendering of that HTML. ``text`` comes from 
 text walker as the whole page's (:mod:`service.extraction.text`).
 
 A format made from the page (service.core.vocabulary declares which) is a :class:`Converter` of
-that cleaned HTML, registered under its name with :func:`converts`.
+that cleaned HTML, registered under its name with :func:`converts`, or, when it reads what the
+cleaning drops (scripts, meta tags: ``structured_data``), a reader of the page as received in
+:data:`READERS`.
 
 Options travel to an extraction worker (:mod:`service.extraction.pool`) as a plain dict:
 :meth:`OutputOptions.to_wire` and :meth:`OutputOptions.from_wire`.
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import html_to_markdown
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from service.extraction import main_content
+from service.extraction import main_content, structured
 from service.extraction.fields import UrlResolver, document_base, empty_fields, fields_of, parse
 from service.extraction.main_content import main_of
 from service.extraction.records import extract_records
@@ -40,7 +42,15 @@ from service.extraction.text import visible_text
 if TYPE_CHECKING:
     from service.extraction.selectors import CompiledSelectors
 
-__all__ = ["CONVERTERS", "Converter", "OutputOptions", "converts", "extract_page", "render"]
+__all__ = [
+    "CONVERTERS",
+    "READERS",
+    "Converter",
+    "OutputOptions",
+    "converts",
+    "extract_page",
+    "render",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,13 @@ def converts(
 
     return register
 
+
+#: format -> its reader: the formats made from the page's own markup as received (its scripts
+#: and meta tags, which the cleaned HTML has not), read as ``reader(html, url)``.
+READERS: Final[dict[str, Callable[[str, str], Any]]] = {
+    "structured_data": structured.structured_data,
+}
+_EMPTY_READ: Final[dict[str, Callable[[], Any]]] = {"structured_data": structured.empty}
 
 _UNRENDERED_TAGS: Final = (
     "script", "style", "noscript", "template", "iframe", "object", "embed", "noembed", "noframes",
@@ -163,6 +180,8 @@ def extract_page(
             if cut:
                 page["json_cut"] = True
         page.update(render(tree, html, resolve, options))
+        for name in options.formats & READERS.keys():
+            page[name] = READERS[name](html, url)
     return page
 
 
@@ -188,9 +207,10 @@ def render(
     out: dict[str, Any] = {}
     if options.replaces_text:
         out["text"] = visible_text(root) or None
-    if options.formats:
+    converted = options.formats - READERS.keys()
+    if converted:
         # Markdown writes no attribute but some URLs: the rest matters to ``html`` only.
-        full = any(CONVERTERS[name].attributes for name in options.formats)
+        full = any(CONVERTERS[name].attributes for name in converted)
         events = full and _EVENT_ATTRIBUTE.search(html) is not None
         _clean_attributes(root, resolve, events, full)
         cleaned = root.inner_html if root.tag == "body" else root.html
@@ -199,7 +219,7 @@ def render(
             # The main content's headline is its title, taken out of the body (and out of
             # ``text``, as article bodies are scored); markdown and html start with it again.
             cleaned = f"<h1>{escape(title, quote=False)}</h1>\n{cleaned}"
-        for name in options.formats:
+        for name in converted:
             out[name] = CONVERTERS[name].convert(cleaned)
     return out
 
@@ -216,7 +236,9 @@ def markdown(cleaned: str) -> str:
 
 
 def _empty_outputs(options: OutputOptions, text: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {name: "" for name in options.formats}
+    out: dict[str, Any] = {
+        name: _EMPTY_READ[name]() if name in READERS else "" for name in options.formats
+    }
     if options.replaces_text:
         out["text"] = None
     elif text is not None:

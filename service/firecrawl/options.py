@@ -58,6 +58,9 @@ FORMATS: dict[str, str | None] = {
     "links": None,
     "images": None,
     "screenshot": "screenshot",
+    # not one of Firecrawl's: the page's own structured data, in the document's metadata
+    # (service.firecrawl.scrape.IN_METADATA); the SDKs send it as {"type": "structuredData"}
+    "structuredData": "structured_data",
 }
 FULL_PAGE_SCREENSHOT = "screenshot@fullPage"
 # formats Firecrawl makes and this server does not, by what they would need

@@ -91,6 +91,7 @@ def metadata(result: ScrapeResult | Mapping[str, Any]) -> dict[str, Any]:
         "cacheState": "hit" if _field(result, "cached") else "miss",
         "creditsUsed": _field(result, "credits_charged"),
         "numPages": (_field(result, "document") or {}).get("pages"),
+        IN_METADATA: _field(result, "structured_data"),
     }
     return {key: value for key, value in found.items() if value not in (None, "")}
 
@@ -109,6 +110,10 @@ def _warning(result: ScrapeResult | Mapping[str, Any], data: Mapping[str, Any]) 
         notes.append(f"the {data['proxy']} proxy pool was unavailable; the page came directly")
     return "; ".join(notes) or None
 
+
+# the format whose value goes into the metadata, under its name (as Firecrawl's own metadata
+# holds what the page's <head> declares)
+IN_METADATA = "structuredData"
 
 # what each format of the document is read from
 DOCUMENT_FIELDS: dict[str, Callable[[ScrapeResult | Mapping[str, Any]], Any]] = {
@@ -131,6 +136,8 @@ def document(
     names, _ = format_names(data.get("formats"))
     doc: dict[str, Any] = {}
     for name in names:
+        if name == IN_METADATA:
+            continue
         value = DOCUMENT_FIELDS[name](result)
         if value is not None:
             doc[name] = value

@@ -14,7 +14,7 @@ from service.core.places import languages_for
 from service.core.vocabulary import FORMATS
 from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.db.tables import UsageRow
-from service.extraction.outputs import CONVERTERS, OutputOptions
+from service.extraction.outputs import CONVERTERS, READERS, OutputOptions
 from service.scrape.results import (
     ACTION_FIELDS,
     ATTEMPTS,
@@ -183,7 +183,7 @@ class ScrapeOrder:
 
     def output_options(self) -> OutputOptions | None:
         """What the extraction computes beyond the standard fields; None when nothing."""
-        converted = frozenset(self.formats & CONVERTERS.keys())
+        converted = frozenset(self.formats & (CONVERTERS.keys() | READERS.keys()))
         records = self.records if "json" in self.formats else None
         if not (
             converted

@@ -262,7 +262,7 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
     # the formats' fields (service.core.vocabulary)
     **{
         output.field: Annotated[
-            output.value_type or (str | None),
+            str | None if output.value_type is None else output.value_type | None,
             Field(
                 description=output.description,
                 json_schema_extra=dict(output.schema_extra) if output.schema_extra else None,

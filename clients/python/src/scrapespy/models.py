@@ -124,6 +124,8 @@ class ScrapeResult(Model):
     # with formats ["json"]: the records json.selectors extracted (``json`` in the body; the
     # name is BaseModel's method)
     json_: list[dict[str, Any]] | None = Field(default=None, alias="json")
+    # with formats=["structured_data"]: {"items", "opengraph", "twitter"} the page publishes
+    structured_data: dict[str, Any] | None = None
     # the fields cut to their size limit, when any was (docs/api.md, "Size limits of an answer")
     truncated: list[str] | None = None
     # not in the body: the X-Credits-Remaining header of a POST /scrape answer (the balance
