@@ -196,6 +196,10 @@ def deep(levels: int) -> dict[str, Any]:
             {"baseSelector": "a", "fields": [{"name": "x", "type": "text", "selector": "//["}]},
             "'json.selectors.fields[0].selector': invalid XPath",
         ),
+        (  # lxml refuses control characters outright (schemathesis found it a 500)
+            {"baseSelector": "a", "fields": [{"name": "x", "type": "text", "selector": "(\x10"}]},
+            "'json.selectors.fields[0].selector': invalid XPath",
+        ),
         (
             {"baseSelector": "a", "fields": [{"name": "x", "type": "text", "transform": "rot13"}]},
             "'json.selectors.fields[0].transform': must be one of strip, number",

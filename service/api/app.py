@@ -102,7 +102,9 @@ class ScrapespyApp:
             else None
         )
         self._prices = orjson.dumps(price_list(config))
-        self._openapi = orjson.dumps(document(config.public_url, config.countries))
+        self._openapi = orjson.dumps(
+            document(config.public_url, config.countries, config.session_max_idle_seconds)
+        )
         self.reference = Reference(config)
         self.firecrawl = FirecrawlApi(scraper, config, database, reads, self.crawls)
         self._metrics_token = config.metrics_token.encode()

@@ -407,13 +407,27 @@ def _no_country() -> dict[str, Any]:
 
 
 def document(
-    public_url: str, countries: Mapping[str, Sequence[str]] | None = None
+    public_url: str,
+    countries: Mapping[str, Sequence[str]] | None = None,
+    max_idle_seconds: int | None = None,
 ) -> dict[str, Any]:
     """The OpenAPI document; with ``countries`` (``Config.countries``) it says which
-    ``location.country`` each ``proxy_type`` may ask for."""
+    ``location.country`` each ``proxy_type`` may ask for, with ``max_idle_seconds``
+    (``Config.session_max_idle_seconds``) the most ``session_idle_seconds`` may be."""
     made = _document(public_url)
     place(made["components"]["schemas"], countries or {})
+    if max_idle_seconds is not None:
+        idle_bounded(made["components"]["schemas"], max_idle_seconds)
     return made
+
+
+def idle_bounded(schemas: dict[str, Any], most: int) -> None:
+    """The operator's bound on ``session_idle_seconds`` in every request that has it."""
+    for schema in schemas.values():
+        idle = schema.get("properties", {}).get("session_idle_seconds")
+        for branch in (idle or {}).get("anyOf", ()):
+            if branch.get("type") == "integer":
+                branch["maximum"] = most
 
 
 def _document(public_url: str) -> dict[str, Any]:

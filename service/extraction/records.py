@@ -98,7 +98,7 @@ def _compile(selector: Any, path: str, inside: bool) -> etree.XPath:
     if is_xpath(selector):
         try:
             return etree.XPath(_relative(selector) if inside else selector, smart_strings=False)
-        except etree.XPathSyntaxError:
+        except (etree.XPathSyntaxError, ValueError):  # ValueError: NUL or control characters
             raise InvalidSchema(path, f"invalid XPath: {selector!r}") from None
     if "::" in selector:
         raise InvalidSchema(path, f"invalid CSS selector {selector!r}: no pseudo-elements")

@@ -192,7 +192,7 @@ class Reference:
         env.globals["static_url"] = self.static_url
         env.filters["credits"] = credits_text
         env.filters["euros"] = euros_of
-        doc = document(config.public_url, config.countries)
+        doc = document(config.public_url, config.countries, config.session_max_idle_seconds)
         request_bodies = set()
         ops = operations(doc, config.public_url)
         for op in ops:
