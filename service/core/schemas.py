@@ -37,6 +37,15 @@ from service.extraction import (
     compile_selectors,
     compile_tags,
 )
+from service.extraction.records import (
+    FIELD_TYPES,
+    MAX_DEPTH,
+    MAX_FIELDS,
+    TRANSFORMS,
+    InvalidSchema,
+    check_schema,
+)
+from service.extraction.records import MAX_SELECTOR_CHARS as MAX_RECORD_SELECTOR
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -397,6 +406,114 @@ class Location(_Strict):
     ] = Field(default_factory=list)
 
 
+NO_LLM = (
+    "json.prompt needs a language model endpoint, which this server does not have "
+    "(SCRAPESPY_LLM_BASE_URL)"
+)
+JSON_NEEDS_FORMAT = "'json' needs \"json\" in 'formats'"
+FORMAT_NEEDS_JSON = '\'formats\': "json" needs \'json\' ({"selectors": ...} or {"prompt": ...})'
+_SELECTOR_DOC = {"type": "string", "minLength": 1, "maxLength": MAX_RECORD_SELECTOR}
+
+
+def _record_field(depth: int) -> dict[str, Any]:
+    """A field of a json.selectors schema, ``depth`` levels of ``fields`` allowed below it: what
+    :func:`service.extraction.records.check_schema` checks, but that a selector is CSS or XPath
+    and that a pattern is a regular expression."""
+    field: dict[str, Any] = {
+        "type": "object",
+        "required": ["name", "type"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "type": {"enum": list(FIELD_TYPES)},
+            "selector": _SELECTOR_DOC,
+            "attribute": {"type": "string", "minLength": 1},
+            "pattern": {"type": "string", "minLength": 1, "maxLength": 1024},
+            "default": {"type": ["string", "number", "boolean", "null"]},
+            "transform": {
+                "anyOf": [
+                    {"enum": list(TRANSFORMS)},
+                    {"type": "array", "minItems": 1, "items": {"enum": list(TRANSFORMS)}},
+                ]
+            },
+        },
+        "allOf": [
+            {
+                "anyOf": [
+                    {
+                        "properties": {"type": {"enum": ["text", "html"]}},
+                        "not": {"anyOf": [{"required": ["pattern"]}, {"required": ["fields"]}]},
+                    },
+                    {
+                        "properties": {"type": {"const": "attribute"}},
+                        "required": ["attribute"],
+                        "not": {"anyOf": [{"required": ["pattern"]}, {"required": ["fields"]}]},
+                    },
+                    {
+                        "properties": {"type": {"const": "regex"}},
+                        "required": ["pattern"],
+                        "not": {"required": ["fields"]},
+                    },
+                    {
+                        "properties": {"type": {"enum": ["nested", "list", "nested_list"]}},
+                        "required": ["selector", "fields"],
+                        "not": {"required": ["pattern"]},
+                    },
+                ]
+            }
+        ],
+    }
+    if depth > 0:
+        field["properties"]["fields"] = {
+            "type": "array",
+            "maxItems": 4,
+            "items": _record_field(depth - 1),
+        }
+    else:
+        field["properties"]["fields"] = {"type": "array", "maxItems": 0}
+    return field
+
+
+class JsonOptions(_Strict):
+    """``json``: records through a selectors schema, or JSON from a language model."""
+
+    selectors: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description="a Crawl4AI-style schema (JsonCssExtractionStrategy): {name, "
+            "baseSelector, baseFields, fields: [{name, selector, type, attribute, pattern, "
+            "default, transform, fields}]}; types text, attribute, html, regex, nested, list, "
+            "nested_list; transforms strip, number, absolute_url, lowercase, uppercase; a "
+            "selector starting with /, ./ or ( is XPath, any other CSS; at most "
+            f"{MAX_DEPTH} levels and {MAX_FIELDS} fields",
+            json_schema_extra={
+                "type": "object",
+                "required": ["baseSelector", "fields"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string"},
+                    "baseSelector": _SELECTOR_DOC,
+                    "baseFields": {"type": "array", "maxItems": 4, "items": _record_field(0)},
+                    "fields": {"type": "array", "maxItems": 8, "items": _record_field(2)},
+                },
+            },
+        ),
+    ] = None
+    prompt: Annotated[
+        str | None, Field(description="what to extract, for the operator's language model")
+    ] = None
+    schema_: Annotated[
+        dict[str, Any] | None,
+        Field(alias="schema", description="the JSON Schema the model's answer must validate"),
+    ] = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> JsonOptions:
+        if (self.selectors is None) == (self.prompt is None and self.schema_ is None):
+            raise ValueError("exactly one of 'selectors' and 'prompt'/'schema' must be given")
+        return self
+
+
 _TAGS_DOC = (
     "CSS selectors (no pseudo-elements); a selector that is not valid CSS is a 400 naming it"
 )
@@ -444,6 +561,24 @@ _ACROSS_FIELDS: dict[str, Any] = {
             "anyOf": [
                 {"properties": {"session_idle_seconds": {"type": "null"}}},
                 {"required": ["session"], "properties": {"session": {"type": "string"}}},
+            ],
+        },
+        {
+            "description": 'json needs "json" in formats, and "json" in formats needs json',
+            "anyOf": [
+                {
+                    "required": ["json", "formats"],
+                    "properties": {
+                        "json": {"type": "object"},
+                        "formats": {"contains": {"const": "json"}},
+                    },
+                },
+                {
+                    "properties": {
+                        "json": {"type": "null"},
+                        "formats": {"not": {"contains": {"const": "json"}}},
+                    }
+                },
             ],
         },
         {
@@ -591,6 +726,15 @@ class ScrapeRequest(_Strict):
         ),
         Whole,
     ] = None
+    json_: Annotated[
+        JsonOptions | None,
+        Field(
+            alias="json",
+            description='with "formats": ["json"]: {"selectors": <schema>} extracts records '
+            'through a tree of CSS or XPath selectors; {"prompt", "schema"} asks the '
+            "operator's language model. The result's json holds what it extracted",
+        ),
+    ] = None
     # sessions (service.scrape.sessions)
     session: Annotated[
         str | None,
@@ -636,6 +780,10 @@ class ScrapeRequest(_Strict):
                 raise ValueError(needs_engine(name, needed))
         if self.screenshot_full_page and "screenshot" not in self.formats:
             raise ValueError(FULL_PAGE_NEEDS_SCREENSHOT)
+        if self.json_ is not None and "json" not in self.formats:
+            raise ValueError(JSON_NEEDS_FORMAT)
+        if self.json_ is None and "json" in self.formats:
+            raise ValueError(FORMAT_NEEDS_JSON)
         if self.engine != "js":
             if self.actions:
                 raise ValueError(ACTIONS_NEED_JS)
@@ -718,6 +866,8 @@ def checked_scrape(
         why = unavailable(request.country, request.proxy_type, countries)
         if why is not None:
             raise BadRequest(f"invalid request: 'location.country': {why}")
+    if request.json_ is not None:
+        _check_json(request.json_)
     try:
         compiled = compile_selectors(request.selectors)
         compile_tags("include_tags", request.include_tags)
@@ -725,6 +875,17 @@ def checked_scrape(
     except InvalidSelector as exc:
         raise BadRequest(f"invalid request: {exc}") from None
     return request, compiled
+
+
+def _check_json(options: JsonOptions) -> None:
+    """The json.selectors schema runs as it is, or a 400 names its bad path; a prompt needs the
+    operator's model."""
+    if options.selectors is None:
+        raise BadRequest(f"invalid request: {NO_LLM}")
+    try:
+        check_schema(options.selectors)
+    except InvalidSchema as exc:
+        raise BadRequest(f"invalid request: {exc}") from None
 
 
 PACKS = ("10", "50", "100")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 Engine = Literal["static", "js"]
 # cheapest first: the order in which proxy_type "auto" climbs them
 Tier = Literal["none", "datacenter", "residential"]
-Format = Literal["markdown", "html", "raw_html", "screenshot"]
+Format = Literal["markdown", "html", "raw_html", "screenshot", "json"]
 Auto = Literal["auto"]
 EngineRequested = Literal[Engine, Auto]
 TierRequested = Literal[Tier, Auto]
@@ -61,6 +61,7 @@ class Output:
     label: str  # the dashboard's checkbox
     needs: Engine | None = None  # the engine that can make it, when only one can
     schema_extra: Mapping[str, str] | None = None  # of that field, in the result's schema
+    value_type: Any = None  # the field's type when not ``str | None`` (e.g. an object)
 
 
 @dataclass(slots=True)
@@ -156,6 +157,16 @@ OUTPUTS: Final = Outputs.of(
             label="Screenshot (js engine)",
             needs="js",
             schema_extra={"contentEncoding": "base64", "contentMediaType": "image/png"},
+        ),
+        Output(
+            "json",
+            "page",
+            field="json",
+            description="the records the request's json.selectors schema extracted, one object "
+            'per element its baseSelector matches; with "formats": ["json"]',
+            summary="json (records through the json.selectors schema)",
+            label="JSON (selectors schema)",
+            value_type=list[dict[str, Any]] | None,
         ),
     ]
 )

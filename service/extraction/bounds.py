@@ -217,6 +217,8 @@ def cut(page: dict[str, Any], bounds: AnswerBounds) -> tuple[list[str], int]:
                 size += sum(map(len, values))
         if cut_any:
             truncated.append("extracted")
+    if page.pop("json_cut", False):  # service.extraction.records cut at its budget
+        truncated.append("json")
     for name in LONG_FIELDS:
         value = page.get(name)
         if value:

@@ -23,7 +23,7 @@ Options travel to an extraction worker (:mod:`service.extraction.pool`) as a pla
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any, Final
@@ -34,6 +34,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from service.extraction import main_content
 from service.extraction.fields import UrlResolver, document_base, empty_fields, fields_of, parse
 from service.extraction.main_content import main_of
+from service.extraction.records import extract_records
 from service.extraction.text import visible_text
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class OutputOptions:
     only_main_content: bool = False
     include_tags: tuple[str, ...] = ()
     exclude_tags: tuple[str, ...] = ()
+    # the request's json.selectors schema, checked (service.extraction.records)
+    records: Mapping[str, Any] | None = None
 
     @property
     def replaces_text(self) -> bool:
@@ -118,6 +121,7 @@ class OutputOptions:
             "main": self.only_main_content,
             "include": list(self.include_tags),
             "exclude": list(self.exclude_tags),
+            "records": self.records,
         }
 
     @classmethod
@@ -129,6 +133,7 @@ class OutputOptions:
             bool(wire["main"]),
             tuple(wire["include"]),
             tuple(wire["exclude"]),
+            wire.get("records"),
         )
 
 
@@ -144,12 +149,19 @@ def extract_page(
         page = empty_fields(selectors)
         if options is not None:
             page.update(_empty_outputs(options, page["text"]))
+            if options.records is not None:
+                page["json"] = []
         return page
     # one resolver for the fields' and the outputs' URLs: each link is resolved once
     resolve = UrlResolver(document_base(tree, url))
     replaced = options is not None and options.replaces_text
     page = fields_of(tree, url, selectors, text=not replaced, resolve=resolve)
     if options is not None:
+        if options.records is not None:
+            # parsed again by lxml, which runs XPath; before render changes the tree's page
+            page["json"], cut = extract_records(options.records, html, resolve)
+            if cut:
+                page["json_cut"] = True
         page.update(render(tree, html, resolve, options))
     return page
 

@@ -55,6 +55,7 @@ class ScrapeOrder:
     include_tags: tuple[str, ...] = ()
     exclude_tags: tuple[str, ...] = ()
     screenshot_full_page: bool = False
+    records: dict[str, Any] | None = None  # json.selectors, checked (service.extraction.records)
     # what the page is asked to do and be sent (docs/api.md), as spiders.feed hands it on: plain
     # JSON-like values, validated; the defaults ask for nothing and cost nothing per request
     wait_for: dict[str, Any] | None = None
@@ -112,6 +113,7 @@ class ScrapeOrder:
             include_tags=tuple(request.include_tags),
             exclude_tags=tuple(request.exclude_tags),
             screenshot_full_page=request.screenshot_full_page,
+            records=request.json_.selectors if request.json_ is not None else None,
             wait_for=request.wait_for.model_dump(exclude_none=True) if request.wait_for else None,
             actions=tuple(step.model_dump(exclude_none=True) for step in request.actions)
             if request.actions
@@ -182,10 +184,17 @@ class ScrapeOrder:
     def output_options(self) -> OutputOptions | None:
         """What the extraction computes beyond the standard fields; None when nothing."""
         converted = frozenset(self.formats & CONVERTERS.keys())
-        if not (converted or self.only_main_content or self.include_tags or self.exclude_tags):
+        records = self.records if "json" in self.formats else None
+        if not (
+            converted
+            or records is not None
+            or self.only_main_content
+            or self.include_tags
+            or self.exclude_tags
+        ):
             return None
         return OutputOptions(
-            converted, self.only_main_content, self.include_tags, self.exclude_tags
+            converted, self.only_main_content, self.include_tags, self.exclude_tags, records
         )
 
 

@@ -262,7 +262,7 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
     # the formats' fields (service.core.vocabulary)
     **{
         output.field: Annotated[
-            str | None,
+            output.value_type or (str | None),
             Field(
                 description=output.description,
                 json_schema_extra=dict(output.schema_extra) if output.schema_extra else None,

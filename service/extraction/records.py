@@ -1,0 +1,349 @@
+"""Nested extraction schemas: records from a page through a tree of CSS or XPath selectors.
+
+The schema is the one users already write for Crawl4AI's ``JsonCssExtractionStrategy`` (and
+``JsonXPathExtractionStrategy``): ``{"name", "baseSelector", "baseFields", "fields": [...]}``.
+Each element ``baseSelector`` matches is a record; each field of ``fields`` is a key of it:
+
+- ``text``: the element's visible text, whitespace collapsed; ``html``: its outer HTML;
+  ``attribute``: its ``attribute`` (``href`` and ``src`` absolute, as ``links`` are);
+  ``regex``: the first group of ``pattern`` in its text (the whole match when it has none);
+- ``nested``: an object of ``fields`` from the first element ``selector`` matches;
+  ``list`` and ``nested_list``: one object per element it matches (``list`` skips empty ones).
+
+A field's ``selector`` picks the first match inside the record (without one: the record's own
+element); nothing matched gives its ``default`` (or no key at all). ``transform`` applies
+``strip``, ``number``, ``absolute_url``, ``lowercase`` or ``uppercase`` to the value.
+
+A selector is XPath when it starts with ``/``, ``./`` or ``(``, CSS otherwise; inside a record an
+XPath is relative to it (``//a`` is read ``.//a``), as Crawl4AI's XPath strategy reads it.
+
+:func:`check_schema` runs while the request is validated, before anything is fetched (a 400 names
+the schema's path); :func:`extract_records` runs in the extraction workers with parsel (lxml).
+The output is bounded: at most ``budget`` characters of values, then the records stop there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cssselect import SelectorError
+from lxml import etree
+from parsel import Selector
+from parsel.csstranslator import HTMLTranslator
+
+__all__ = [
+    "FIELD_TYPES",
+    "MAX_DEPTH",
+    "MAX_FIELDS",
+    "TRANSFORMS",
+    "InvalidSchema",
+    "check_schema",
+    "extract_records",
+]
+
+MAX_DEPTH: Final = 10
+MAX_FIELDS: Final = 200
+MAX_SELECTOR_CHARS: Final = 4096
+MAX_PATTERN_CHARS: Final = 1024
+MAX_RECORDS: Final = 10_000  # per list, the records at the top included
+BUDGET_CHARS: Final = 2 * 1024 * 1024  # the values' characters in all (TEXT_CHARS)
+FIELD_TYPES: Final = ("text", "attribute", "html", "regex", "nested", "list", "nested_list")
+_GROUPS: Final = frozenset({"nested", "list", "nested_list"})
+_FIELD_KEYS: Final = frozenset(
+    {"name", "selector", "type", "attribute", "fields", "pattern", "default", "transform"}
+)
+_SCHEMA_KEYS: Final = frozenset({"name", "baseSelector", "baseFields", "fields"})
+_URL_ATTRIBUTES: Final = frozenset({"href", "src"})
+_NUMBER: Final = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+")
+_SPACE: Final = re.compile(r"\s+")
+
+
+class InvalidSchema(ValueError):
+    """The schema cannot be run; ``path`` is where, as the caller wrote it."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"'{path}': {message}")
+        self.path = path
+
+    def __reduce__(self) -> tuple[type[InvalidSchema], tuple[str, str]]:
+        return (type(self), (self.path, str(self).split(": ", 1)[1]))
+
+
+def is_xpath(selector: str) -> bool:
+    """The documented rule: XPath starts with ``/``, ``./`` or ``(``; anything else is CSS."""
+    return selector.startswith(("/", "./", "("))
+
+
+def _relative(xpath: str) -> str:
+    return "." + xpath if xpath.startswith("/") else xpath
+
+
+_TRANSLATOR: Final = HTMLTranslator()
+
+
+def _compile(selector: Any, path: str, inside: bool) -> str:
+    """``selector`` as the XPath lxml runs; CSS is translated (parsel's pseudo-elements
+    ``::text``/``::attr`` are refused: the field's ``type`` says what to take)."""
+    if not isinstance(selector, str) or not selector.strip():
+        raise InvalidSchema(path, "must be a non-empty CSS or XPath selector")
+    if len(selector) > MAX_SELECTOR_CHARS:
+        raise InvalidSchema(path, f"at most {MAX_SELECTOR_CHARS} characters")
+    if is_xpath(selector):
+        xpath = _relative(selector) if inside else selector
+        try:
+            etree.XPath(xpath)
+        except etree.XPathSyntaxError:
+            raise InvalidSchema(path, f"invalid XPath: {selector!r}") from None
+        return xpath
+    if "::" in selector:
+        raise InvalidSchema(path, f"invalid CSS selector {selector!r}: no pseudo-elements")
+    try:
+        return _TRANSLATOR.css_to_xpath(selector, prefix="descendant-or-self::")
+    except (SelectorError, ValueError, UnicodeError):
+        raise InvalidSchema(path, f"invalid CSS selector {selector!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    xpath: str | None
+    type: str
+    attribute: str = ""
+    pattern: re.Pattern[str] | None = None
+    default: Any = None
+    transforms: tuple[str, ...] = ()
+    fields: tuple[_Field, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    base: str
+    base_fields: tuple[_Field, ...]
+    fields: tuple[_Field, ...]
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.fields = 0
+
+
+def check_schema(schema: Any, path: str = "json.selectors") -> None:
+    """Raises :class:`InvalidSchema` naming the first bad place in ``schema``."""
+    _compile_schema(schema, path)
+
+
+def _compile_schema(schema: Any, path: str) -> _Schema:
+    if not isinstance(schema, Mapping):
+        raise InvalidSchema(path, "must be an object")
+    for key in schema:
+        if key not in _SCHEMA_KEYS:
+            raise InvalidSchema(f"{path}.{key}", "unknown field")
+    if "baseSelector" not in schema:
+        raise InvalidSchema(f"{path}.baseSelector", "is required")
+    if "fields" not in schema:
+        raise InvalidSchema(f"{path}.fields", "is required")
+    if not isinstance(schema.get("name", ""), str):
+        raise InvalidSchema(f"{path}.name", "must be a string")
+    base = _compile(schema["baseSelector"], f"{path}.baseSelector", inside=False)
+    counter = _Counter()
+    base_fields = _compile_fields(schema.get("baseFields", []), f"{path}.baseFields", 1, counter)
+    fields = _compile_fields(schema["fields"], f"{path}.fields", 1, counter)
+    return _Schema(base, base_fields, fields)
+
+
+def _compile_fields(fields: Any, path: str, depth: int, counter: _Counter) -> tuple[_Field, ...]:
+    if depth > MAX_DEPTH:
+        raise InvalidSchema(path, f"at most {MAX_DEPTH} levels of fields")
+    if not isinstance(fields, list):
+        raise InvalidSchema(path, "must be a list of fields")
+    compiled = []
+    for index, field in enumerate(fields):
+        counter.fields += 1
+        if counter.fields > MAX_FIELDS:
+            raise InvalidSchema(f"{path}[{index}]", f"at most {MAX_FIELDS} fields in all")
+        compiled.append(_compile_field(field, f"{path}[{index}]", depth, counter))
+    return tuple(compiled)
+
+
+def _compile_field(field: Any, path: str, depth: int, counter: _Counter) -> _Field:
+    if not isinstance(field, Mapping):
+        raise InvalidSchema(path, "must be an object")
+    for key in field:
+        if key not in _FIELD_KEYS:
+            raise InvalidSchema(f"{path}.{key}", "unknown field")
+    name = field.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidSchema(f"{path}.name", "is required: a non-empty string")
+    kind = field.get("type")
+    if kind not in FIELD_TYPES:
+        raise InvalidSchema(f"{path}.type", "must be one of " + ", ".join(FIELD_TYPES))
+    selector = field.get("selector")
+    if kind in _GROUPS and selector is None:
+        raise InvalidSchema(f"{path}.selector", f"is required for a {kind} field")
+    xpath = None if selector is None else _compile(selector, f"{path}.selector", inside=True)
+    attribute = field.get("attribute", "")
+    if kind == "attribute" and (not isinstance(attribute, str) or not attribute):
+        raise InvalidSchema(f"{path}.attribute", "is required for an attribute field")
+    if not isinstance(attribute, str):
+        raise InvalidSchema(f"{path}.attribute", "must be a string")
+    pattern = None
+    if kind == "regex":
+        pattern = _pattern(field.get("pattern"), f"{path}.pattern")
+    elif "pattern" in field:
+        raise InvalidSchema(f"{path}.pattern", "is for a regex field only")
+    default = field.get("default")
+    if isinstance(default, (dict, list)):
+        raise InvalidSchema(f"{path}.default", "must be a string, number, boolean or null")
+    transforms = _transforms(field.get("transform"), f"{path}.transform")
+    if kind in _GROUPS:
+        sub = _compile_fields(field.get("fields"), f"{path}.fields", depth + 1, counter)
+    elif "fields" in field:
+        raise InvalidSchema(f"{path}.fields", f"is for nested, list and nested_list, not {kind}")
+    else:
+        sub = ()
+    return _Field(name, xpath, kind, attribute, pattern, default, transforms, sub)
+
+
+def _pattern(pattern: Any, path: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str) or not pattern:
+        raise InvalidSchema(path, "is required for a regex field")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise InvalidSchema(path, f"at most {MAX_PATTERN_CHARS} characters")
+    try:
+        return re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        raise InvalidSchema(path, f"not a regular expression: {pattern!r}") from None
+
+
+def _transforms(transform: Any, path: str) -> tuple[str, ...]:
+    """One transform or a list of them, applied in order."""
+    if transform is None:
+        return ()
+    names = [transform] if isinstance(transform, str) else transform
+    if not isinstance(names, list) or not names:
+        raise InvalidSchema(path, "must be a transform or a list of them")
+    for index, name in enumerate(names):
+        if name not in TRANSFORMS:
+            where = path if isinstance(transform, str) else f"{path}[{index}]"
+            raise InvalidSchema(where, "must be one of " + ", ".join(TRANSFORMS))
+    return tuple(names)
+
+
+# running -----------------------------------------------------------------------------------
+
+
+def _number(value: str, _: Callable[[str], str | None]) -> int | float | None:
+    """The first number in ``value``: ``"$1,299.50"`` is 1299.5; thousands commas dropped."""
+    found = _NUMBER.search(value)
+    if found is None:
+        return None
+    number = float(found.group().replace(",", ""))
+    return int(number) if number.is_integer() and "." not in found.group() else number
+
+
+TRANSFORMS: Final[dict[str, Callable[[str, Callable[[str], str | None]], Any]]] = {
+    "strip": lambda value, _: value.strip(),
+    "number": _number,
+    "absolute_url": lambda value, resolve: resolve(value),
+    "lowercase": lambda value, _: value.lower(),
+    "uppercase": lambda value, _: value.upper(),
+}
+
+
+class _Run:
+    """One page's extraction: the URL resolver and what is left of the character budget."""
+
+    def __init__(self, resolve: Callable[[str], str | None], budget: int) -> None:
+        self.resolve = resolve
+        self.left = budget
+        self.cut = False
+
+    def spend(self, value: Any) -> Any:
+        if isinstance(value, str):
+            self.left -= len(value)
+            if self.left < 0:
+                self.cut = True
+        return value
+
+    def item(self, element: Selector, fields: tuple[_Field, ...]) -> dict[str, Any]:
+        item: dict[str, Any] = {}
+        for field in fields:
+            if self.cut:
+                break
+            value = self.field(element, field)
+            if value is not None:
+                item[field.name] = value
+        return item
+
+    def many(self, elements: list[Selector], fields: tuple[_Field, ...], skip_empty: bool) -> list:
+        items = []
+        for element in elements[:MAX_RECORDS]:
+            if self.cut:
+                break
+            item = self.item(element, fields)
+            if item or not skip_empty:
+                items.append(item)
+        return items
+
+    def field(self, element: Selector, field: _Field) -> Any:
+        if field.type in _GROUPS:
+            assert field.xpath is not None
+            found = element.xpath(field.xpath)
+            if field.type == "nested":
+                return self.item(found[0], field.fields) if found else field.default
+            return self.many(list(found), field.fields, skip_empty=field.type == "list")
+        if field.xpath is not None:
+            found = element.xpath(field.xpath)
+            if not found:
+                return field.default
+            element = found[0]
+        value = self.value(element, field)
+        for name in field.transforms:
+            if value is None:
+                break
+            value = TRANSFORMS[name](str(value), self.resolve)
+        return self.spend(value if value is not None else field.default)
+
+    def value(self, element: Selector, field: _Field) -> str | None:
+        root = element.root
+        if not isinstance(root, etree._Element):  # a text or attribute node of an XPath
+            return str(root)
+        if field.type == "attribute":
+            value = root.get(field.attribute)
+            if value is not None and field.attribute.lower() in _URL_ATTRIBUTES:
+                return self.resolve(value.strip())
+            return value
+        if field.type == "html":
+            return etree.tostring(root, encoding="unicode", method="html", with_tail=False)
+        text = _SPACE.sub(" ", "".join(root.itertext())).strip()
+        if field.type == "text":
+            return text
+        assert field.pattern is not None
+        found = field.pattern.search(text)
+        if found is None:
+            return None
+        return found.group(1) if found.re.groups else found.group()
+
+
+def extract_records(
+    schema: Mapping[str, Any],
+    html: str,
+    resolve: Callable[[str], str | None],
+    budget: int = BUDGET_CHARS,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The records of ``html`` through ``schema`` (checked), and whether the budget cut them."""
+    compiled = _compile_schema(schema, "json.selectors")
+    page = Selector(text=html or "<html></html>", type="html")
+    run = _Run(resolve, budget)
+    records = []
+    for element in page.xpath(compiled.base)[:MAX_RECORDS]:
+        if run.cut:
+            break
+        record = run.item(element, compiled.base_fields)
+        record.update(run.item(element, compiled.fields))
+        if record:
+            records.append(record)
+    return records, run.cut
