@@ -15,13 +15,12 @@ import pytest
 
 from service.extraction.llm import (
     CHARS_PER_TOKEN,
-    InvalidSchema,
     LanguageModel,
     ModelEndpoint,
     ModelFailed,
     bounded,
-    check_schema,
 )
+from service.extraction.model_schema import InvalidSchema, check_schema
 from tests.llm_standin import API_KEY, SUMMARY, ModelStandin, Reply
 
 PRODUCT = {

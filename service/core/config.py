@@ -291,6 +291,11 @@ class Config:
     webhook_retry_seconds: float = default("webhook_retry_seconds")
     webhook_timeout_seconds: float = default("webhook_timeout_seconds")
 
+    @property
+    def model_configured(self) -> bool:
+        """Whether the operator gave a language model (json.prompt and summary need one)."""
+        return bool(self.llm_base_url)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
         """The configuration the environment gives: the only reader of ``SCRAPESPY_*``.

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 Engine = Literal["static", "js"]
 # cheapest first: the order in which proxy_type "auto" climbs them
 Tier = Literal["none", "datacenter", "residential"]
-Format = Literal["markdown", "html", "raw_html", "screenshot", "json"]
+Format = Literal["markdown", "html", "raw_html", "screenshot", "json", "summary"]
 Auto = Literal["auto"]
 EngineRequested = Literal[Engine, Auto]
 TierRequested = Literal[Tier, Auto]
@@ -42,8 +42,9 @@ PROXY_TIERS: Final[tuple[Tier, ...]] = TIERS[1:]  # the tiers that go through a 
 DocumentType = Literal["pdf", "docx", "pptx", "xlsx", "odt", "epub"]
 DOCUMENT_TYPES: Final[tuple[DocumentType, ...]] = get_args(DocumentType)
 
-#: what a format is made from: the parsed page (service.extraction), or the response as fetched
-MadeFrom = Literal["page", "response"]
+#: what a format is made from: the parsed page (service.extraction), the response as fetched,
+#: or the operator's language model from the page's markdown (pipelines.llm)
+MadeFrom = Literal["page", "response", "model"]
 #: a producer of a format made from the response: its value, or None to leave the field empty.
 #: ``max_bytes`` is the most a document may be (SCRAPESPY_MAX_RAW_HTML_BYTES).
 ResponseProducer = Callable[["Response", int], "str | None"]
@@ -162,11 +163,21 @@ OUTPUTS: Final = Outputs.of(
             "json",
             "page",
             field="json",
-            description="the records the request's json.selectors schema extracted, one object "
-            'per element its baseSelector matches; with "formats": ["json"]',
-            summary="json (records through the json.selectors schema)",
+            description="with json.selectors: the records the schema extracted, one object "
+            "per element its baseSelector matches; with json.prompt/json.schema: the operator's "
+            'language model\'s answer, valid against json.schema; with "formats": ["json"]',
+            summary="json (records through json.selectors, or a model's answer to json.prompt)",
             label="JSON (selectors schema)",
-            value_type=list[dict[str, Any]] | None,
+            value_type=Any,
+        ),
+        Output(
+            "summary",
+            "model",
+            field="summary",
+            description="a few sentences about the page by the operator's language model; with "
+            '"formats": ["summary"] (needs SCRAPESPY_LLM_BASE_URL)',
+            summary="summary (by the operator's language model)",
+            label="Summary (language model)",
         ),
     ]
 )

@@ -32,14 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
 import openai
 from openai import AsyncOpenAI
 
-#: characters counted as one token when bounding the page sent to the model
-CHARS_PER_TOKEN = 4
-#: the most a caller's JSON Schema may be, serialized
-MAX_SCHEMA_BYTES = 32 * 1024
+from service.extraction.model_schema import CHARS_PER_TOKEN, most_tokens, violation
+
 MARKER = "\n\n[the page is longer; the rest was cut]"
 
 JSON_INSTRUCTIONS = (
@@ -101,28 +98,6 @@ class ModelFailed(Exception):
         self.usage = usage or Usage()
 
 
-class InvalidSchema(ValueError):
-    """The caller's schema is not a JSON Schema; ``path`` says where, for the 400."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-
-
-def check_schema(schema: Any) -> None:
-    """Refuses a schema that is not an object, too large, or not valid for its draft (checked
-    before anything is fetched)."""
-    if not isinstance(schema, dict):
-        raise InvalidSchema("", "must be an object (a JSON Schema)")
-    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
-        raise InvalidSchema("", f"is over {MAX_SCHEMA_BYTES} bytes")
-    validator = jsonschema.validators.validator_for(schema)
-    try:
-        validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise InvalidSchema(_path(exc.absolute_path), exc.message) from None
-
-
 def bounded(markdown: str, max_tokens: int) -> str:
     """The page as sent: at most ``max_tokens`` tokens, counted as :data:`CHARS_PER_TOKEN`
     characters each."""
@@ -130,19 +105,6 @@ def bounded(markdown: str, max_tokens: int) -> str:
     if len(markdown) <= limit:
         return markdown
     return markdown[: max(0, limit - len(MARKER))] + MARKER
-
-
-def _path(parts: Any) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
-
-
-def _violation(value: Any, schema: Mapping[str, Any]) -> str | None:
-    validator_class = jsonschema.validators.validator_for(schema)
-    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
-    if error is None:
-        return None
-    where = _path(error.absolute_path)
-    return f"at {where or 'the top'}: {error.message}"
 
 
 class LanguageModel:
@@ -159,13 +121,18 @@ class LanguageModel:
         self._slots = asyncio.Semaphore(endpoint.concurrency)
 
     def most_tokens(self) -> int:
-        """The most tokens one extraction may use (both attempts), for its hold: the input
-        bound plus the instructions and schema (counted generously), and the output bound."""
-        one = self.endpoint.max_input_tokens + MAX_SCHEMA_BYTES // CHARS_PER_TOKEN
-        return 2 * (one + 2 * self.endpoint.max_output_tokens)
+        """The most tokens one extraction may use (both attempts), for its hold."""
+        return most_tokens(self.endpoint.max_input_tokens, self.endpoint.max_output_tokens)
 
-    async def json(self, markdown: str, prompt: str | None, schema: Mapping[str, Any]) -> Answer:
-        """A JSON value made from ``markdown`` that validates against ``schema``; retried once."""
+    async def json(
+        self,
+        markdown: str,
+        prompt: str | None,
+        schema: Mapping[str, Any],
+        within: float | None = None,
+    ) -> Answer:
+        """A JSON value made from ``markdown`` that validates against ``schema``; retried once.
+        ``within``: the seconds the scrape has left, when fewer than the endpoint's timeout."""
         messages: list[dict[str, str]] = [
             {"role": "system", "content": JSON_INSTRUCTIONS},
             {
@@ -182,17 +149,17 @@ class LanguageModel:
         used = Usage()
         why = ""
         for _attempt in range(2):
-            text, usage = await self._complete(messages, used, response_format)
+            text, usage = await self._complete(messages, used, within, response_format)
             used += usage
             try:
                 value = json.loads(text)
             except ValueError:
                 why = "the answer was not JSON"
             else:
-                violation = _violation(value, schema)
-                if violation is None:
+                found = violation(value, schema)
+                if found is None:
                     return Answer(value, used)
-                why = f"the answer does not match the schema {violation}"
+                why = f"the answer does not match the schema {found}"
             messages += [
                 {"role": "assistant", "content": text},
                 {"role": "user", "content": f"{why}. Answer again with JSON only."},
@@ -201,13 +168,13 @@ class LanguageModel:
             "llm_invalid_answer", f"the language model gave no valid answer twice: {why}", used
         )
 
-    async def summary(self, markdown: str) -> Answer:
+    async def summary(self, markdown: str, within: float | None = None) -> Answer:
         """A few sentences about ``markdown``."""
         messages = [
             {"role": "system", "content": SUMMARY_INSTRUCTIONS},
             {"role": "user", "content": bounded(markdown, self.endpoint.max_input_tokens)},
         ]
-        text, usage = await self._complete(messages, Usage())
+        text, usage = await self._complete(messages, Usage(), within)
         if not text.strip():
             raise ModelFailed("llm_invalid_answer", "the language model answered nothing", usage)
         return Answer(text.strip(), usage)
@@ -216,10 +183,14 @@ class LanguageModel:
         self,
         messages: list[dict[str, str]],
         used: Usage,
+        within: float | None,
         response_format: dict[str, Any] | None = None,
     ) -> tuple[str, Usage]:
         """One call, in a slot and in time; the endpoint's failures as :class:`ModelFailed`."""
-        extra: dict[str, Any] = {}
+        timeout = self.endpoint.timeout_seconds
+        if within is not None:
+            timeout = max(0.1, min(timeout, within))
+        extra: dict[str, Any] = {"timeout": timeout}
         if response_format is not None:
             extra["response_format"] = response_format
         try:
@@ -234,7 +205,7 @@ class LanguageModel:
         except openai.APITimeoutError:
             raise ModelFailed(
                 "llm_timeout",
-                f"the language model did not answer within {self.endpoint.timeout_seconds:g} s",
+                f"the language model did not answer within {timeout:g} s",
                 used,
             ) from None
         except openai.RateLimitError:
