@@ -25,6 +25,7 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from service.billing import ledger
 from service.billing.pricing import model_credits, model_reserve
@@ -101,13 +102,14 @@ class ModelPipeline:
             return True
         extra = model_reserve(self.config)
         try:
-            order.hold_amount = await extend_for_model(
+            extending = extend_for_model(
                 self.database,
                 order.hold_id,
                 extra,
                 max_credits=order.max_credits,
                 key_cap=order.key_cap,
             )
+            order.hold_amount = await maybe_deferred_to_future(extending)
         except ledger.HoldGone:  # answered otherwise meanwhile: billed nothing
             return False
         except REFUSALS:

@@ -10,6 +10,8 @@ model is asked, and a refusal fails the page ``llm_over_budget``, unbilled.
 
 from __future__ import annotations
 
+from twisted.internet.defer import Deferred
+
 from service.billing import ledger
 from service.core.errors import (
     PaymentRequired,
@@ -22,19 +24,17 @@ from service.db import Database
 REFUSALS = (ledger.OverLimit, ledger.KeyCapReached, ledger.InsufficientCredits)
 
 
-async def extend_for_model(
+def extend_for_model(
     database: Database,
     hold_id: int,
     extra: int,
     *,
     max_credits: int | None,
     key_cap: int | None,
-) -> int:
-    """Extends ``hold_id`` by ``extra``; the hold's new amount. Raises a REFUSALS member, or
-    ``ledger.HoldGone``."""
-    return await database.run(
-        ledger.extend_hold, hold_id, extra, limit=max_credits, key_cap=key_cap
-    )
+) -> Deferred[int]:
+    """Extends ``hold_id`` by ``extra``; the hold's new amount. Fails with a REFUSALS member,
+    or ``ledger.HoldGone``."""
+    return database.run(ledger.extend_hold, hold_id, extra, limit=max_credits, key_cap=key_cap)
 
 
 def refusal_of(refusal: Exception, held: int, extra: int) -> PaymentRequired:
@@ -58,8 +58,8 @@ async def hold_for_model(
     max_credits: int | None,
     key_cap: int | None,
 ) -> int:
-    """``POST /scrape``: the hold of ``held`` credits grown by ``extra``, its new amount; or the
-    hold released and a 402."""
+    """``POST /scrape`` (a coroutine of Twisted's, as the scraper's): the hold of ``held``
+    credits grown by ``extra``, its new amount; or the hold released and a 402."""
     try:
         return await extend_for_model(
             database, hold_id, extra, max_credits=max_credits, key_cap=key_cap
