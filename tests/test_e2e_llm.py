@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from firecrawl import Firecrawl, V1FirecrawlApp
+from firecrawl.v2.types import JsonFormat
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
@@ -303,3 +305,26 @@ def test_a_schema_that_is_not_a_json_schema_is_a_400_naming_its_path(
     reply = modelled.scrape(key, {**asked(kettle), "json": {"prompt": "x", "schema": bad}})
     assert reply.status == 400, reply.body
     assert "'json.schema.properties.price.type'" in reply.json["error"]
+
+
+def test_firecrawls_clients_get_json_and_summary_from_the_model(
+    modelled: ServiceProcess, accounts: Accounts, standin: ModelStandin, kettle: str
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    client = Firecrawl(api_key=key, api_url=modelled.url(""), max_retries=1)
+    standin.script.append(Reply(json.dumps({"name": "Blue kettle", "price": 24.9})))
+    doc = client.scrape(
+        kettle,
+        formats=[JsonFormat(prompt="The product on sale", schema=PRODUCT), "summary"],
+    )
+    assert doc.json == {"name": "Blue kettle", "price": 24.9}
+    assert doc.summary == SUMMARY
+    assert "Price: 24.90 EUR" in standin.calls[0].text
+    assert "Home | Shop" not in standin.calls[0].text  # onlyMainContent, Firecrawl's default
+    charged = doc.metadata.credits_used
+    assert charged > PAGE_PRICE
+    v1 = V1FirecrawlApp(api_key=key, api_url=modelled.url(""))
+    answer = v1.scrape_url(kettle, formats=["json"], json_options={"schema": PRODUCT})
+    assert answer.json_field == {"name": "stand-in", "price": 1.5}
+    charged += answer.metadata["creditsUsed"]
+    assert money(accounts, account_id) == (100 - charged, 0)
