@@ -63,6 +63,9 @@ ERROR_CODES: dict[str, str] = {
     "llm_timeout": "the language model did not answer within SCRAPESPY_LLM_TIMEOUT_SECONDS",
     "llm_unavailable": "the language model endpoint refused (429, an error status) or could "
     "not be reached",
+    "llm_over_budget": "a job's page: the language model's worst case, added to the page's "
+    "hold, is more than the balance available, the request's max_credits or the key's monthly "
+    "cap allow",
     "internal": "an unexpected error in the service; nothing was billed",
 }
 
@@ -87,6 +90,7 @@ FAILURE_CODES: tuple[str, ...] = (
     "llm_invalid_answer",
     "llm_timeout",
     "llm_unavailable",
+    "llm_over_budget",
     "internal",
     "unavailable",
 )
