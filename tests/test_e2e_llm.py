@@ -130,6 +130,24 @@ def test_the_models_json_is_the_answer_and_the_ledger_is_exact(
     assert accounts.entries_sum(account_id) == 100 - result["credits_charged"]
 
 
+def test_the_js_engine_sends_the_rendered_page(
+    modelled: ServiceProcess, accounts: Accounts, standin: ModelStandin, site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    site.page(
+        "/llm/rendered",
+        "<html><body><main id='m'></main><script>document.getElementById('m').innerHTML ="
+        " '<h1>Green kettle</h1><p>Price: 31 EUR</p>';</script></body></html>",
+    )
+    result = modelled.scrape(key, asked(site.url("/llm/rendered"), engine="js")).json
+    assert result["success"] is True, result
+    assert result["engine"] == "js"
+    assert "Green kettle" in standin.calls[0].text and "Price: 31 EUR" in standin.calls[0].text
+    assert result["json"] == {"name": "stand-in", "price": 1.5}
+    assert money(accounts, account_id) == (100 - result["credits_charged"], 0)
+    assert result["credits_charged"] > result["llm_usage"]["credits"] > 0
+
+
 def test_a_summary_comes_with_markdown_when_asked(
     modelled: ServiceProcess, accounts: Accounts, standin: ModelStandin, kettle: str
 ) -> None:
