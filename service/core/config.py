@@ -311,6 +311,8 @@ class Config:
                 if row.field is not None:
                     found[row.field] = value
         costs = {name: found.pop(name) for name in list(found) if name.startswith("costs.")}
+        if found["llm_base_url"] and not found["llm_model"]:
+            raise ConfigError("SCRAPESPY_LLM_BASE_URL needs SCRAPESPY_LLM_MODEL, the model to ask")
         return cls(
             **found,
             costs=_costs(costs),
