@@ -302,6 +302,38 @@ def test_a_batch_jobs_pages_ask_the_model_and_are_billed_alike(
     assert money(accounts, account_id) == (200 - charged, 0)
 
 
+def test_a_crawls_pages_each_get_the_models_summary(
+    modelled: ServiceProcess, accounts: Accounts, standin: ModelStandin, site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=200)
+    site.page(
+        "/llm-crawl/", '<html><body><main><a href="/llm-crawl/two">two</a></main></body></html>'
+    )
+    site.page("/llm-crawl/two", "<html><body><main><p>Page two</p></main></body></html>")
+    body = {
+        "url": site.url("/llm-crawl/"),
+        "max_pages": 2,
+        "sitemap": "skip",
+        "formats": ["summary"],
+    }
+    reply = call("POST", modelled.url("/crawl"), body, key=key)
+    assert reply.status == 202, reply.body
+    deadline = time.monotonic() + 60
+    while True:
+        found = call("GET", modelled.url(f"/jobs/{reply.json['id']}"), key=key).json
+        if found["status"] == "completed" and found["counts"]["pending"] == 0:
+            break
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+    results = [entry["result"] for entry in found["results"]]
+    assert len(results) == 2
+    assert all(result["summary"] == SUMMARY for result in results), results
+    assert any("Page two" in call_made.text for call_made in standin.calls)
+    charged = sum(result["credits_charged"] for result in results)
+    assert charged == sum(PAGE_PRICE + result["llm_usage"]["credits"] for result in results)
+    assert money(accounts, account_id) == (200 - charged, 0)
+
+
 def test_without_an_endpoint_the_fields_are_a_400(
     service: ServiceProcess, tmp_path: Path, kettle: str
 ) -> None:
