@@ -65,6 +65,7 @@ bench: setup chromium bench/.venv-scrapyrt/.installed $(VENV)/.bench-installed
 	$(PY) -m bench.js_soak --json bench/results/js_soak.json
 	$(PY) -m bench.firecrawl
 	$(PY) -m bench.documents
+	$(PY) -m bench.selectors --json bench/results/selectors.json
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e '.[dev,bench]' --config-settings editable_mode=compat

@@ -284,8 +284,6 @@ def refusals_the_schema_cannot_express(
         error = response.json().get("error", "")
         if error.startswith("invalid request: 'json.schema"):
             return False
-        if error.startswith("invalid request: 'json.selectors") and "invalid CSS" in error:
-            return False  # json.selectors' CSS, as the selectors' below
         named = [f"selectors[{name!r}]" for name in case.body.get("selectors") or {}]
         for field in ("include_tags", "exclude_tags"):
             tags = case.body.get(field)
@@ -293,6 +291,14 @@ def refusals_the_schema_cannot_express(
         if any(
             error.startswith(f"invalid request: invalid CSS selector for {name}") for name in named
         ):
+            return False
+        # json.selectors: its selectors and patterns, as above; a prompt needs an operator's model
+        if error.startswith("invalid request: 'json.selectors") and any(
+            why in error
+            for why in ("invalid CSS selector", "invalid XPath", "not a regular expression")
+        ):
+            return False
+        if "json.prompt needs a language model endpoint" in error:
             return False
         # a step's or wait_for's selector: the same refusal, worded with its location
         steps = case.body.get("actions")

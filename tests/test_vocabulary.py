@@ -44,7 +44,18 @@ URL = "https://example.com/"
 
 
 def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
-    assert OUTPUTS.names == FORMATS == ("markdown", "html", "raw_html", "screenshot")
+    assert (
+        OUTPUTS.names
+        == FORMATS
+        == (
+            "markdown",
+            "html",
+            "raw_html",
+            "screenshot",
+            "json",
+            "summary",
+        )
+    )
     assert ENGINES == ("static", "js")
     assert TIERS == ("none", "datacenter", "residential")  # cheapest first
 
@@ -52,7 +63,11 @@ def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
 @pytest.mark.parametrize("name", FORMATS)
 def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> None:
     output = OUTPUTS[name]
-    if output.made_from == "page":
+    if name == "json":  # made from the page's tree by the request's schema
+        assert name not in CONVERTERS and name not in OUTPUTS.producers
+    elif output.made_from == "model":  # by the operator's language model (pipelines.llm)
+        assert name not in CONVERTERS and name not in OUTPUTS.producers
+    elif output.made_from == "page":
         assert name in CONVERTERS and name not in OUTPUTS.producers
     else:
         assert name in OUTPUTS.producers and name not in CONVERTERS
@@ -66,9 +81,8 @@ def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> Non
 def test_the_screenshot_is_made_by_the_browser_and_raw_html_by_the_pipeline():
     assert OUTPUTS.producers["screenshot"].__module__ == "service.browser.screenshot"
     assert OUTPUTS.producers["raw_html"].__module__ == "pipelines.result"
-    assert {CONVERTERS[name].convert.__module__ for name in OUTPUTS.made_from("page")} == {
-        "service.extraction.outputs"
-    }
+    made = (name for name in OUTPUTS.made_from("page") if name != "json")
+    assert {CONVERTERS[name].convert.__module__ for name in made} == {"service.extraction.outputs"}
 
 
 def test_the_request_accepts_exactly_the_vocabulary():
@@ -78,7 +92,10 @@ def test_the_request_accepts_exactly_the_vocabulary():
     assert tuple(properties["formats"]["items"]["enum"]) == FORMATS
     for name in FORMATS:
         engine = OUTPUTS[name].needs or "static"
-        assert validate(ScrapeRequest, {"url": URL, "formats": [name], "engine": engine})
+        more = (
+            {"json": {"selectors": {"baseSelector": "a", "fields": []}}} if name == "json" else {}
+        )
+        assert validate(ScrapeRequest, {"url": URL, "formats": [name], "engine": engine, **more})
     with pytest.raises(BadRequest):
         validate(ScrapeRequest, {"url": URL, "formats": ["pdf"]})
 
@@ -118,9 +135,12 @@ def test_the_dashboard_offers_exactly_the_vocabulary():
     selects = dict(re.findall(r'<select name="(\w+)">(.*?)</select>', page, re.S))
     assert tuple(re.findall(r'value="(\w+)"', selects["engine"])) == (*ENGINES, AUTO)
     assert tuple(re.findall(r'value="(\w+)"', selects["proxy_type"])) == (*TIERS, AUTO)
-    assert tuple(re.findall(r'name="format_(\w+)"', page)) == FORMATS
+    offered = tuple(name for name in FORMATS if OUTPUTS[name].checkbox)
+    # json needs its schema, summary the operator's model: neither is offered alone
+    assert offered == tuple(name for name in FORMATS if name not in ("json", "summary"))
+    assert tuple(re.findall(r'name="format_(\w+)"', page)) == offered
     body = scrape_body({"url": URL, "engine": "js", **{f"format_{name}": "on" for name in FORMATS}})
-    assert tuple(validate(ScrapeRequest, orjson.loads(body)).formats) == FORMATS
+    assert tuple(validate(ScrapeRequest, orjson.loads(body)).formats) == offered
 
 
 @pytest.mark.parametrize(("option", "offered"), [("--engine", ENGINES), ("--proxy", TIERS)])
@@ -197,5 +217,7 @@ def test_the_python_clients_tools_mirror_the_vocabulary():
 
     assert get_args(mcp.Engine) == (*ENGINES, AUTO)
     assert get_args(mcp.Proxy) == (*TIERS, AUTO)
-    # the tools answer text: every format but the screenshot
-    assert get_args(mcp.Format) == tuple(name for name in FORMATS if name != "screenshot")
+    # the tools answer text: every format but the screenshot and json (which needs a schema)
+    assert get_args(mcp.Format) == tuple(
+        name for name in FORMATS if name != "screenshot" and OUTPUTS[name].checkbox
+    )

@@ -480,33 +480,31 @@ def _record_field(depth: int) -> dict[str, Any]:
     return field
 
 
-# JsonOptions' one way, in its JSON Schema too (tests/test_schemathesis.py): selectors, or a
-# prompt and/or a schema
-_ONE_WAY: dict[str, Any] = {
-    "anyOf": [
-        {
-            "required": ["selectors"],
-            "properties": {
-                "selectors": {"type": "object"},
-                "prompt": {"type": "null"},
-                "schema": {"type": "null"},
-            },
-        },
-        {
-            "properties": {"selectors": {"type": "null"}},
-            "anyOf": [
-                {"required": ["prompt"], "properties": {"prompt": {"type": "string"}}},
-                {"required": ["schema"], "properties": {"schema": {"type": "object"}}},
-            ],
-        },
-    ]
-}
-
-
 class JsonOptions(_Strict):
     """``json``: records through a selectors schema, or JSON from a language model."""
 
-    model_config = ConfigDict(json_schema_extra=_ONE_WAY)
+    # documents _one_way
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["selectors"],
+                    "properties": {
+                        "selectors": {"type": "object"},
+                        "prompt": {"type": "null"},
+                        "schema": {"type": "null"},
+                    },
+                },
+                {
+                    "anyOf": [
+                        {"required": ["prompt"], "properties": {"prompt": {"type": "string"}}},
+                        {"required": ["schema"], "properties": {"schema": {"type": "object"}}},
+                    ],
+                    "properties": {"selectors": {"type": "null"}},
+                },
+            ]
+        }
+    )
 
     selectors: Annotated[
         dict[str, Any] | None,

@@ -63,6 +63,7 @@ class Output:
     needs: Engine | None = None  # the engine that can make it, when only one can
     schema_extra: Mapping[str, str] | None = None  # of that field, in the result's schema
     value_type: Any = None  # the field's type when not ``str | None`` (e.g. an object)
+    checkbox: bool = True  # the dashboard offers it alone; one that needs more options does not
 
 
 @dataclass(slots=True)
@@ -169,6 +170,7 @@ OUTPUTS: Final = Outputs.of(
             summary="json (records through json.selectors, or a model's answer to json.prompt)",
             label="JSON (selectors schema)",
             value_type=Any,
+            checkbox=False,
         ),
         Output(
             "summary",
@@ -178,6 +180,7 @@ OUTPUTS: Final = Outputs.of(
             '"formats": ["summary"] (needs SCRAPESPY_LLM_BASE_URL)',
             summary="summary (by the operator's language model)",
             label="Summary (language model)",
+            checkbox=False,  # the dashboard's try-it asks no model
         ),
     ]
 )

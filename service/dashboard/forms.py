@@ -27,7 +27,9 @@ _ENGINE_LABELS = {
 }
 ENGINE_CHOICES = tuple((engine, _ENGINE_LABELS[engine]) for engine in (*ENGINES, AUTO))
 TIER_CHOICES = tuple((tier, tier) for tier in (*TIERS, AUTO))
-FORMAT_CHOICES = tuple((name, OUTPUTS[name].label) for name in FORMATS)
+# the formats a checkbox asks for (json needs its schema: an API request)
+CHECKBOX_FORMATS = tuple(name for name in FORMATS if OUTPUTS[name].checkbox)
+FORMAT_CHOICES = tuple((name, OUTPUTS[name].label) for name in CHECKBOX_FORMATS)
 
 
 class FormError(ValueError):
@@ -105,7 +107,7 @@ def scrape_body(fields: dict[str, str]) -> bytes:
     selectors = parse_selectors(fields.get("selectors", ""))
     if selectors is not None:
         body["selectors"] = selectors
-    formats = [name for name in FORMATS if fields.get(f"format_{name}") == "on"]
+    formats = [name for name in CHECKBOX_FORMATS if fields.get(f"format_{name}") == "on"]
     if formats:
         body["formats"] = formats
     for flag in ("only_main_content", "screenshot_full_page"):
@@ -154,7 +156,7 @@ def shown_try_form(fields: dict[str, str]) -> dict[str, str]:
         **{
             name: "on" if fields.get(name) == "on" else ""
             for name in (
-                *(f"format_{format}" for format in FORMATS),
+                *(f"format_{format}" for format in CHECKBOX_FORMATS),
                 "only_main_content",
                 "screenshot_full_page",
             )

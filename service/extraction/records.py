@@ -18,20 +18,22 @@ A selector is XPath when it starts with ``/``, ``./`` or ``(``, CSS otherwise; i
 XPath is relative to it (``//a`` is read ``.//a``), as Crawl4AI's XPath strategy reads it.
 
 :func:`check_schema` runs while the request is validated, before anything is fetched (a 400 names
-the schema's path); :func:`extract_records` runs in the extraction workers with parsel (lxml).
+the schema's path); :func:`extract_records` runs in the extraction workers with lxml.
 The output is bounded: at most ``budget`` characters of values, then the records stop there.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
+import orjson
 from cssselect import SelectorError
 from lxml import etree
-from parsel import Selector
 from parsel.csstranslator import HTMLTranslator
 
 __all__ = [
@@ -84,32 +86,33 @@ def _relative(xpath: str) -> str:
 _TRANSLATOR: Final = HTMLTranslator()
 
 
-def _compile(selector: Any, path: str, inside: bool) -> str:
-    """``selector`` as the XPath lxml runs; CSS is translated (parsel's pseudo-elements
-    ``::text``/``::attr`` are refused: the field's ``type`` says what to take)."""
-    if not isinstance(selector, str) or not selector.strip():
-        raise InvalidSchema(path, "must be a non-empty CSS or XPath selector")
+def _compile(selector: Any, path: str, inside: bool) -> etree.XPath:
+    """``selector`` as the XPath lxml runs, compiled once; CSS is translated (parsel's
+    pseudo-elements ``::text``/``::attr`` are refused: the field's ``type`` says what to take)."""
+    if not isinstance(selector, str):
+        raise InvalidSchema(path, "must be a CSS or XPath selector")
+    if not selector.strip():
+        raise InvalidSchema(path, f"invalid CSS selector {selector!r}: empty")
     if len(selector) > MAX_SELECTOR_CHARS:
         raise InvalidSchema(path, f"at most {MAX_SELECTOR_CHARS} characters")
     if is_xpath(selector):
-        xpath = _relative(selector) if inside else selector
         try:
-            etree.XPath(xpath)
+            return etree.XPath(_relative(selector) if inside else selector, smart_strings=False)
         except etree.XPathSyntaxError:
             raise InvalidSchema(path, f"invalid XPath: {selector!r}") from None
-        return xpath
     if "::" in selector:
         raise InvalidSchema(path, f"invalid CSS selector {selector!r}: no pseudo-elements")
     try:
-        return _TRANSLATOR.css_to_xpath(selector, prefix="descendant-or-self::")
-    except (SelectorError, ValueError, UnicodeError):
+        xpath = _TRANSLATOR.css_to_xpath(selector, prefix="descendant-or-self::")
+        return etree.XPath(xpath, smart_strings=False)
+    except (SelectorError, ValueError, UnicodeError, etree.XPathSyntaxError):
         raise InvalidSchema(path, f"invalid CSS selector {selector!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
 class _Field:
     name: str
-    xpath: str | None
+    xpath: etree.XPath | None
     type: str
     attribute: str = ""
     pattern: re.Pattern[str] | None = None
@@ -120,7 +123,7 @@ class _Field:
 
 @dataclass(frozen=True, slots=True)
 class _Schema:
-    base: str
+    base: etree.XPath
     base_fields: tuple[_Field, ...]
     fields: tuple[_Field, ...]
 
@@ -253,6 +256,33 @@ TRANSFORMS: Final[dict[str, Callable[[str, Callable[[str], str | None]], Any]]] 
 }
 
 
+def _nodes(xpath: etree.XPath, element: Any) -> list[Any]:
+    """What ``xpath`` selects from ``element``: a list (an XPath may also give a string, a
+    number or a boolean, which count as one node)."""
+    if not isinstance(element, etree._Element):
+        return []
+    found = xpath(element)
+    return found if isinstance(found, list) else [found]
+
+
+def _parse(html: str) -> Any:
+    """``html``'s tree, parsed by lxml as parsel parses it (huge pages allowed: the bounds are
+    checked before, service.extraction.bounds), without lxml.html's element classes."""
+    parser = etree.HTMLParser(recover=True, huge_tree=True, collect_ids=False)
+    try:
+        root = etree.fromstring(html.replace("\x00", ""), parser=parser)
+    except (etree.ParserError, ValueError):
+        root = None
+    return root if root is not None else etree.fromstring("<html></html>", parser=parser)
+
+
+@lru_cache(maxsize=64)
+def _compiled(schema: bytes, thread: int) -> _Schema:
+    """A worker compiles the schema of a job's pages once (checked by the API already); per
+    thread, as lxml's XPath objects are not to be shared between threads."""
+    return _compile_schema(orjson.loads(schema), "json.selectors")
+
+
 class _Run:
     """One page's extraction: the URL resolver and what is left of the character budget."""
 
@@ -262,13 +292,15 @@ class _Run:
         self.cut = False
 
     def spend(self, value: Any) -> Any:
+        """``value``, cut to what is left of the budget (the last value the records keep)."""
         if isinstance(value, str):
-            self.left -= len(value)
-            if self.left < 0:
+            if len(value) > self.left:
+                value = value[: self.left]
                 self.cut = True
+            self.left -= len(value)
         return value
 
-    def item(self, element: Selector, fields: tuple[_Field, ...]) -> dict[str, Any]:
+    def item(self, element: Any, fields: tuple[_Field, ...]) -> dict[str, Any]:
         item: dict[str, Any] = {}
         for field in fields:
             if self.cut:
@@ -278,7 +310,7 @@ class _Run:
                 item[field.name] = value
         return item
 
-    def many(self, elements: list[Selector], fields: tuple[_Field, ...], skip_empty: bool) -> list:
+    def many(self, elements: list[Any], fields: tuple[_Field, ...], skip_empty: bool) -> list:
         items = []
         for element in elements[:MAX_RECORDS]:
             if self.cut:
@@ -288,15 +320,15 @@ class _Run:
                 items.append(item)
         return items
 
-    def field(self, element: Selector, field: _Field) -> Any:
+    def field(self, element: Any, field: _Field) -> Any:
         if field.type in _GROUPS:
             assert field.xpath is not None
-            found = element.xpath(field.xpath)
+            found = _nodes(field.xpath, element)
             if field.type == "nested":
                 return self.item(found[0], field.fields) if found else field.default
-            return self.many(list(found), field.fields, skip_empty=field.type == "list")
+            return self.many(found, field.fields, skip_empty=field.type == "list")
         if field.xpath is not None:
-            found = element.xpath(field.xpath)
+            found = _nodes(field.xpath, element)
             if not found:
                 return field.default
             element = found[0]
@@ -307,8 +339,7 @@ class _Run:
             value = TRANSFORMS[name](str(value), self.resolve)
         return self.spend(value if value is not None else field.default)
 
-    def value(self, element: Selector, field: _Field) -> str | None:
-        root = element.root
+    def value(self, root: Any, field: _Field) -> str | None:
         if not isinstance(root, etree._Element):  # a text or attribute node of an XPath
             return str(root)
         if field.type == "attribute":
@@ -335,11 +366,11 @@ def extract_records(
     budget: int = BUDGET_CHARS,
 ) -> tuple[list[dict[str, Any]], bool]:
     """The records of ``html`` through ``schema`` (checked), and whether the budget cut them."""
-    compiled = _compile_schema(schema, "json.selectors")
-    page = Selector(text=html or "<html></html>", type="html")
+    compiled = _compiled(orjson.dumps(schema), threading.get_ident())
+    root = _parse(html)
     run = _Run(resolve, budget)
     records = []
-    for element in page.xpath(compiled.base)[:MAX_RECORDS]:
+    for element in _nodes(compiled.base, root)[:MAX_RECORDS]:
         if run.cut:
             break
         record = run.item(element, compiled.base_fields)

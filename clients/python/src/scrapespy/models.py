@@ -121,6 +121,9 @@ class ScrapeResult(Model):
     html: str | None = None
     raw_html: str | None = None
     screenshot: str | None = None
+    # with formats ["json"]: the records json.selectors extracted (``json`` in the body; the
+    # name is BaseModel's method)
+    json_: list[dict[str, Any]] | None = Field(default=None, alias="json")
     # the fields cut to their size limit, when any was (docs/api.md, "Size limits of an answer")
     truncated: list[str] | None = None
     # not in the body: the X-Credits-Remaining header of a POST /scrape answer (the balance
