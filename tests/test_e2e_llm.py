@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from firecrawl import Firecrawl, V1FirecrawlApp
 from firecrawl.v2.types import JsonFormat
+from scrapespy.models import ScrapeResult as ClientResult
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
@@ -128,6 +129,9 @@ def test_the_models_json_is_the_answer_and_the_ledger_is_exact(
     assert result["credits_charged"] == PAGE_PRICE + usage["credits"]
     assert money(accounts, account_id) == (100 - result["credits_charged"], 0)
     assert accounts.entries_sum(account_id) == 100 - result["credits_charged"]
+    read = ClientResult.model_validate(result)  # the Python client reads it as it came
+    assert read.json_ == {"name": "Blue kettle", "price": 24.9}
+    assert read.llm_usage == usage
 
 
 def test_the_js_engine_sends_the_rendered_page(
