@@ -16,7 +16,8 @@ what was charged for a scrape whose caller was told something else first, while 
 settlement was still on its way: the watchdog's timeout, a shutdown's answer, or nothing at all
 when the caller went away (service.scrape.engine). The pipeline claims the answer it bills for
 (``ScrapeOrder.claim``), and skips the settlement when another answer was claimed before.
-On SQLite :class:`BillingPipeline` settles after the parse.
+On SQLite :class:`BillingPipeline` settles after the parse. A request for the language model
+(pipelines.llm) settles after it, on both: its tokens' cost is captured with the page's price.
 A document costs the price once per started block of pages, which is known only once it is
 converted: when that is more than was held, :class:`BillingPipeline` first extends the hold
 (``service.billing.ledger.extend_hold``, one more round trip, for such documents only), or,
@@ -60,20 +61,21 @@ UNANSWERED = "the scrape's caller got no answer"
 
 
 def charge_for(
-    order: ScrapeOrder, result: ScrapeResult, tier_used: str, blocks: int = 1
+    order: ScrapeOrder, result: ScrapeResult, tier_used: str, blocks: int = 1, model: int = 0
 ) -> tuple[int, bool]:
     """(credits to capture, whether a residential trial is consumed). A document costs the
     price once per started block of pages (``blocks``): more than was held, when the hold is
-    extended first (:meth:`BillingPipeline._cover`)."""
+    extended first (:meth:`BillingPipeline._cover`). ``model``: what the language model's
+    tokens cost (pipelines.llm), held with the page and captured with it."""
     if not result.success or result.blocked:
         return 0, False
     if ResidentialTrial.used_up(order.trial, tier_used):
-        return 0, True
+        return model, True
     if order.ladder is not None:  # auto: the engine that answered (service.core.escalation)
         price = order.ladder.costs[result.engine][tier_used]
     else:
         price = order.costs[tier_used]
-    return price * blocks, False
+    return price * blocks + model, False
 
 
 def over_budget(order: ScrapeOrder, refusal: Exception) -> str:
@@ -105,7 +107,9 @@ def send_settlement(database: Database, item: ScrapeItem) -> Deferred[ledger.Set
     """Settles ``item``'s hold on the outcome in ``item.result``."""
     order = item.order
     assert order.hold_id is not None
-    cost, consume_trial = charge_for(order, item.result, item.tier_used, item.blocks)
+    cost, consume_trial = charge_for(
+        order, item.result, item.tier_used, item.blocks, item.model_credits
+    )
     usage = usage_row(order, item.result, item.tier_used)
     if database.reactor_calls:  # PostgreSQL: one statement, on the reactor
         return database.call(
@@ -131,7 +135,8 @@ class SettlePipeline:
 
     def process_item(self, item: ScrapeItem) -> ScrapeItem:
         order = item.order
-        early = item.document is None  # a document's price waits for its page count
+        # a document's price waits for its page count, the model's for its tokens
+        early = item.document is None and not order.asks_model
         if order.hold_id is not None and self.database.reactor_calls and not order.settle_later:
             if order.answer is None and early:  # else whoever answered the caller released the hold
                 item.settlement = send_settlement(self.database, item)
@@ -169,10 +174,9 @@ class BillingPipeline:
         # a caller who went away or a shutdown claimed first, while the parse or the settlement
         # was still on its way.
         told = item.result if order.claim(item.result) else order.answer
-        billable = told is not None and charge_for(order, told, item.tier_used, item.blocks) != (
-            0,
-            False,
-        )
+        billable = told is not None and charge_for(
+            order, told, item.tier_used, item.blocks, item.model_credits
+        ) != (0, False)
         balance = settlement.balance
         if (charged or settlement.trial_consumed) and not billable:
             why = told.error if told is not None else UNANSWERED
@@ -195,7 +199,7 @@ class BillingPipeline:
         request's max_credits cannot cover it, the scrape fails ``document_over_budget``,
         unbilled, and its content is taken back."""
         order = item.order
-        cost, _ = charge_for(order, item.result, item.tier_used, item.blocks)
+        cost, _ = charge_for(order, item.result, item.tier_used, item.blocks, item.model_credits)
         extra = cost - order.hold_amount
         if extra <= 0:
             return
@@ -242,7 +246,9 @@ class BillingPipeline:
         says what it costs, which the settlement charges unless the hold was settled before
         (then the batch stores the result with what was charged)."""
         order = item.order
-        cost, consume_trial = charge_for(order, item.result, item.tier_used, item.blocks)
+        cost, consume_trial = charge_for(
+            order, item.result, item.tier_used, item.blocks, item.model_credits
+        )
         order.to_settle = (cost, consume_trial, usage_row(order, item.result, item.tier_used))
         item.charged = item.result.credits_charged = cost
         if self.stats is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import (
     CannotResolveHostError,
@@ -190,6 +190,21 @@ def raw_html_of(response: Response, max_bytes: int) -> str | None:
     return None
 
 
+def _keep_model_input(item: ScrapeItem, fields: dict[str, Any]) -> None:
+    """The page's markdown for the language model (pipelines.llm), out of the answer unless the
+    request asked for it too."""
+    if item.order.asks_model:
+        if "markdown" in item.order.formats:
+            item.model_input = fields.get("markdown")
+            return
+        item.model_input = fields.pop("markdown", None)
+        cut = fields.get("truncated")
+        if cut and "markdown" in cut:
+            fields["truncated"] = [name for name in cut if name != "markdown"]
+            if not fields["truncated"]:
+                del fields["truncated"]
+
+
 class FieldsPipeline:
     """Parses the page's fields into ``item.result``, in the service's extraction workers
     (``crawler.scrapespy_extractor``, service.extraction.pool) when it has them, else on this
@@ -236,6 +251,7 @@ class FieldsPipeline:
         except Exception as exc:
             self._not_parsed(exc, item)
         else:
+            _keep_model_input(item, fields)
             item.result.fill(fields)
             if "truncated" in fields:
                 item.result = with_truncated(item.result, fields["truncated"])
@@ -277,6 +293,7 @@ class FieldsPipeline:
         else:
             document = fields.pop("document")
             item.blocks = -(-document["pages"] // self.pages_per_block)
+            _keep_model_input(item, fields)
             item.result.fill(fields)
             item.result = with_document(item.result, document)
             if "truncated" in fields:

@@ -112,3 +112,18 @@ def test_the_services_crawler_takes_its_settings_from_the_config_it_was_started_
     assert settings.getint("SCRAPESPY_MAX_RAW_HTML_BYTES") == 4096
     assert settings.get("LOG_LEVEL") == "ERROR"
     assert settings.getlist("SCRAPESPY_EGRESS_ALLOW_HOSTS") == ["10.0.0.9"]
+
+
+def test_a_model_endpoint_needs_its_model_and_its_key_stays_out_of_the_config_s_repr():
+    with pytest.raises(ConfigError, match="SCRAPESPY_LLM_MODEL"):
+        Config.from_env({"SCRAPESPY_LLM_BASE_URL": "http://127.0.0.1:11434/v1"})
+    config = Config.from_env(
+        {
+            "SCRAPESPY_LLM_BASE_URL": "http://127.0.0.1:11434/v1/",
+            "SCRAPESPY_LLM_MODEL": "qwen2.5:7b",
+            "SCRAPESPY_LLM_API_KEY": "sk-operator-secret",
+        }
+    )
+    assert config.model_configured and config.llm_base_url == "http://127.0.0.1:11434/v1"
+    assert "sk-operator-secret" not in repr(config)
+    assert not Config.from_env({}).model_configured

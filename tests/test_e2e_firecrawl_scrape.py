@@ -173,12 +173,19 @@ def test_a_bad_key_is_unauthorized_and_a_key_without_credits_payment_required(
 def test_a_format_that_needs_a_language_model_is_a_bad_request_naming_it(
     service, pages, accounts, paying
 ):
+    """Without the operator's model (SCRAPESPY_LLM_BASE_URL); with one: tests/test_e2e_llm.py."""
     account_id, key = paying
     with pytest.raises(BadRequestError) as refused:
         firecrawl(service, key).scrape(
             pages.url("/fc/meta"), formats=[{"type": "json", "prompt": "the tides"}]
         )
-    assert "'json' format" in str(refused.value)
+    assert "json.prompt needs a language model endpoint" in str(refused.value)
+    with pytest.raises(BadRequestError) as refused:
+        firecrawl(service, key).scrape(pages.url("/fc/meta"), formats=["summary"])
+    assert '"summary" needs a language model endpoint' in str(refused.value)
+    with pytest.raises(BadRequestError) as refused:
+        firecrawl(service, key).scrape(pages.url("/fc/meta"), formats=[{"type": "branding"}])
+    assert "'branding' format" in str(refused.value)
     assert balance(accounts, account_id) == 100
 
 

@@ -30,7 +30,7 @@ def sdk_payload(**options: Any) -> dict[str, Any]:
 
 def translated(data: dict[str, Any], version: int = 2) -> dict[str, Any]:
     native = native_scrape(data, version)  # type: ignore[arg-type]
-    checked_scrape(dict(native))  # the native request's own check accepts it
+    checked_scrape(dict(native), model=True)  # the native request's own check accepts it
     return native
 
 
@@ -102,10 +102,34 @@ def test_formats_strings_objects_and_full_page_screenshots():
     assert translated({"url": URL, "formats": ["links"]})["formats"] == []
 
 
-@pytest.mark.parametrize("name", ["json", "summary", "changeTracking", "branding", "extract"])
+@pytest.mark.parametrize("name", ["changeTracking", "branding", "extract", "query"])
 def test_formats_the_server_cannot_make_are_refused_by_name(name):
     assert f"{name!r} format" in refusal({"url": URL, "formats": [{"type": name}]})
     assert "'formats'" in refusal({"url": URL, "formats": [name]})
+
+
+def test_json_and_summary_are_the_native_model_formats():
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    v2 = translated(
+        sdk_payload(
+            formats=[
+                "markdown",
+                {"type": "json", "prompt": "The name", "schema": schema},
+                {"type": "summary"},
+            ]
+        )
+    )
+    assert v2["formats"] == ["json", "markdown", "summary"]
+    assert v2["json"] == {"prompt": "The name", "schema": schema}
+    v1 = translated(
+        {"url": URL, "formats": ["json"], "jsonOptions": {"schema": schema, "systemPrompt": None}},
+        1,
+    )
+    assert v1["formats"] == ["json"] and v1["json"] == {"schema": schema}
+    assert "'formats[0]'" in refusal({"url": URL, "formats": [{"type": "json"}]})
+    assert "'formats[0].systemPrompt'" in refusal(
+        {"url": URL, "formats": [{"type": "json", "prompt": "x", "systemPrompt": "be terse"}]}
+    )
 
 
 def test_milliseconds_become_seconds_and_the_timeout_keeps_the_native_bound():

@@ -30,6 +30,7 @@ from schemathesis.openapi.checks import RejectedPositiveData
 
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
+from tests.llm_standin import ModelStandin
 
 EXAMPLES = 100
 # Hypothesis may stop a hair short of its target; asking for a tenth more keeps EXAMPLES a floor.
@@ -41,11 +42,22 @@ PAGES = ("/article", "/redirect", "/js-only", "/status/404", "/status/500", "/pr
 
 
 @pytest.fixture(scope="module")
+def model() -> Iterator[ModelStandin]:
+    standin = ModelStandin().start()
+    yield standin
+    standin.stop()
+
+
+@pytest.fixture(scope="module")
 def fuzzed_service(
-    database_url: str, tmp_path_factory: pytest.TempPathFactory
+    database_url: str, tmp_path_factory: pytest.TempPathFactory, model: ModelStandin
 ) -> Iterator[ServiceProcess]:
     workdir: Path = tmp_path_factory.mktemp("schemathesis")
     env = {
+        # json.prompt and the summary format are answered (by the chat-completions stand-in)
+        # instead of 400 "needs a language model endpoint"
+        "SCRAPESPY_LLM_BASE_URL": model.base_url,
+        "SCRAPESPY_LLM_MODEL": "stand-in-model",
         # /credits/buy answers a checkout URL instead of 503 "payments are not configured"
         "SCRAPESPY_PAYMENTS": "demo",
         # /webhooks/stripe verifies signatures (400) instead of 503 "payments are not configured"
@@ -243,6 +255,8 @@ def refusals_the_schema_cannot_express(
     answer is the 422 idempotency_conflict. Nor is whether a string is a regular expression: a
     crawl's or map's path pattern that is not one is the 400 naming it. A session's longest idle
     time is the operator's (SCRAPESPY_SESSION_MAX_IDLE_SECONDS): over it is the 400 naming it.
+    Nor whether an object is a valid JSON Schema (json.schema, for the language model): the 400
+    names its path.
     """
     if not isinstance(failure, RejectedPositiveData):
         return True
@@ -270,6 +284,8 @@ def refusals_the_schema_cannot_express(
             return False
     if path in ("/scrape", "/batch", "/crawl") and isinstance(case.body, dict):
         error = response.json().get("error", "")
+        if error.startswith("invalid request: 'json.schema"):
+            return False
         named = [f"selectors[{name!r}]" for name in case.body.get("selectors") or {}]
         for field in ("include_tags", "exclude_tags"):
             tags = case.body.get(field)

@@ -51,7 +51,7 @@ URL = "https://example.com/"
 
 def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
     assert OUTPUTS.names == FORMATS == (
-        "markdown", "html", "raw_html", "screenshot", "json", "structured_data"
+        "markdown", "html", "raw_html", "screenshot", "json", "structured_data", "summary"
     )  # fmt: skip
     assert ENGINES == ("static", "js")
     assert TIERS == ("none", "datacenter", "residential")  # cheapest first
@@ -62,6 +62,8 @@ def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> Non
     output = OUTPUTS[name]
     if name == "json":  # made from the page's tree by the request's schema
         assert name not in CONVERTERS and name not in READERS and name not in OUTPUTS.producers
+    elif output.made_from == "model":  # by the operator's language model (pipelines.llm)
+        assert name not in CONVERTERS and name not in OUTPUTS.producers
     elif output.made_from == "page":
         # of the cleaned HTML, or of the page's own markup as received
         assert (name in CONVERTERS) != (name in READERS) and name not in OUTPUTS.producers
@@ -136,7 +138,8 @@ def test_the_dashboard_offers_exactly_the_vocabulary():
     assert tuple(re.findall(r'value="(\w+)"', selects["engine"])) == (*ENGINES, AUTO)
     assert tuple(re.findall(r'value="(\w+)"', selects["proxy_type"])) == (*TIERS, AUTO)
     offered = tuple(name for name in FORMATS if OUTPUTS[name].checkbox)
-    assert offered == tuple(name for name in FORMATS if name != "json")
+    # json needs its schema, summary the operator's model: neither is offered alone
+    assert offered == tuple(name for name in FORMATS if name not in ("json", "summary"))
     assert tuple(re.findall(r'name="format_(\w+)"', page)) == offered
     body = scrape_body({"url": URL, "engine": "js", **{f"format_{name}": "on" for name in FORMATS}})
     assert tuple(validate(ScrapeRequest, orjson.loads(body)).formats) == offered

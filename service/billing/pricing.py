@@ -12,6 +12,7 @@ from service.core.errors import RESIDENTIAL_LOCKED, Forbidden, max_credits_excee
 from service.core.escalation import AUTO, Ladder, ladder
 from service.core.schemas import MIN_AMOUNT_EUR, PACKS
 from service.core.vocabulary import ResidentialTrial
+from service.extraction.model_schema import most_tokens
 
 CREDITS_PER_EURO = 1000
 
@@ -99,3 +100,17 @@ def price_list(config: Config) -> PriceList:
             residential=list(config.countries["residential"]),
         ),
     }
+
+
+def model_credits(config: Config, tokens: int) -> int:
+    """What ``tokens`` of the operator's language model cost: its rate per started 1,000."""
+    return -(-tokens // 1000) * config.llm_credits_per_1k_tokens
+
+
+def model_reserve(config: Config) -> int:
+    """What a scrape that asks the language model holds on top of its page's price: the cost
+    of the most tokens one extraction may use (service.extraction.model_schema.most_tokens),
+    which is also the most it is billed for them."""
+    return model_credits(
+        config, most_tokens(config.llm_max_input_tokens, config.llm_max_output_tokens)
+    )

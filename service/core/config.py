@@ -201,6 +201,15 @@ class Config:
     stripe_secret_key: str = default("stripe_secret_key")
     stripe_webhook_secret: str = default("stripe_webhook_secret")
     stripe_api_base: str = default("stripe_api_base")
+    # the operator's language model (service.extraction.llm); none without a base URL
+    llm_base_url: str = default("llm_base_url")
+    llm_model: str = default("llm_model")
+    llm_api_key: str = field(default=default("llm_api_key"), repr=False)
+    llm_timeout_seconds: float = default("llm_timeout_seconds")
+    llm_concurrency: int = default("llm_concurrency")
+    llm_max_input_tokens: int = default("llm_max_input_tokens")
+    llm_max_output_tokens: int = default("llm_max_output_tokens")
+    llm_credits_per_1k_tokens: int = default("llm_credits_per_1k_tokens")
     # derived: the SCRAPESPY_COST_<ENGINE>_<TIER> rows (costs.<engine>.<tier>)
     costs: dict[str, dict[str, int]] = field(default_factory=lambda: _costs({}))
     max_concurrent_scrapes: int = default("max_concurrent_scrapes")
@@ -282,6 +291,11 @@ class Config:
     webhook_retry_seconds: float = default("webhook_retry_seconds")
     webhook_timeout_seconds: float = default("webhook_timeout_seconds")
 
+    @property
+    def model_configured(self) -> bool:
+        """Whether the operator gave a language model (json.prompt and summary need one)."""
+        return bool(self.llm_base_url)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
         """The configuration the environment gives: the only reader of ``SCRAPESPY_*``.
@@ -297,6 +311,8 @@ class Config:
                 if row.field is not None:
                     found[row.field] = value
         costs = {name: found.pop(name) for name in list(found) if name.startswith("costs.")}
+        if found["llm_base_url"] and not found["llm_model"]:
+            raise ConfigError("SCRAPESPY_LLM_BASE_URL needs SCRAPESPY_LLM_MODEL, the model to ask")
         return cls(
             **found,
             costs=_costs(costs),

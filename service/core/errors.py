@@ -58,6 +58,14 @@ ERROR_CODES: dict[str, str] = {
     "document_unreadable": "the target answered a document that could not be read (damaged)",
     "document_over_budget": "the target answered a document whose blocks of pages cost more "
     "than the balance available, the request's max_credits or the key's monthly cap allow",
+    "llm_invalid_answer": "the language model's answer was not JSON, or did not validate "
+    "against the request's schema, twice; the page and the extraction were not billed",
+    "llm_timeout": "the language model did not answer within SCRAPESPY_LLM_TIMEOUT_SECONDS",
+    "llm_unavailable": "the language model endpoint refused (429, an error status) or could "
+    "not be reached",
+    "llm_over_budget": "a job's page: the language model's worst case, added to the page's "
+    "hold, is more than the balance available, the request's max_credits or the key's monthly "
+    "cap allow",
     "internal": "an unexpected error in the service; nothing was billed",
 }
 
@@ -79,6 +87,10 @@ FAILURE_CODES: tuple[str, ...] = (
     "document_no_text",
     "document_unreadable",
     "document_over_budget",
+    "llm_invalid_answer",
+    "llm_timeout",
+    "llm_unavailable",
+    "llm_over_budget",
     "internal",
     "unavailable",
 )

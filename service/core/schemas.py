@@ -37,6 +37,8 @@ from service.extraction import (
     compile_selectors,
     compile_tags,
 )
+from service.extraction.model_schema import InvalidSchema as InvalidModelSchema
+from service.extraction.model_schema import check_schema as check_model_schema
 from service.extraction.records import (
     FIELD_TYPES,
     MAX_DEPTH,
@@ -408,6 +410,10 @@ class Location(_Strict):
 
 NO_LLM = (
     "json.prompt needs a language model endpoint, which this server does not have "
+    "(SCRAPESPY_LLM_BASE_URL)"
+)
+SUMMARY_NO_LLM = (
+    "'formats': \"summary\" needs a language model endpoint, which this server does not have "
     "(SCRAPESPY_LLM_BASE_URL)"
 )
 JSON_NEEDS_FORMAT = "'json' needs \"json\" in 'formats'"
@@ -878,19 +884,25 @@ class ScrapeRequest(_Strict):
 
 
 def checked_scrape(
-    data: dict[str, Any], countries: Mapping[str, Sequence[str]] | None = None
+    data: dict[str, Any],
+    countries: Mapping[str, Sequence[str]] | None = None,
+    *,
+    model: bool = False,
 ) -> tuple[ScrapeRequest, CompiledSelectors | None]:
     """``data`` as a scrape request, with its selectors compiled and its tags checked: the one
     check ``POST /scrape``, the dashboard's "try it" and ``scrapy crawl page`` share.
     ``countries`` (``Config.countries``): the request's ``location.country`` must be offered
-    at its proxy tier."""
+    at its proxy tier. ``model``: the operator configured a language model
+    (SCRAPESPY_LLM_BASE_URL), which json.prompt and the summary format need."""
     request = validate(ScrapeRequest, data)
+    if "summary" in request.formats and not model:
+        raise BadRequest(f"invalid request: {SUMMARY_NO_LLM}")
     if request.country is not None and countries is not None:
         why = unavailable(request.country, request.proxy_type, countries)
         if why is not None:
             raise BadRequest(f"invalid request: 'location.country': {why}")
     if request.json_ is not None:
-        _check_json(request.json_)
+        _check_json(request.json_, model)
     try:
         compiled = compile_selectors(request.selectors)
         compile_tags("include_tags", request.include_tags)
@@ -900,11 +912,19 @@ def checked_scrape(
     return request, compiled
 
 
-def _check_json(options: JsonOptions) -> None:
+def _check_json(options: JsonOptions, model: bool) -> None:
     """The json.selectors schema runs as it is, or a 400 names its bad path; a prompt needs the
-    operator's model."""
+    operator's model, and its schema must be a JSON Schema (a 400 names its bad path)."""
     if options.selectors is None:
-        raise BadRequest(f"invalid request: {NO_LLM}")
+        if not model:
+            raise BadRequest(f"invalid request: {NO_LLM}")
+        if options.schema_ is not None:
+            try:
+                check_model_schema(options.schema_)
+            except InvalidModelSchema as exc:
+                where = f"json.schema.{exc.path}" if exc.path else "json.schema"
+                raise BadRequest(f"invalid request: '{where}': {exc}") from None
+        return
     try:
         check_schema(options.selectors)
     except InvalidSchema as exc:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 Engine = Literal["static", "js"]
 # cheapest first: the order in which proxy_type "auto" climbs them
 Tier = Literal["none", "datacenter", "residential"]
-Format = Literal["markdown", "html", "raw_html", "screenshot", "json", "structured_data"]
+Format = Literal["markdown", "html", "raw_html", "screenshot", "json", "structured_data", "summary"]
 Auto = Literal["auto"]
 EngineRequested = Literal[Engine, Auto]
 TierRequested = Literal[Tier, Auto]
@@ -45,8 +45,9 @@ PROXY_TIERS: Final[tuple[Tier, ...]] = TIERS[1:]  # the tiers that go through a 
 DocumentType = Literal["pdf", "docx", "pptx", "xlsx", "odt", "epub"]
 DOCUMENT_TYPES: Final[tuple[DocumentType, ...]] = get_args(DocumentType)
 
-#: what a format is made from: the parsed page (service.extraction), or the response as fetched
-MadeFrom = Literal["page", "response"]
+#: what a format is made from: the parsed page (service.extraction), the response as fetched,
+#: or the operator's language model from the page's markdown (pipelines.llm)
+MadeFrom = Literal["page", "response", "model"]
 #: a producer of a format made from the response: its value, or None to leave the field empty.
 #: ``max_bytes`` is the most a document may be (SCRAPESPY_MAX_RAW_HTML_BYTES).
 ResponseProducer = Callable[["Response", int], "str | None"]
@@ -186,11 +187,12 @@ OUTPUTS: Final = Outputs.of(
             "json",
             "page",
             field="json",
-            description="the records the request's json.selectors schema extracted, one object "
-            'per element its baseSelector matches; with "formats": ["json"]',
-            summary="json (records through the json.selectors schema)",
+            description="with json.selectors: the records the schema extracted, one object "
+            "per element its baseSelector matches; with json.prompt/json.schema: the operator's "
+            'language model\'s answer, valid against json.schema; with "formats": ["json"]',
+            summary="json (records through json.selectors, or a model's answer to json.prompt)",
             label="JSON (selectors schema)",
-            value_type=list[dict[str, Any]],
+            value_type=Any,
             checkbox=False,
         ),
         Output(
@@ -203,6 +205,16 @@ OUTPUTS: Final = Outputs.of(
             summary="structured_data (JSON-LD, microdata, RDFa, Open Graph, Twitter card)",
             label="Structured data",
             value_type=StructuredData,
+        ),
+        Output(
+            "summary",
+            "model",
+            field="summary",
+            description="a few sentences about the page by the operator's language model; with "
+            '"formats": ["summary"] (needs SCRAPESPY_LLM_BASE_URL)',
+            summary="summary (by the operator's language model)",
+            label="Summary (language model)",
+            checkbox=False,  # the dashboard's try-it asks no model
         ),
     ]
 )

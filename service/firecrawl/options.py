@@ -4,8 +4,11 @@ v1 and v2 differ in a few names and shapes (v2's formats may be objects, v1 has
 ``geolocation`` and ``parsePDF``); one translation reads both. What it decides, field by field:
 
 - ``formats``: markdown, html, rawHtml, links, images, screenshot (``fullPage`` or
-  ``screenshot@fullPage``: the whole page). Those that need a language model or a history
-  (json, summary, changeTracking, branding...) are a 400 naming the format;
+  ``screenshot@fullPage``: the whole page); json (v2's ``{"type": "json", "prompt",
+  "schema"}``, v1's ``"json"`` with ``jsonOptions``) and summary are the native
+  ``json: {"prompt", "schema"}`` and ``summary``, made by the operator's language model (a
+  400 without one). Those that need more of a model or a history (query, branding,
+  changeTracking...) are a 400 naming the format;
 - the engine is ``js`` when something needs a browser (a screenshot, actions, ``waitFor``,
   ``mobile``), else ``auto``: static, then js when the page is a JavaScript shell, billed at
   the engine used;
@@ -58,6 +61,8 @@ FORMATS: dict[str, str | None] = {
     "links": None,
     "images": None,
     "screenshot": "screenshot",
+    "json": "json",
+    "summary": "summary",
     # not one of Firecrawl's: the page's own structured data, in the document's metadata
     # (service.firecrawl.scrape.IN_METADATA); the SDKs send it as {"type": "structuredData"}
     "structuredData": "structured_data",
@@ -65,9 +70,7 @@ FORMATS: dict[str, str | None] = {
 FULL_PAGE_SCREENSHOT = "screenshot@fullPage"
 # formats Firecrawl makes and this server does not, by what they would need
 REFUSED_FORMATS = {
-    "json": "a language model",
     "extract": "a language model",
-    "summary": "a language model",
     "query": "a language model",
     "question": "a language model",
     "highlights": "a language model",
@@ -114,7 +117,6 @@ ONLY_VALUES: dict[str, tuple[tuple[bool, ...], str]] = {
 }
 # fields for features this server does not have
 REFUSED_FIELDS = {
-    "jsonOptions": "the json format (a language model)",
     "extract": "the extract format (a language model)",
     "changeTrackingOptions": "change tracking",
     "agent": "agents",
@@ -190,14 +192,46 @@ def format_names(value: Any) -> tuple[list[str], bool]:
 
 
 def _format_options(item: Mapping[str, Any], index: int) -> bool:
-    """A v2 format object's options: only a screenshot's ``fullPage``."""
+    """A v2 format object's options: a screenshot's ``fullPage``, json's prompt and schema
+    (read by :func:`model_json`)."""
     for option, value in item.items():
         if option == "type":
             continue
         if item["type"] == "screenshot" and option == "fullPage" and isinstance(value, bool):
             continue
+        if item["type"] == "json" and option in JSON_KEYS:
+            continue
+        if item["type"] == "json" and option in UNCHECKED and not value:
+            continue
         raise _bad(f"formats[{index}].{option}", "is not offered by this server")
     return bool(item.get("fullPage"))
+
+
+# what a json format (v2) or jsonOptions (v1) may hold: the native json.prompt and json.schema
+JSON_KEYS = frozenset({"prompt", "schema"})
+# what the SDKs send in it with a null or false value, the server's own behaviour
+UNCHECKED = frozenset({"checkPromptInjection", "check_prompt_injection", "systemPrompt"})
+
+
+def model_json(formats: Any, json_options: Any) -> dict[str, Any]:
+    """The native ``json`` of a json format: v2's object, or v1's ``jsonOptions``; a 400 when
+    it names neither a prompt nor a schema."""
+    found: Any = json_options
+    where = "jsonOptions"
+    for index, item in enumerate(formats if isinstance(formats, list) else ()):
+        if isinstance(item, Mapping) and item.get("type") == "json":
+            found, where = item, f"formats[{index}]"
+    if found is None:
+        return {}
+    if not isinstance(found, Mapping):
+        raise _bad(where, 'must be an object {"prompt": string, "schema": JSON Schema}')
+    for option, value in found.items():
+        if option not in JSON_KEYS | UNCHECKED | {"type"} or (option in UNCHECKED and value):
+            raise _bad(f"{where}.{option}", "is not offered by this server")
+    asked = {name: found[name] for name in JSON_KEYS if found.get(name) is not None}
+    if not asked:
+        raise _bad(where, "the json format needs a prompt or a schema")
+    return {"json": asked}
 
 
 def _checked_flags(options: dict[str, Any]) -> dict[str, bool]:
@@ -360,8 +394,10 @@ def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
         if name in options:
             raise _bad(name, f"{what} is not offered by this server")
     flags = _checked_flags(options)
+    formats = options.pop("formats", None)
     native: dict[str, Any] = {
-        **_formats(options.pop("formats", None)),
+        **_formats(formats),
+        **model_json(formats, options.pop("jsonOptions", None)),
         "only_main_content": flags.get("onlyMainContent", True),
         "proxy_type": "none",
         **_max_age(options.pop("maxAge", None), flags),

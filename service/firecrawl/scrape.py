@@ -125,6 +125,8 @@ DOCUMENT_FIELDS: dict[str, Callable[[ScrapeResult | Mapping[str, Any]], Any]] = 
     "screenshot": lambda result: (
         PNG_DATA_URL + shot if (shot := _field(result, "screenshot")) else None
     ),
+    "json": lambda result: _field(result, "json"),
+    "summary": lambda result: _field(result, "summary"),
 }
 
 

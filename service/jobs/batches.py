@@ -222,7 +222,9 @@ class Batches:
         webhook = take_webhook(data, self.config)
         # the options once, selectors compiled: their errors name their field; then each URL
         # with them (compiling the selectors 1,000 times over took 25 ms of the reactor thread)
-        checked_scrape({**data, "url": urls[0]}, self.config.countries)
+        checked_scrape(
+            {**data, "url": urls[0]}, self.config.countries, model=self.config.model_configured
+        )
         for index, url in enumerate(urls):
             try:
                 validate(ScrapeRequest, {**data, "url": url})
@@ -577,7 +579,8 @@ class Batches:
         made = self._requests.get(job_seq)
         if made is None:
             kept = {name: value for name, value in options.items() if name not in NOT_SCRAPING}
-            made = checked_scrape({**kept, "url": url})
+            # model: checked when the job was made
+            made = checked_scrape({**kept, "url": url}, model=True)
             self._requests.put(job_seq, made)
         return made
 

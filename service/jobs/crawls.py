@@ -57,7 +57,7 @@ class Crawls:
         own = {name: data.pop(name) for name in CRAWL_FIELDS if name in data}
         asked = validate(CrawlRules, own)
         webhook = take_webhook(data, self.config)
-        request, _ = checked_scrape(data, self.config.countries)
+        request, _ = checked_scrape(data, self.config.countries, model=self.config.model_configured)
         if normalised(request.url) is None:
             raise BadRequest("invalid request: 'url': must be an http(s) URL")
         options = {name: value for name, value in data.items() if name != "url"}

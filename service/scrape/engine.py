@@ -12,6 +12,7 @@ the answer it waits for). A scrape that finishes after its caller was answered s
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -30,6 +31,7 @@ from service.core.reactor import running
 from service.db import Database
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds
+from service.extraction.llm import LanguageModel, ModelEndpoint
 from service.extraction.pool import ExtractionPool
 from service.scrape.metrics import HOLDS_OPEN, record_scrape
 from service.scrape.order import ScrapeItem, ScrapeOrder, new_result, timed_out, usage_row
@@ -52,6 +54,19 @@ def crawler_settings(config: Config) -> Settings:
     return settings
 
 
+def endpoint_of(config: Config) -> ModelEndpoint:
+    """The operator's language model as its SCRAPESPY_LLM_* settings give it."""
+    return ModelEndpoint(
+        config.llm_base_url,
+        config.llm_model,
+        config.llm_api_key,
+        timeout_seconds=config.llm_timeout_seconds,
+        concurrency=config.llm_concurrency,
+        max_input_tokens=config.llm_max_input_tokens,
+        max_output_tokens=config.llm_max_output_tokens,
+    )
+
+
 class EngineBridge:
     def __init__(self, config: Config, database: Database | None):
         self.config = config
@@ -65,6 +80,7 @@ class EngineBridge:
         self._drained = False  # the shutdown answered what was in flight; nothing more goes in
         self._cookie_jars: Any = None
         self.extractor: ExtractionPool | None = None
+        self.model: LanguageModel | None = None
 
     @property
     def in_flight(self) -> int:
@@ -79,6 +95,10 @@ class EngineBridge:
         self.crawler = self.runner.create_crawler(load_object(settings["SCRAPESPY_FEED_SPIDER"]))
         # Settings are deep-copied, so the database (a live pool) travels on the crawler.
         self.crawler.scrapespy_database = self.database  # type: ignore[attr-defined]
+        self.crawler.scrapespy_config = self.config  # type: ignore[attr-defined]
+        if self.config.model_configured:  # pipelines.llm; its key stays out of Scrapy's settings
+            self.model = LanguageModel(endpoint_of(self.config))
+            self.crawler.scrapespy_model = self.model  # type: ignore[attr-defined]
         if self.config.extract_workers > 0:
             self.extractor = ExtractionPool(
                 self.config.extract_workers,
@@ -118,6 +138,9 @@ class EngineBridge:
         if self.extractor is not None:
             await self.extractor.stop()
             self.extractor = None
+        if self.model is not None:
+            await Deferred.fromFuture(asyncio.ensure_future(self.model.close()))
+            self.model = None
 
     def submit(self, order: ScrapeOrder) -> Deferred[ScrapeResult]:
         """Scrape ``order``, whose credits (if any) are held already. Returns its answer."""

@@ -14,11 +14,13 @@ from service.core.places import languages_for
 from service.core.vocabulary import FORMATS
 from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.db.tables import UsageRow
+from service.extraction.model_schema import ANY_OBJECT
 from service.extraction.outputs import CONVERTERS, READERS, OutputOptions
 from service.scrape.results import (
     ACTION_FIELDS,
     ATTEMPTS,
     COUNTRY,
+    MODEL_USAGE,
     SESSION,
     BlockedResult,
     ScrapeResult,
@@ -56,6 +58,8 @@ class ScrapeOrder:
     exclude_tags: tuple[str, ...] = ()
     screenshot_full_page: bool = False
     records: dict[str, Any] | None = None  # json.selectors, checked (service.extraction.records)
+    # json.prompt/json.schema for the operator's language model (pipelines.llm), checked
+    model_json: dict[str, Any] | None = None
     # what the page is asked to do and be sent (docs/api.md), as spiders.feed hands it on: plain
     # JSON-like values, validated; the defaults ask for nothing and cost nothing per request
     wait_for: dict[str, Any] | None = None
@@ -79,6 +83,9 @@ class ScrapeOrder:
     # request's max_credits and the key's monthly cap, as the hold was checked against them
     max_credits: int | None = None
     key_cap: int | None = None
+    # the credits of the hold kept for the language model's worst case (pipelines.llm): held
+    # with the page by POST /scrape, or added by the pipeline for a job's page
+    model_reserve: int = 0
     # engine or proxy_type auto: the steps it may try (service.core.escalation), and each attempt
     # as middlewares.escalation records it; None for any other request
     ladder: Ladder | None = None
@@ -114,6 +121,7 @@ class ScrapeOrder:
             exclude_tags=tuple(request.exclude_tags),
             screenshot_full_page=request.screenshot_full_page,
             records=request.json_.selectors if request.json_ is not None else None,
+            model_json=_model_json(request),
             wait_for=request.wait_for.model_dump(exclude_none=True) if request.wait_for else None,
             actions=tuple(step.model_dump(exclude_none=True) for step in request.actions)
             if request.actions
@@ -158,6 +166,12 @@ class ScrapeOrder:
         )
 
     @property
+    def asks_model(self) -> bool:
+        """Whether the operator's language model makes part of the answer (json.prompt,
+        summary): pipelines.llm then asks it, from the page's markdown."""
+        return self.model_json is not None or "summary" in self.formats
+
+    @property
     def deadline(self) -> float:
         return self.started + self.timeout
 
@@ -184,6 +198,8 @@ class ScrapeOrder:
     def output_options(self) -> OutputOptions | None:
         """What the extraction computes beyond the standard fields; None when nothing."""
         converted = frozenset(self.formats & (CONVERTERS.keys() | READERS.keys()))
+        if self.asks_model:  # the model's input (pipelines.result.FieldsPipeline keeps it)
+            converted |= {"markdown"}
         records = self.records if "json" in self.formats else None
         if not (
             converted
@@ -196,6 +212,14 @@ class ScrapeOrder:
         return OutputOptions(
             converted, self.only_main_content, self.include_tags, self.exclude_tags, records
         )
+
+
+def _model_json(request: ScrapeRequest) -> dict[str, Any] | None:
+    """json.prompt/json.schema as the model is asked them; None for json.selectors or none."""
+    options = request.json_
+    if options is None or options.selectors is not None:
+        return None
+    return {"prompt": options.prompt, "schema": options.schema_ or dict(ANY_OBJECT)}
 
 
 @dataclass(slots=True, eq=False)
@@ -214,6 +238,10 @@ class ScrapeItem:
     # or a document's kind and bytes (service.extraction.documents), which FieldsPipeline converts
     document: tuple[str, bytes] | None = None
     blocks: int = 1  # a converted document's blocks of pages, each billed the engine's price
+    # pipelines.llm: the page's markdown it sends the model, and the credits the model's tokens
+    # cost (billed with the page, pipelines.billing)
+    model_input: str | None = None
+    model_credits: int = 0
     # pipelines.billing: the settlement on its way, then what it charged
     settlement: Deferred[Settlement] | None = None
     charged: int = 0
@@ -269,6 +297,8 @@ def new_result(
         outputs: tuple[str, ...] = tuple(
             FORMAT_OUTPUTS[name].field for name in FORMATS if name in order.formats
         )
+        if order.asks_model:
+            outputs = outputs + MODEL_USAGE
         if order.session is not None:  # the proxy pool has chosen its exit by now
             outputs = SESSION + outputs
             outcome["session"] = order.session.answer()

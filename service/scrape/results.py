@@ -14,7 +14,8 @@ between ``block_reason`` and the outputs; an auto request (``engine`` or ``proxy
 gets ``attempts`` before them, and its ``engine`` is the engine that answered; one with a
 ``location`` country gets ``country`` first of all. An answer with
 a field cut to its bound (service.extraction.bounds) ends with ``truncated``, naming them
-(:func:`with_truncated`); any other answer has none.
+(:func:`with_truncated`); any other answer has none. One that asked the operator's language
+model (json.prompt, summary) gets ``llm_usage`` after the outputs.
 """
 
 from __future__ import annotations
@@ -93,6 +94,19 @@ class Attempt(TypedDict):
         str | None, Field(description="why the attempt failed (an error code); null if it did not")
     ]
     elapsed_ms: Annotated[int, Field(ge=0)]
+
+
+class ModelUsage(TypedDict):
+    prompt_tokens: Annotated[int, Field(ge=0, description="tokens sent to the model")]
+    completion_tokens: Annotated[int, Field(ge=0, description="tokens it answered")]
+    credits: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="what those tokens cost (SCRAPESPY_LLM_CREDITS_PER_1K_TOKENS per started "
+            "1,000), part of credits_charged; 0 when the scrape was not billed",
+        ),
+    ]
 
 
 class SessionAnswer(TypedDict):
@@ -207,6 +221,7 @@ COUNTRY: Final = ("country",)
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
 SESSION: Final = ("session",)
+MODEL_USAGE: Final = ("llm_usage",)
 DOCUMENT: Final = ("document",)
 TRUNCATED: Final = ("truncated",)
 _OUTPUT_TYPES: Final[dict[str, Any]] = {
@@ -244,6 +259,14 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
             "proxy died and another of the pool carried this call (and the next ones)"
         ),
     ],
+    "llm_usage": Annotated[
+        ModelUsage | None,
+        Field(
+            description="the tokens the operator's language model used for json.prompt or "
+            "summary, both attempts counted, and what they cost; null when it was not asked "
+            "(the page failed first)"
+        ),
+    ],
     "document": Annotated[
         Document,
         Field(
@@ -276,7 +299,8 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
     """``base`` with the fields of ``outputs`` (in :data:`COUNTRY`, :data:`ATTEMPTS`,
-    :data:`ACTION_FIELDS`, :data:`SESSION`, :data:`OUTPUTS`, :data:`DOCUMENT` then
+    :data:`ACTION_FIELDS`, :data:`SESSION`, :data:`OUTPUTS`, :data:`MODEL_USAGE`,
+    :data:`DOCUMENT` then
     :data:`TRUNCATED` order) after its own; the lists start empty, the outputs as None."""
     if not outputs:
         return base
@@ -322,7 +346,14 @@ def json_schema() -> dict[str, Any]:
     schema = answer_schema(
         result_class(
             BlockedResult,
-            COUNTRY + ATTEMPTS + ACTION_FIELDS + SESSION + OUTPUTS + DOCUMENT + TRUNCATED,
+            COUNTRY
+            + ATTEMPTS
+            + ACTION_FIELDS
+            + SESSION
+            + OUTPUTS
+            + MODEL_USAGE
+            + DOCUMENT
+            + TRUNCATED,
         )
     )
     schema["required"] = [field.name for field in fields(ScrapeResult)]

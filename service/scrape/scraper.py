@@ -2,7 +2,8 @@
 
 Order of checks: strict parse and validation, the key's form, the per-key rate limit (on the
 key's hash), then in one transaction the key lookup, the price and residential trial, and the
-hold (402 when the key's monthly cap would be passed or the balance is too low). Only once the
+hold (402 when the key's monthly cap would be passed or the balance is too low), which a request
+for the language model extends by its worst case (service.scrape.model_reserve). Only once the
 hold is in does the request go to the engine: a refused one (400, 401, 402, 403, 429, 503)
 never enters it, so nothing is fetched.
 A request with ``max_age`` may be answered from the account's recent answers after the rate
@@ -22,7 +23,7 @@ from sqlalchemy import Connection, select
 from twisted.internet.defer import Deferred
 
 from service.billing import keys, ledger
-from service.billing.pricing import Quote, quote
+from service.billing.pricing import Quote, model_reserve, quote
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
 from service.core.config import Config
 from service.core.errors import (
@@ -44,6 +45,7 @@ from service.db.hot import HotConnection, hot_path
 from service.db.tables import accounts
 from service.scrape.answer_cache import AnswerCache, options_of
 from service.scrape.engine import EngineBridge
+from service.scrape.model_reserve import hold_for_model
 from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
 from service.scrape.sessions import SessionState, open_for_key, save_session
@@ -86,7 +88,9 @@ class Scraper:
         )
 
     def parse(self, body: bytes) -> tuple[ScrapeRequest, Any]:
-        return checked_scrape(parse_json_object(body), self.config.countries)
+        return checked_scrape(
+            parse_json_object(body), self.config.countries, model=self.config.model_configured
+        )
 
     async def authenticate(self, api_key: str | None) -> keys.Caller:
         if not api_key or not keys.well_formed(api_key):
@@ -134,6 +138,16 @@ class Scraper:
             job = ScrapeOrder.held(
                 request, compiled, caller, price, hold_id, request_id=request_id, session=session
             )
+            if job.asks_model:  # its worst case too, before anything is fetched
+                job.model_reserve = model_reserve(self.config)
+                job.hold_amount = await hold_for_model(
+                    self.database,
+                    hold_id,
+                    price.hold,
+                    job.model_reserve,
+                    max_credits=request.max_credits,
+                    key_cap=caller.monthly_cap,
+                )
             result = await self.bridge.submit(job)
         finally:
             self.active -= 1

@@ -120,6 +120,7 @@ ITEM_PIPELINES = {
     "pipelines.result.ResultPipeline": 100,
     "pipelines.billing.SettlePipeline": 200,
     "pipelines.result.FieldsPipeline": 300,
+    "pipelines.llm.ModelPipeline": 350,
     "pipelines.billing.BillingPipeline": 400,
 }
 

@@ -121,11 +121,16 @@ class ScrapeResult(Model):
     html: str | None = None
     raw_html: str | None = None
     screenshot: str | None = None
-    # with formats ["json"]: the records json.selectors extracted (``json`` in the body; the
-    # name is BaseModel's method)
-    json_: list[dict[str, Any]] | None = Field(default=None, alias="json")
+    # with formats ["json"]: the records json.selectors extracted, or the operator's language
+    # model's answer to json.prompt/json.schema (``json`` in the body; the name is BaseModel's
+    # method)
+    json_: Any = Field(default=None, alias="json")
     # with formats=["structured_data"]: {"items", "opengraph", "twitter"} the page publishes
     structured_data: dict[str, Any] | None = None
+    # with formats ["summary"]: the operator's language model's summary of the page
+    summary: str | None = None
+    # with json.prompt or summary: the model's tokens and what they cost
+    llm_usage: dict[str, int] | None = None
     # the fields cut to their size limit, when any was (docs/api.md, "Size limits of an answer")
     truncated: list[str] | None = None
     # not in the body: the X-Credits-Remaining header of a POST /scrape answer (the balance
