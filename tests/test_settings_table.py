@@ -161,7 +161,7 @@ def documented() -> dict[str, str]:
     table = text.split(BEGIN, 1)[1].split(END, 1)[0]
     rows = {}
     for line in table.splitlines():
-        match = re.match(r"\| `([A-Z_]+)` \| (.*?) \|", line)
+        match = re.match(r"\| `([A-Z0-9_]+)` \| (.*?) \|", line)
         if match:
             assert match.group(1) not in rows, f"{match.group(1)} is listed twice"
             rows[match.group(1)] = match.group(2)
