@@ -27,6 +27,7 @@ from service.db.tables import holds, idempotency_keys, job_pages, jobs, usage
 from service.db.times import timestamp
 from service.jobs import webhook_store
 from service.jobs.answers import Counts, Job, JobItem, JobResult, JobSummary
+from service.scrape.order import storable
 
 ACTIVE = ("queued", "running")
 FINISHED_PAGE = ("done", "failed", "blocked")
@@ -118,7 +119,7 @@ def create_job(
             {
                 "job_seq": seq,
                 "position": position,
-                "url": url,
+                "url": storable(url),
                 "status": "pending",
                 "attempt": 0,
                 "updated_at": created,

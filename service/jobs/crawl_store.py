@@ -26,6 +26,7 @@ from service.billing import ledger
 from service.db.tables import job_pages, jobs
 from service.jobs.batch_store import ACTIVE, Finish, finish_call_params, room_for_a_job
 from service.jobs.crawl_rules import Rules, url_key
+from service.scrape.order import storable
 
 TASK = "scrapespy.job_page"  # service.jobs.queue.TASK: the task that runs one page
 
@@ -118,7 +119,7 @@ def add_pages(
         {
             "job_seq": job_seq,
             "position": int(total) + n,
-            "url": url,
+            "url": storable(url),
             "url_key": key,
             "depth": depth,
             "status": "pending",
