@@ -17,7 +17,8 @@ settlement was still on its way: the watchdog's timeout, a shutdown's answer, or
 when the caller went away (service.scrape.engine). The pipeline claims the answer it bills for
 (``ScrapeOrder.claim``), and skips the settlement when another answer was claimed before.
 On SQLite :class:`BillingPipeline` settles after the parse. A request for the language model
-(pipelines.llm) settles after it, on both: its tokens' cost is captured with the page's price.
+(pipelines.llm) settles after it, on both: its tokens' cost is captured with the page's price,
+in a ledger entry of its own (kind ``extraction``, naming the same hold).
 A document costs the price once per started block of pages, which is known only once it is
 converted: when that is more than was held, :class:`BillingPipeline` first extends the hold
 (``service.billing.ledger.extend_hold``, one more round trip, for such documents only), or,
@@ -110,7 +111,7 @@ def send_settlement(database: Database, item: ScrapeItem) -> Deferred[ledger.Set
     cost, consume_trial = charge_for(
         order, item.result, item.tier_used, item.blocks, item.model_credits
     )
-    usage = usage_row(order, item.result, item.tier_used)
+    usage = usage_row(order, item.result, item.tier_used, item.model_credits)
     if database.reactor_calls:  # PostgreSQL: one statement, on the reactor
         return database.call(
             "pg_settle", ledger.settle_params(order.hold_id, cost, consume_trial, usage)
@@ -249,7 +250,8 @@ class BillingPipeline:
         cost, consume_trial = charge_for(
             order, item.result, item.tier_used, item.blocks, item.model_credits
         )
-        order.to_settle = (cost, consume_trial, usage_row(order, item.result, item.tier_used))
+        usage = usage_row(order, item.result, item.tier_used, item.model_credits)
+        order.to_settle = (cost, consume_trial, usage)
         item.charged = item.result.credits_charged = cost
         if self.stats is not None:
             self.stats.inc_value("scrapespy/billing/captured", cost)

@@ -3,10 +3,12 @@
 
 What a caller sees: the model's JSON in ``json``, its tokens and their credits in
 ``llm_usage``, a ledger that moved by exactly ``credits_charged`` (the page plus the tokens),
-the worst case held before anything is fetched (a 402 when it cannot be), a bad answer retried
-once then failed unbilled, a timeout and a 429 failed unbilled, a long page cut to its bound,
-each account's page sent alone, a batch job's pages alike, and the operator's key nowhere in
-logs or answers. Without an endpoint the fields are a 400.
+the page and the tokens recorded apart (a ``scrape`` and an ``extraction`` entry of one hold,
+and the usage row's ``extraction_credits``), the worst case held before anything is fetched (a
+402 when it cannot be), a bad answer retried once then failed unbilled, a timeout and a 429
+failed unbilled, a long page cut to its bound, each account's page sent alone, a batch job's
+and a crawl's pages alike, and the operator's key nowhere in logs or answers. Without an
+endpoint the fields are a 400.
 """
 
 from __future__ import annotations
@@ -108,6 +110,34 @@ def money(accounts: Accounts, account_id: int) -> tuple[int, int]:
     return summary["balance"], summary["held"]
 
 
+def recorded(service: ServiceProcess, key: str) -> dict[str, list[dict[str, Any]]]:
+    """What GET /ledger and GET /usage show of each hold: its entries, its usage row."""
+    held: dict[str, list[dict[str, Any]]] = {}
+    for entry in call("GET", service.url("/ledger"), key=key).json["items"]:
+        if entry["kind"] != "grant":
+            held.setdefault(entry["reference"], []).append(entry)
+    for row in call("GET", service.url("/usage"), key=key).json["items"]:
+        held.setdefault(row["reference"], []).append(row)
+    return held
+
+
+def assert_page_and_tokens_apart(service: ServiceProcess, key: str, results: list[dict]) -> None:
+    """Each scrape's hold has a scrape entry for the page, an extraction entry for the tokens,
+    and a usage row whose extraction_credits are the tokens' share of its credits."""
+    held = recorded(service, key)
+    assert len(held) == len(results), held
+    shares = sorted((r["credits_charged"], r["llm_usage"]["credits"]) for r in results)
+    found = []
+    for reference, (extraction, page, row) in held.items():  # newest first
+        assert (extraction["kind"], page["kind"]) == ("extraction", "scrape"), held
+        assert page["amount"] == -PAGE_PRICE and page["reference"] == reference
+        assert page["balance_after"] == extraction["balance_after"] - extraction["amount"]
+        assert row["credits"] == PAGE_PRICE - extraction["amount"]
+        assert row["extraction_credits"] == -extraction["amount"] > 0
+        found.append((row["credits"], row["extraction_credits"]))
+    assert sorted(found) == shares
+
+
 def test_the_models_json_is_the_answer_and_the_ledger_is_exact(
     modelled: ServiceProcess, accounts: Accounts, standin: ModelStandin, kettle: str
 ) -> None:
@@ -129,6 +159,9 @@ def test_the_models_json_is_the_answer_and_the_ledger_is_exact(
     assert result["credits_charged"] == PAGE_PRICE + usage["credits"]
     assert money(accounts, account_id) == (100 - result["credits_charged"], 0)
     assert accounts.entries_sum(account_id) == 100 - result["credits_charged"]
+    assert_page_and_tokens_apart(modelled, key, [result])
+    (entries,) = recorded(modelled, key).values()
+    assert entries[0]["balance_after"] == 100 - result["credits_charged"]
     read = ClientResult.model_validate(result)  # the Python client reads it as it came
     assert read.json_ == {"name": "Blue kettle", "price": 24.9}
     assert read.llm_usage == usage
@@ -304,6 +337,7 @@ def test_a_batch_jobs_pages_ask_the_model_and_are_billed_alike(
         charged += result["credits_charged"]
     assert found["credits_charged"] == charged
     assert money(accounts, account_id) == (200 - charged, 0)
+    assert_page_and_tokens_apart(modelled, key, [entry["result"] for entry in results])
 
 
 def test_a_crawls_pages_each_get_the_models_summary(
@@ -336,6 +370,7 @@ def test_a_crawls_pages_each_get_the_models_summary(
     charged = sum(result["credits_charged"] for result in results)
     assert charged == sum(PAGE_PRICE + result["llm_usage"]["credits"] for result in results)
     assert money(accounts, account_id) == (200 - charged, 0)
+    assert_page_and_tokens_apart(modelled, key, results)
 
 
 def test_without_an_endpoint_the_fields_are_a_400(

@@ -18,8 +18,8 @@ from sqlalchemy.exc import IntegrityError
 from harness.service import ROOT
 from harness.usage_rows import a_success
 from service.billing import accounts, keys, ledger
-from service.db import Database
-from service.db.tables import USAGE_SETTLED, UsageRow, holds, usage
+from service.db import Database, sql
+from service.db.tables import USAGE_SETTLED, UsageRow, holds, ledger_entries, usage
 from service.db.tables import accounts as accounts_table
 
 
@@ -139,6 +139,53 @@ def test_a_refund_gives_back_a_capture_once_and_marks_its_usage_failed(db):
     assert usage_of(db, hold_id) == (False, "the page could not be processed", 0, False)
 
 
+def entries_of(db: Database, account_id: int) -> list[tuple[str, int, int, str]]:
+    """The account's ledger entries, oldest first: (kind, amount, balance after, reference)."""
+
+    def read(conn):
+        columns = (e.kind, e.amount, e.balance_after, e.reference)
+        rows = conn.execute(select(*columns).where(e.account_id == account_id).order_by(e.id))
+        return [tuple(row) for row in rows]
+
+    e = ledger_entries.c
+    return db.run_sync(read)
+
+
+def test_the_models_share_of_a_charge_is_an_entry_of_its_own_and_comes_back_alike(db):
+    account_id = new_account(db, 10)
+    hold_id = db.run_sync(ledger.hold, account_id, 7, trial=False, ttl_seconds=60)
+    row = a_success(account_id)._replace(extraction_credits=4)
+    settled = db.run_sync(ledger.settle, hold_id, cost=5, usage_row=row)
+    assert (settled.charged, settled.balance) == (5, 5)
+    assert state(db, account_id) == (5, 0)
+    ref = f"hold:{hold_id}"
+    assert entries_of(db, account_id)[1:] == [("scrape", -1, 9, ref), ("extraction", -4, 5, ref)]
+
+    def shares(conn):
+        found = select(usage.c.credits, usage.c.extraction_credits)
+        return tuple(conn.execute(found.where(usage.c.account_id == account_id)).all())
+
+    assert db.run_sync(shares) == ((5, 4),)
+    # settled again (a late item): nothing charged, and no share recorded
+    db.run_sync(ledger.settle, hold_id, cost=5, usage_row=row)
+    assert db.run_sync(shares) == ((5, 4), (0, 0))
+    assert db.run_sync(ledger.refund, hold_id, "the page could not be processed") == 5
+    back = f"refund:{ref}"
+    assert entries_of(db, account_id)[3:] == [("scrape", 1, 6, back), ("extraction", 4, 10, back)]
+    assert db.run_sync(ledger.entries_sum, account_id) == 10
+    assert db.run_sync(shares) == ((0, 0), (0, 0))
+
+
+def test_a_residential_trial_with_the_model_records_the_tokens_alone(db):
+    account_id = new_account(db, 10)
+    hold_id = db.run_sync(ledger.hold, account_id, 3, trial=True, ttl_seconds=60)
+    row = a_success(account_id, tier_requested="residential", tier_used="residential")
+    row = row._replace(extraction_credits=3)  # the page is the trial's, the tokens are not
+    db.run_sync(ledger.settle, hold_id, cost=3, consume_trial=True, usage_row=row)
+    assert entries_of(db, account_id)[1:] == [("extraction", -3, 7, f"hold:{hold_id}")]
+    assert db.run_sync(ledger.entries_sum, account_id) == 7
+
+
 def test_a_refund_gives_back_a_used_trial_and_leaves_a_failure_alone(db):
     account_id = new_account(db, 10)  # two trials
     trial = db.run_sync(ledger.hold, account_id, 1, trial=True, ttl_seconds=60)
@@ -185,9 +232,9 @@ def test_a_settlement_writes_its_usage_row_as_the_billing_made_it(db):
 
 
 def test_the_settle_function_takes_the_usage_row_in_its_order():
-    """PostgreSQL's ``scrapespy_settle`` (migration 0002, rewritten by 0004) takes the usage row
+    """PostgreSQL's ``scrapespy_settle`` (its current text, service/db/sql) takes the usage row
     as positional parameters: the hot path sends them in :class:`UsageRow`'s order."""
-    settle = _migration("0002_postgresql_ledger_functions").SETTLE
+    settle = sql.load("scrapespy_settle")
     signature = re.search(r"scrapespy_settle\((.*?)\) RETURNS", settle, re.S)
     assert signature is not None
     names = [part.split()[0] for part in signature.group(1).split(",")]

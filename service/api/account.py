@@ -201,6 +201,7 @@ def usage_page(
             "error": row.error,
             "elapsed_ms": row.elapsed_ms,
             "credits": row.credits,
+            "extraction_credits": row.extraction_credits,
             "trial": row.trial,
             # the ledger entry of its charge names the same hold (and a refund "refund:hold:N")
             "reference": None if row.hold_id is None else f"hold:{row.hold_id}",

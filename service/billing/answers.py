@@ -86,6 +86,14 @@ class UsageRow(TypedDict):
     error: str | None
     elapsed_ms: Count
     credits: Annotated[int, Field(ge=0, description="credits charged")]
+    extraction_credits: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="of credits, what the language model's tokens cost (json.prompt, "
+            "summary): the ledger's extraction entry",
+        ),
+    ]
     trial: Annotated[bool, Field(description="a residential trial was used")]
     reference: Annotated[
         str | None, Field(description="hold:<id>, which the charge's ledger entry names too")
@@ -98,7 +106,13 @@ class LedgerEntry(TypedDict):
 
     id: int
     created_at: Time
-    kind: Literal["grant", "purchase", "scrape"]
+    kind: Annotated[
+        Literal["grant", "purchase", "scrape", "extraction"],
+        Field(
+            description="extraction: the language model's share of a scrape's charge, after "
+            "its scrape entry and naming the same hold"
+        ),
+    ]
     amount: Annotated[int, Field(description="credits added (negative: charged)")]
     balance_after: Count
     reference: str | None

@@ -390,6 +390,10 @@ def settle(
 ) -> Settlement:
     """Capture ``cost`` (0 releases) from the hold and free the rest, at most once per hold.
 
+    The capture is a ledger entry of kind ``scrape``; the usage row's ``extraction_credits``, the
+    language model's share of ``cost``, is an entry of kind ``extraction`` after it (migration
+    0019), both naming the hold.
+
     A trial hold reserved one residential trial: ``consume_trial`` keeps it used, otherwise it is
     given back. A hold that was already settled or expired is left alone: nothing is charged
     again. The usage row is written either way, with the credits actually charged.
@@ -397,6 +401,8 @@ def settle(
     """
     sql = hot_path(conn)
     settled = sql.date(now())
+    # of ``cost``, what the language model's tokens cost: an entry of its own
+    extraction = min(max((usage_row.extraction_credits or 0) if usage_row else 0, 0), cost)
     cur = cursor(conn)
     writing(conn)
     try:
@@ -440,19 +446,25 @@ def settle(
                 },
             )
             balance_after = int(cur.fetchone()[0])
-            if cost:
-                cur.execute(
-                    sql.sql["new_entry"],
-                    {
-                        "account_id": account_id,
-                        "kind": "scrape",
-                        "amount": -cost,
-                        "balance_after": balance_after,
-                        "reference": f"hold:{hold_id}",
-                        "created_at": settled,
-                    },
-                )
-                cur.fetchone()
+            # the page's price, then the language model's share, each an entry of its own
+            entries = (
+                ("scrape", cost - extraction, balance_after + extraction),
+                ("extraction", extraction, balance_after),
+            )
+            for kind, amount, after in entries:
+                if amount:
+                    cur.execute(
+                        sql.sql["new_entry"],
+                        {
+                            "account_id": account_id,
+                            "kind": kind,
+                            "amount": -amount,
+                            "balance_after": after,
+                            "reference": f"hold:{hold_id}",
+                            "created_at": settled,
+                        },
+                    )
+                    cur.fetchone()
             charged, trial_consumed = cost, consume_trial
         if usage_row is not None:
             cur.execute(
@@ -461,6 +473,7 @@ def settle(
                     **usage_row._asdict(),
                     "hold_id": hold_id if claimed is not None else None,
                     "credits": charged,
+                    "extraction_credits": extraction if claimed is not None else 0,
                     "trial": trial_consumed,
                     "created_at": settled,
                     "key_id": key_id,
@@ -484,16 +497,20 @@ def refund(conn: Connection, hold_id: int, error: str) -> int:
     used is given back.
     """
     charged = conn.execute(
-        select(usage.c.id, usage.c.account_id, usage.c.credits, usage.c.trial).where(
-            usage.c.hold_id == hold_id, usage.c.success.is_(True)
-        )
+        select(
+            usage.c.id,
+            usage.c.account_id,
+            usage.c.credits,
+            usage.c.extraction_credits,
+            usage.c.trial,
+        ).where(usage.c.hold_id == hold_id, usage.c.success.is_(True))
     ).one_or_none()
     if charged is None:
         return 0
     claimed = conn.execute(
         update(usage)
         .where(usage.c.id == charged.id, usage.c.success.is_(True))
-        .values(success=False, error=error, credits=0, trial=False)
+        .values(success=False, error=error, credits=0, extraction_credits=0, trial=False)
     ).rowcount
     if not claimed:  # refunded by someone else in the meantime
         return 0
@@ -503,14 +520,14 @@ def refund(conn: Connection, hold_id: int, error: str) -> int:
             .where(accounts.c.id == charged.account_id)
             .values(residential_trials_left=accounts.c.residential_trials_left + 1)
         )
-    if charged.credits:
-        credit(
-            conn,
-            charged.account_id,
-            int(charged.credits),
-            kind="scrape",
-            reference=f"refund:hold:{hold_id}",
-        )
+    # each entry of the charge given back by one of the same kind
+    extraction = int(charged.extraction_credits)
+    for kind, credits in (
+        ("scrape", int(charged.credits) - extraction),
+        ("extraction", extraction),
+    ):
+        if credits > 0:
+            credit(conn, charged.account_id, credits, kind=kind, reference=f"refund:hold:{hold_id}")
     return int(charged.credits)
 
 

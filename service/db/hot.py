@@ -115,7 +115,8 @@ _SQL: dict[str, str] = {
     "pg_settle_finish_page": (
         "SELECT out_charged, out_stored, out_completed"
         " FROM scrapespy_settle_finish_page(:hold_id, :cost, :consume_trial, :settled, :usage,"
-        f" {_params(UsageRow._fields)}, :page_id, :attempt, :status, :result, :now, :job_seq)"
+        f" {_params(UsageRow._fields[:-1])}, :page_id, :attempt, :status, :result, :now, :job_seq,"
+        " :extraction_credits)"
     ),
     # a crawl's page without a webhook (migration 0015): its result, its links as new pages
     # and tasks, and the crawl's completion, in one call

@@ -83,7 +83,8 @@ ledger_entries = Table(
     Column("balance_after", BigInteger, nullable=False),
     Column("reference", String(255), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
-    CheckConstraint("kind IN ('grant', 'purchase', 'scrape')", name="kind_known"),
+    # extraction: the language model's share of a scrape's charge (migration 0019)
+    CheckConstraint("kind IN ('grant', 'purchase', 'scrape', 'extraction')", name="kind_known"),
     CheckConstraint("balance_after >= 0", name="balance_after_not_negative"),
     Index("ix_ledger_entries_account_created_id", "account_id", "created_at", "id"),
 )
@@ -127,6 +128,8 @@ usage = Table(
     Column("trial", Boolean, nullable=False, default=False),
     # the key of the hold it settled (the settlement copies it); None before 0007
     Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=True),
+    # of ``credits``, what the language model's tokens cost (its own ledger entry, 0019)
+    Column("extraction_credits", BigInteger, nullable=False, server_default="0"),
     Index("ix_usage_account_created_id", "account_id", "created_at", "id"),
     # what a capped key spent this month, read from the index alone (service.billing.ledger.hold)
     Index("ix_usage_key_created", "key_id", "created_at", "credits"),
@@ -148,6 +151,9 @@ class UsageRow(NamedTuple):
     blocked: bool
     error: str | None
     elapsed_ms: int
+    # the language model's share of the cost captured (pipelines.llm), in a ledger entry of
+    # its own; the settlement writes what it charged of it
+    extraction_credits: int = 0
 
 
 # The columns of ``usage`` that the settlement fills (service.billing.ledger.settle).

@@ -331,7 +331,11 @@ def storable(text: str | None) -> str | None:
     return text.replace("\x00", "%00") if text is not None else None
 
 
-def usage_row(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> UsageRow:
+def usage_row(
+    order: ScrapeOrder, result: ScrapeResult, tier_used: str, extraction: int = 0
+) -> UsageRow:
+    """What the settlement records of the scrape; ``extraction``: the language model's share of
+    its cost (pipelines.llm), a ledger entry of its own when it is charged."""
     return UsageRow(
         account_id=order.account_id,
         url=storable(order.url[:4000]),
@@ -343,4 +347,5 @@ def usage_row(order: ScrapeOrder, result: ScrapeResult, tier_used: str) -> Usage
         blocked=result.blocked,
         error=storable(result.error),
         elapsed_ms=result.elapsed_ms,
+        extraction_credits=extraction,
     )

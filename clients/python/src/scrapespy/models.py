@@ -344,12 +344,15 @@ class UsageRow(Model):
     error: str | None = None
     elapsed_ms: int = 0
     credits: int = 0
+    # of ``credits``, what the language model's tokens cost (an ``extraction`` ledger entry)
+    extraction_credits: int = 0
     trial: bool = False
     reference: str | None = None
 
 
 class LedgerEntry(Model):
-    """One change of balance: ``grant``, ``purchase`` or ``scrape`` (negative: a charge)."""
+    """One change of balance: ``grant``, ``purchase``, ``scrape`` or ``extraction`` (the
+    language model's share of a scrape's charge); negative: a charge."""
 
     id: int
     created_at: datetime
