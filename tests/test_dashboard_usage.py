@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from itertools import count
 
@@ -12,6 +13,8 @@ from harness.usage_rows import a_success
 from service.billing import accounts, keys, ledger
 from service.billing.payments import purchases
 from service.dashboard import account, sessions
+from service.dashboard.chart import daily_chart
+from service.dashboard.pages import Pages
 from service.dashboard.usage import (
     daily_totals,
     ledger_page,
@@ -179,3 +182,20 @@ def test_a_purchase_is_shown_only_to_its_account(db):
     assert state == account.Purchase("pending", 10_000, 1000)
     assert db.run_sync(account.purchase_state, "demo_dash_1", other) is None
     assert db.run_sync(account.purchase_state, "demo_nothing", mine) is None
+
+
+def test_the_usage_page_shows_what_the_model_cost_of_a_charge(db):
+    account_id = new_account(db)
+    add_usage(db, account_id, at(TODAY, 9), credits=1)
+    add_usage(db, account_id, at(TODAY, 10), credits=4, extraction_credits=3)
+    page = db.run_sync(usage_page, account_id, 1)
+    assert [row["extraction_credits"] for row in page.rows] == [3, 0]
+    totals = db.run_sync(daily_totals, account_id, TODAY)
+    html = (
+        Pages()
+        .env.get_template("usage.html")
+        .render(session=None, section="usage", page=page, chart=daily_chart(totals), totals=totals)
+    )
+    rows = html.split('id="usage"', 1)[1]
+    credits = re.findall(r'data-label="Credits" class="num">(.*?)</td>', rows)
+    assert credits == ["4 <small>(3 for the model)</small>", "1"]
