@@ -63,6 +63,7 @@ bench: setup chromium bench/.venv-scrapyrt/.installed $(VENV)/.bench-installed
 	  -qq wrk nginx-light poppler-utils >/dev/null; }
 	$(PY) -m bench
 	$(PY) -m bench.js_soak --json bench/results/js_soak.json
+	$(PY) -m bench.js_contenders --json bench/results/js_contenders.json
 	$(PY) -m bench.firecrawl
 	$(PY) -m bench.documents
 	$(PY) -m bench.selectors --json bench/results/selectors.json

@@ -45,12 +45,33 @@ def article(index: int) -> str:
     return "".join(parts)
 
 
+# What a page that edits its DOM on `load` inserts: a js scrape that reads the page before
+# `load` has run its listeners lacks it (bench/js_contenders.py checks every page it reads)
+ON_LOAD_TEXT = "inserted on load"
+# the paragraph as a DOM serialization (Playwright's content()) holds it; the text alone is no
+# proof in HTML, where the script itself holds it
+ON_LOAD_ELEMENT = f'<p id="loaded">{ON_LOAD_TEXT}</p>'
+ON_LOAD_SCRIPT = (
+    "<script>addEventListener('load', () => {const p = document.createElement('p'); "
+    f"p.id = 'loaded'; p.textContent = '{ON_LOAD_TEXT}'; "
+    "document.querySelector('article').append(p)})</script>"
+)
+
+
+def js_article(index: int) -> str:
+    """``article(index)`` that appends a paragraph to its ``<article>`` on ``load``."""
+    return article(index).replace("</head>", ON_LOAD_SCRIPT + "</head>", 1)
+
+
 def write_pages(folder: Path, count: int = 20) -> list[str]:
+    """The ``article-N.html`` pages (their names are returned) and beside them their
+    ``js-article-N.html`` variants, ``robots.txt`` and the js engine's test pages."""
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for index in range(count):
         name = f"article-{index}.html"
         (folder / name).write_text(article(index), encoding="utf-8")
+        (folder / f"js-{name}").write_text(js_article(index), encoding="utf-8")
         names.append(name)
     (folder / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
     (folder / "js.html").write_text(
