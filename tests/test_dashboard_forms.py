@@ -113,13 +113,14 @@ def test_a_usage_row_is_one_csv_line():
         "error": "-timed out",
         "elapsed_ms": 20000,
         "credits": 0,
+        "extraction_credits": 0,
         "trial": False,
     }
     lines = (export.header() + export.csv_lines([row])).decode().split("\r\n")
     assert lines[0].split(",") == list(export.COLUMNS)
     assert lines[1] == (
         '2025-03-04T05:06:07Z,"https://example.com/a,b",static,datacenter,none,,false,false,'
-        "'-timed out,20000,0,false"
+        "'-timed out,20000,0,0,false"
     )
     assert export.filename("Jo.Doe+x@example.com", "2025-03-04") == (
         "scrapespy-usage-JoDoex-2025-03-04.csv"

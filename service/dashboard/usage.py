@@ -19,7 +19,14 @@ PAGE_SIZE = 50
 CHART_DAYS = 30
 
 # What the usage page and its CSV show of a scrape: what the billing recorded, and what it cost.
-SHOWN = (*(name for name in UsageRow._fields if name != "account_id"), "credits", "trial")
+# ``extraction_credits`` (the language model's share of ``credits``) comes after ``credits``.
+_OWN = ("account_id", "extraction_credits")
+SHOWN = (
+    *(name for name in UsageRow._fields if name not in _OWN),
+    "credits",
+    "extraction_credits",
+    "trial",
+)
 USAGE_COLUMNS = (usage.c.id, usage.c.created_at, *(usage.c[name] for name in SHOWN))
 
 
