@@ -13,8 +13,10 @@ fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around
   never reused;
 * the request's deadline (``meta["scrapespy_deadline"]``) bounds everything: waiting for one of
   the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
-* after ``load`` the page is given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no
-  request in flight and no DOM change for a short quiet period) before the DOM is read;
+* after ``load`` the page is read at once if it started nothing and changed nothing since,
+  else given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no request, fetch or short
+  timer pending and no DOM change for a short quiet period: the request's ``settle_ms``, else
+  ``SCRAPESPY_BROWSER_QUIET_SECONDS``; :mod:`service.browser.settle`) before the DOM is read;
 * then a request's ``wait_for`` and action steps run on the page
   (:mod:`service.browser.actions`), within the same deadline, less the time kept for reading;
 * a request with ``meta["scrapespy_screenshot"]`` gets a PNG of the page once it has been read
@@ -81,7 +83,7 @@ from service.browser.screenshot import (
     add_screenshot,
     wants_screenshot,
 )
-from service.browser.settle import PageWatch
+from service.browser.settle import ACTIVITY_SCRIPT, PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
 from service.scrape import meta as scrape_meta
@@ -448,6 +450,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             )
             if self.config.navigation_timeout_ms is not None:
                 context.set_default_navigation_timeout(self.config.navigation_timeout_ms)
+            await context.add_init_script(ACTIVITY_SCRIPT)  # what PageWatch.settle asks the page
             page = await context.new_page()
             # Popups and new tabs are closed as they open (their requests still go through
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
@@ -507,14 +510,14 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         await super()._apply_page_methods(page, request, spider)
         # Settle within what is left, keeping some for reading the DOM (and the screenshot).
         reserve = READ_RESERVE + (SCREENSHOT_RESERVE if wants_screenshot(request.meta) else 0.0)
-        budget = min(self.settle_seconds, self._time_left(request) - reserve)
+        asked = scrape_meta.settle_ms(request)
+        quiet = self.quiet_seconds if asked is None else asked / 1000
+        # 0: read right after load; a quiet period longer than the operator's limit gets its time
+        limit = max(self.settle_seconds, quiet) if quiet > 0 else 0.0
+        budget = min(limit, self._time_left(request) - reserve)
         watch = self._watches.get(page)
         if watch is not None and budget > 0:
-            await watch.settle(
-                quiet=self.quiet_seconds,
-                limit=budget,
-                loaded_at=scrape_meta.loaded_at(request),
-            )
+            await watch.settle(quiet=quiet, limit=budget, loaded_at=scrape_meta.loaded_at(request))
         if not wants_actions(request.meta):
             return
         started = asyncio.get_running_loop().time()
@@ -529,7 +532,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 page,
                 watch,
                 since=started,
-                quiet=self.quiet_seconds,
+                quiet=quiet,
                 limit=min(self.settle_seconds, self._time_left(request) - reserve),
             )
 

@@ -71,6 +71,8 @@ SCREENSHOT = "scrapespy_screenshot"
 SCREENSHOT_PNG = "scrapespy_screenshot_png"
 # {"selector": S} or {"ms": N}: browser_request writes; service.browser.actions reads
 WAIT_FOR = "scrapespy_wait_for"
+# int, the caller's quiet period in ms: browser_request writes; service.browser.handler reads
+SETTLE_MS = "scrapespy_settle_ms"
 # list of the steps, in order: browser_request writes; service.browser.actions reads
 ACTIONS = "scrapespy_actions"
 # list, each step's outcome: service.browser.actions writes; pipelines.result reads
@@ -226,6 +228,10 @@ def loaded_at(r: Carrier) -> float | None:
 
 def set_loaded_at(r: Carrier, when: float) -> None:
     r.meta[LOADED_AT] = when
+
+
+def settle_ms(r: Carrier) -> int | None:
+    return r.meta.get(SETTLE_MS)
 
 
 def context_name(r: Carrier) -> str | None:
