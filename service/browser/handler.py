@@ -70,6 +70,8 @@ from service.browser.failures import (
     refused_navigation,
 )
 from service.browser.launch import (
+    HEAVY_RESOURCE_TYPES,
+    IMAGE_TYPES,
     browser_process,
     chromium_launch_options,
     reap_browser,
@@ -185,8 +187,11 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             ),
             stats=crawler.stats,
         )
+        # what a page's requests may skip: the sub-resources that change nothing in the DOM read
+        # (spares.Spare.intercept aborts them; service.browser.launch says which)
+        self.skipped_resources: frozenset[str] | None = HEAVY_RESOURCE_TYPES
         if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES"):
-            self.abort_request = None
+            self.skipped_resources = self.abort_request = None
         self._configure_browser(settings)
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS")
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS")
@@ -476,6 +481,12 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         ):
             # Scrapy's own User-Agent, not the caller's: the phone's goes out instead.
             del request.headers["User-Agent"]
+        if self.skipped_resources is not None:
+            # a screenshot shows the images, and steps may need the layout they give
+            seen = wants_screenshot(request.meta) or wants_actions(request.meta)
+            spare.skipped = self.skipped_resources | (frozenset() if seen else IMAGE_TYPES)
+        user_agent = request.headers.get("User-Agent")
+        spare.user_agent = user_agent.decode("latin-1") if user_agent else None
         spare.handler = self._make_request_handler(
             context_name=name,
             method=request.method,
