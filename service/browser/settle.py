@@ -120,8 +120,9 @@ ACTIVITY_SCRIPT = """(() => {
         if (state.last <= end || at - state.last >= quiet) return resolve(true);
       }
       if (at - started >= limit) return resolve(false);
-      const calm = state.pending === 0 && end !== null ? quiet - (at - state.last) : 10;
-      setT(check, Math.max(1, Math.min(calm, limit - (at - started))));
+      // the load event may still be on its way (Playwright's load is heard as it begins)
+      const calm = state.pending > 0 ? 10 : end === null ? 0 : quiet - (at - state.last);
+      setT(check, Math.max(0, Math.min(calm, limit - (at - started))));
     };
     check();
   });
