@@ -527,9 +527,14 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         limit = max(self.settle_seconds, quiet) if quiet > 0 else 0.0
         budget = min(limit, self._time_left(request) - reserve)
         watch = self._watches.get(page)
+        steps = wants_actions(request.meta)
         if watch is not None and budget > 0:
-            await watch.settle(quiet=quiet, limit=budget, loaded_at=scrape_meta.loaded_at(request))
-        if not wants_actions(request.meta):
+            html = await watch.settle(
+                quiet=quiet, limit=budget, loaded_at=scrape_meta.loaded_at(request), read=not steps
+            )
+            if html is not None:
+                request.meta[scrape_meta.SETTLED_HTML] = html
+        if not steps:
             return
         started = asyncio.get_running_loop().time()
         await run_actions(

@@ -129,9 +129,18 @@ ACTIVITY_SCRIPT = """(() => {
   Object.defineProperty(window, KEY, {value: state});
 })()""".replace("SHORT_TIMER_MS", str(SHORT_TIMER_MS)).replace("TIMER_DEPTH", str(TIMER_DEPTH))
 
-_SETTLED = """([quiet, limit]) => {
+# With read, a settled page's HTML (what page.content() returns) comes in the same round trip.
+_SETTLED = """async ([quiet, limit, read]) => {
   const activity = window.__scrapespyActivity;
-  return activity ? activity.settled(quiet, limit) : null;
+  if (!activity) return null;
+  const settled = await activity.settled(quiet, limit);
+  if (!read || !settled) return settled;
+  try {
+    const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : "";
+    return doctype + (document.documentElement ? document.documentElement.outerHTML : "");
+  } catch (error) {
+    return true;  // a page that broke the DOM's methods is read another way
+  }
 }"""
 
 _DOM_QUIET = """([quiet, limit]) => new Promise((resolve) => {
@@ -211,8 +220,11 @@ class PageWatch:
                 if not self.in_flight:
                     return
 
-    async def settle(self, *, quiet: float, limit: float, loaded_at: float | None = None) -> None:
-        """Wait, at most ``limit`` s, until the page has settled (the module says when).
+    async def settle(
+        self, *, quiet: float, limit: float, loaded_at: float | None = None, read: bool = False
+    ) -> str | None:
+        """Wait, at most ``limit`` s, until the page has settled (the module says when); with
+        ``read``, the settled page's HTML when the page could give it in the same round trip.
 
         The network is quiet when no request is in flight and none has begun or ended for
         ``quiet`` s, or none has since ``loaded_at`` (the loop's time when the page's load was
@@ -226,19 +238,19 @@ class PageWatch:
             mark = self.last_change
             left = end - loop.time()
             if left <= 0:
-                return
+                return None
+            asked = [int(quiet * 1000), int(left * 1000), read]
             try:
-                settled = await asyncio.wait_for(
-                    self.page.evaluate(_SETTLED, [int(quiet * 1000), int(left * 1000)]), left
-                )
+                settled = await asyncio.wait_for(self.page.evaluate(_SETTLED, asked), left)
             except (PlaywrightError, TimeoutError):
-                return  # a navigation replaced the page's world, or the limit came
+                return None  # a navigation replaced the page's world, or the limit came
             if settled is None:  # no activity script in this page (it replaced its window)
                 await self._dom_quiet(quiet=quiet, limit=end - loop.time())
-                return
+                return None
             if self.last_change == mark and not self.in_flight:
-                return
+                return settled if isinstance(settled, str) else None
             since = mark  # a request began or ended while the page was asked: wait for it
+        return None
 
     async def _dom_quiet(self, *, quiet: float, limit: float) -> None:
         if limit <= 0:

@@ -86,6 +86,9 @@ COOKIES = "scrapespy_cookies"
 # float, the loop's time when the navigation ended: service.browser.read writes;
 # service.browser.handler reads
 LOADED_AT = "scrapespy_loaded_at"
+# str, the page's HTML read in the round trip that found it settled: service.browser.handler
+# writes; service.browser.read takes it (and reads the page itself without it)
+SETTLED_HTML = "scrapespy_settled_html"
 
 # --- scrapy-playwright's -----------------------------------------------------------------------
 
@@ -228,6 +231,10 @@ def loaded_at(r: Carrier) -> float | None:
 
 def set_loaded_at(r: Carrier, when: float) -> None:
     r.meta[LOADED_AT] = when
+
+
+def take_settled_html(r: Carrier) -> str | None:
+    return r.meta.pop(SETTLED_HTML, None)
 
 
 def settle_ms(r: Carrier) -> int | None:
