@@ -141,6 +141,8 @@ JS = {"engine": "js"}
             "'actions' run in a browser: they need the js engine",
         ),
         ({"wait_for": {"selector": "#x"}}, "'wait_for' waits in a browser: it needs the js"),
+        ({"settle_ms": 0}, "'settle_ms' is how a browser waits: it needs the js engine"),
+        ({**JS, "settle_ms": 10_001}, "'settle_ms': Input should be less than or equal"),
         ({**JS, "wait_for": {}}, "'wait_for': give exactly one of 'selector' and 'ms'"),
         ({**JS, "wait_for": {"ms": -5}}, "'wait_for.ms': Input should be greater than or equal"),
         ({**JS, "wait_for": {"ms": 10**9}}, "'wait_for.ms': Input should be less than or equal"),

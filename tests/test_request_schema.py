@@ -50,6 +50,8 @@ OTHERS = [
     {"cookies": [{"name": "a", "value": "b c"}]},
     {"cookies": [{"name": "a", "value": "b", "domain": "-x"}]},
     {"device": "mobile"},
+    *({"settle_ms": ms} for ms in (None, 0, 50)),
+    *({"engine": "js", "settle_ms": ms} for ms in (None, 0, 50, 10_000, 10_001, -1, 1.5, "5")),
 ]
 
 

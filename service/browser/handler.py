@@ -13,8 +13,10 @@ fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around
   never reused;
 * the request's deadline (``meta["scrapespy_deadline"]``) bounds everything: waiting for one of
   the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
-* after ``load`` the page is given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no
-  request in flight and no DOM change for a short quiet period) before the DOM is read;
+* after ``load`` the page is read at once if it started nothing and changed nothing since,
+  else given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no request, fetch or short
+  timer pending and no DOM change for a short quiet period: the request's ``settle_ms``, else
+  ``SCRAPESPY_BROWSER_QUIET_SECONDS``; :mod:`service.browser.settle`) before the DOM is read;
 * then a request's ``wait_for`` and action steps run on the page
   (:mod:`service.browser.actions`), within the same deadline, less the time kept for reading;
 * a request with ``meta["scrapespy_screenshot"]`` gets a PNG of the page once it has been read
@@ -68,6 +70,8 @@ from service.browser.failures import (
     refused_navigation,
 )
 from service.browser.launch import (
+    HEAVY_RESOURCE_TYPES,
+    IMAGE_TYPES,
     browser_process,
     chromium_launch_options,
     reap_browser,
@@ -81,7 +85,7 @@ from service.browser.screenshot import (
     add_screenshot,
     wants_screenshot,
 )
-from service.browser.settle import PageWatch
+from service.browser.settle import ACTIVITY_SCRIPT, PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
 from service.scrape import meta as scrape_meta
@@ -183,8 +187,11 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             ),
             stats=crawler.stats,
         )
+        # what a page's requests may skip: the sub-resources that change nothing in the DOM read
+        # (spares.Spare.intercept aborts them; service.browser.launch says which)
+        self.skipped_resources: frozenset[str] | None = HEAVY_RESOURCE_TYPES
         if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES"):
-            self.abort_request = None
+            self.skipped_resources = self.abort_request = None
         self._configure_browser(settings)
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS")
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS")
@@ -448,6 +455,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             )
             if self.config.navigation_timeout_ms is not None:
                 context.set_default_navigation_timeout(self.config.navigation_timeout_ms)
+            await context.add_init_script(ACTIVITY_SCRIPT)  # what PageWatch.settle asks the page
             page = await context.new_page()
             # Popups and new tabs are closed as they open (their requests still go through
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
@@ -473,6 +481,12 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         ):
             # Scrapy's own User-Agent, not the caller's: the phone's goes out instead.
             del request.headers["User-Agent"]
+        if self.skipped_resources is not None:
+            # a screenshot shows the images, and steps may need the layout they give
+            seen = wants_screenshot(request.meta) or wants_actions(request.meta)
+            spare.skipped = self.skipped_resources | (frozenset() if seen else IMAGE_TYPES)
+        user_agent = request.headers.get("User-Agent")
+        spare.user_agent = user_agent.decode("latin-1") if user_agent else None
         spare.handler = self._make_request_handler(
             context_name=name,
             method=request.method,
@@ -507,15 +521,20 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         await super()._apply_page_methods(page, request, spider)
         # Settle within what is left, keeping some for reading the DOM (and the screenshot).
         reserve = READ_RESERVE + (SCREENSHOT_RESERVE if wants_screenshot(request.meta) else 0.0)
-        budget = min(self.settle_seconds, self._time_left(request) - reserve)
+        asked = scrape_meta.settle_ms(request)
+        quiet = self.quiet_seconds if asked is None else asked / 1000
+        # 0: read right after load; a quiet period longer than the operator's limit gets its time
+        limit = max(self.settle_seconds, quiet) if quiet > 0 else 0.0
+        budget = min(limit, self._time_left(request) - reserve)
         watch = self._watches.get(page)
+        steps = wants_actions(request.meta)
         if watch is not None and budget > 0:
-            await watch.settle(
-                quiet=self.quiet_seconds,
-                limit=budget,
-                loaded_at=scrape_meta.loaded_at(request),
+            html = await watch.settle(
+                quiet=quiet, limit=budget, loaded_at=scrape_meta.loaded_at(request), read=not steps
             )
-        if not wants_actions(request.meta):
+            if html is not None:
+                request.meta[scrape_meta.SETTLED_HTML] = html
+        if not steps:
             return
         started = asyncio.get_running_loop().time()
         await run_actions(
@@ -529,7 +548,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 page,
                 watch,
                 since=started,
-                quiet=self.quiet_seconds,
+                quiet=quiet,
                 limit=min(self.settle_seconds, self._time_left(request) - reserve),
             )
 

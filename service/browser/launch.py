@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Resource types a js page does not load with SCRAPESPY_BLOCK_HEAVY_RESOURCES on: they change
+# nothing in the DOM read (an image's load or error event aside); images are loaded when a
+# screenshot or actions are asked
 HEAVY_RESOURCE_TYPES = frozenset({"media", "font"})
+IMAGE_TYPES = frozenset({"image"})
 
 
 def chromium_launch_options(

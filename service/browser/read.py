@@ -225,7 +225,8 @@ async def read_rendered(
         await _set_redirect_meta(request=request, response=response)
     try:
         await handler._apply_page_methods(page, request, spider)  # settling, in our handler
-        body_text = await page_html(page, request, spider)
+        settled_html = scrape_meta.take_settled_html(request)
+        body_text = settled_html or await page_html(page, request, spider)
         rendered(request.meta, navigated)  # timings: render
         headers = Headers(await headers_read) if headers_read is not None else Headers()
     finally:

@@ -16,7 +16,7 @@ clips it to the document, and is encoded smaller: it is the one that may reach t
 
 With ``SCRAPESPY_BLOCK_HEAVY_RESOURCES`` on (the default), web fonts and media were never
 loaded: text shows in the browser's fallback fonts (icon fonts as boxes) and videos as empty
-frames. Images are loaded either way.
+frames. Images are loaded when a screenshot is asked (service.browser.spares).
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from playwright.async_api import Error as PlaywrightError
+
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Page, Route
     from playwright.async_api import Request as PlaywrightRequest
@@ -44,14 +46,28 @@ class Spare:
     page: Page
     meter: DownloadMeter
     # Set by the request that takes the spare; the page's interception (``intercept``, routed
-    # at creation) hands every request of the page to it.
+    # at creation) hands the page's navigations to it (the caller's headers, method and body),
+    # aborts the resource types in ``skipped`` and lets the others go with ``user_agent``.
     handler: Callable[[Route, PlaywrightRequest], Awaitable[Any]] | None = None
+    skipped: frozenset[str] = frozenset()
+    user_agent: str | None = None
 
     async def intercept(self, route: Route, request: PlaywrightRequest) -> None:
-        if self.handler is None:  # a blank page asks for nothing; nothing leaves before a taker
-            await route.abort()
-            return
-        await self.handler(route, request)
+        try:
+            if self.handler is None:  # a blank page asks for nothing; nothing leaves before a taker
+                await route.abort()
+            elif request.resource_type in self.skipped:
+                await route.abort()
+            elif request.is_navigation_request():
+                await self.handler(route, request)
+            elif self.user_agent is None:
+                await route.continue_()
+            else:
+                # the headers the page gave, not all of them (a round trip to the browser for
+                # each sub-resource): the browser adds its cookies and the rest as it sends it
+                await route.continue_(headers={**request.headers, "user-agent": self.user_agent})
+        except PlaywrightError as error:  # a page or context closed meanwhile
+            log.debug("a request of a closing page was not let through: %s", error)
 
     def usable(self, browser: Browser) -> bool:
         return self.browser is browser and browser.is_connected() and not self.page.is_closed()

@@ -58,6 +58,8 @@ SCREENSHOT_NEEDS_JS = needs_engine("screenshot", "js")
 FULL_PAGE_NEEDS_SCREENSHOT = "'screenshot_full_page' needs \"screenshot\" in 'formats'"
 ACTIONS_NEED_JS = '\'actions\' run in a browser: they need the js engine ("engine": "js")'
 WAIT_FOR_NEEDS_JS = '\'wait_for\' waits in a browser: it needs the js engine ("engine": "js")'
+SETTLE_MS_NEEDS_JS = '\'settle_ms\' is how a browser waits: it needs the js engine ("engine": "js")'
+MAX_SETTLE_MS = 10_000
 MAX_ACTIONS = 50
 MAX_WAIT_MS = 120_000  # the largest timeout; a wait past the request's own fails when it runs
 MAX_SCROLL_PX = 1_000_000
@@ -586,6 +588,13 @@ _ACROSS_FIELDS: dict[str, Any] = {
             ],
         },
         {
+            "description": "settle_ms needs the js engine",
+            "anyOf": [
+                {"properties": {"settle_ms": {"type": "null"}}},
+                {"required": ["engine"], "properties": {"engine": {"const": "js"}}},
+            ],
+        },
+        {
             "description": "session_idle_seconds needs session",
             "anyOf": [
                 {"properties": {"session_idle_seconds": {"type": "null"}}},
@@ -701,6 +710,18 @@ class ScrapeRequest(_Strict):
             '({"selector": "#prices"}) or for some milliseconds ({"ms": 1500}), within '
             "timeout; js engine only"
         ),
+    ] = None
+    settle_ms: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            le=MAX_SETTLE_MS,
+            description="after load, the page is read once no request, fetch or short timer of "
+            "its own is pending and its DOM has not changed for this many milliseconds (at "
+            "once when nothing changed after load), within the operator's settle limit; 0 reads "
+            "it right after load; none: the operator's quiet period (100 ms); js engine only",
+        ),
+        Whole,
     ] = None
     actions: Annotated[
         list[Action],
@@ -818,6 +839,8 @@ class ScrapeRequest(_Strict):
                 raise ValueError(ACTIONS_NEED_JS)
             if self.wait_for is not None:
                 raise ValueError(WAIT_FOR_NEEDS_JS)
+            if self.settle_ms is not None:
+                raise ValueError(SETTLE_MS_NEEDS_JS)
         return self
 
     @field_validator("headers")

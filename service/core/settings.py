@@ -237,7 +237,7 @@ SETTINGS: tuple[Setting, ...] = (
         "block_heavy_resources",
         "bool",
         True,
-        "`js` pages load no media or fonts",
+        "`js` pages load no media or fonts, and no images unless a screenshot or actions are asked",
         scrapy=True,
     ),
     _env(

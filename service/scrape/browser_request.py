@@ -18,6 +18,7 @@ from service.scrape.meta import (
     PLAYWRIGHT_CONTEXT_KWARGS,
     PLAYWRIGHT_PAGE_GOTO_KWARGS,
     SCREENSHOT,
+    SETTLE_MS,
     WAIT_FOR,
 )
 
@@ -57,6 +58,8 @@ def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = 
         # run by service.browser; it reports back in the same meta
         if order.wait_for is not None:
             meta[WAIT_FOR] = dict(order.wait_for)
+        if order.settle_ms is not None:
+            meta[SETTLE_MS] = order.settle_ms
         if order.actions:
             meta[ACTIONS] = [dict(step) for step in order.actions]
     if order.device == "mobile":

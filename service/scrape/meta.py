@@ -71,6 +71,8 @@ SCREENSHOT = "scrapespy_screenshot"
 SCREENSHOT_PNG = "scrapespy_screenshot_png"
 # {"selector": S} or {"ms": N}: browser_request writes; service.browser.actions reads
 WAIT_FOR = "scrapespy_wait_for"
+# int, the caller's quiet period in ms: browser_request writes; service.browser.handler reads
+SETTLE_MS = "scrapespy_settle_ms"
 # list of the steps, in order: browser_request writes; service.browser.actions reads
 ACTIONS = "scrapespy_actions"
 # list, each step's outcome: service.browser.actions writes; pipelines.result reads
@@ -84,6 +86,9 @@ COOKIES = "scrapespy_cookies"
 # float, the loop's time when the navigation ended: service.browser.read writes;
 # service.browser.handler reads
 LOADED_AT = "scrapespy_loaded_at"
+# str, the page's HTML read in the round trip that found it settled: service.browser.handler
+# writes; service.browser.read takes it (and reads the page itself without it)
+SETTLED_HTML = "scrapespy_settled_html"
 
 # --- scrapy-playwright's -----------------------------------------------------------------------
 
@@ -226,6 +231,14 @@ def loaded_at(r: Carrier) -> float | None:
 
 def set_loaded_at(r: Carrier, when: float) -> None:
     r.meta[LOADED_AT] = when
+
+
+def take_settled_html(r: Carrier) -> str | None:
+    return r.meta.pop(SETTLED_HTML, None)
+
+
+def settle_ms(r: Carrier) -> int | None:
+    return r.meta.get(SETTLE_MS)
 
 
 def context_name(r: Carrier) -> str | None:

@@ -63,6 +63,7 @@ class ScrapeOrder:
     # what the page is asked to do and be sent (docs/api.md), as spiders.feed hands it on: plain
     # JSON-like values, validated; the defaults ask for nothing and cost nothing per request
     wait_for: dict[str, Any] | None = None
+    settle_ms: int | None = None
     actions: tuple[dict[str, Any], ...] = ()
     device: str = "desktop"
     headers: dict[str, str] | None = None
@@ -123,6 +124,7 @@ class ScrapeOrder:
             records=request.json_.selectors if request.json_ is not None else None,
             model_json=_model_json(request),
             wait_for=request.wait_for.model_dump(exclude_none=True) if request.wait_for else None,
+            settle_ms=request.settle_ms,
             actions=tuple(step.model_dump(exclude_none=True) for step in request.actions)
             if request.actions
             else (),
