@@ -747,11 +747,14 @@ SETTINGS: tuple[Setting, ...] = (
         0.1,
         "no request in flight and no DOM change for this long counts as settled",
     ),
-    _scrapy(
+    Setting(
+        None,
         "SCRAPESPY_BROWSER_SPARES",
+        None,
         "int",
-        2,
-        "fresh browser contexts kept ready ahead of demand, each used once",
+        -1,
+        "fresh browser contexts kept ready ahead of demand, each used once; `-1`: by the browser",
+        shown="`-1`: 2, none with the full Chromium (`/usr/bin/chromium`)",
     ),
     _scrapy(
         "SCRAPESPY_PROXY_MAX_STRIKES",
