@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.service import call
+from harness.service import ServiceProcess, call
 from service.billing import keys
+
+FULL_CHROMIUM = "/usr/bin/chromium"
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -72,6 +76,31 @@ def test_browser_gauges_show_nothing_left_open_after_js_scrapes(service, site, a
     assert value(after, "scrapespy_browser_pages_open") <= 2
     # ...and the gauge does read the live browser: the spares are there
     assert 1 <= value(after, "scrapespy_browser_contexts_open") <= 2
+
+
+@pytest.mark.skipif(not Path(FULL_CHROMIUM).exists(), reason="no full Chromium")
+def test_the_full_chromium_keeps_no_spare_context(database_url, tmp_path, site, accounts):
+    # its contexts cost it too much CPU to make them ahead of demand (SCRAPESPY_BROWSER_SPARES)
+    proc = ServiceProcess(
+        database_url, tmp_path, env={"SCRAPESPY_CHROMIUM_PATH": FULL_CHROMIUM}
+    ).start()
+    try:
+        _, key = accounts.create(credits=20)
+        for _ in range(2):
+            reply = proc.scrape(key, {"url": site.url("/js-only"), "engine": "js"})
+            assert reply.json["success"]
+            assert reply.json["title"] == "Rendered by JS"
+        deadline = time.monotonic() + 10
+        while True:
+            after = samples(call("GET", proc.url("/metrics")).body.decode())
+            closed = value(after, "scrapespy_browser_contexts_open") == 0
+            if closed or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert value(after, "scrapespy_browser_contexts_open") == 0
+        assert value(after, "scrapespy_browser_pages_open") == 0
+    finally:
+        proc.stop()
 
 
 def test_every_response_carries_a_request_id_that_the_access_log_names(service, site):

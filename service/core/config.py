@@ -190,6 +190,7 @@ class Config:
     chromium_path: str = default("chromium_path")
     browser_url: str = default("browser_url")
     max_pages: int = default("max_pages")
+    browser_spares: int = default("browser_spares")
     block_heavy_resources: bool = default("block_heavy_resources")
     # TEST ONLY, empty by default: "name=address" pairs the browser egress guard treats as public.
     egress_test_public_hosts: tuple[str, ...] = default("egress_test_public_hosts")

@@ -233,6 +233,16 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     _env(
+        "SCRAPESPY_BROWSER_SPARES",
+        "browser_spares",
+        "int",
+        -1,
+        "fresh browser contexts kept ready ahead of demand, each used once; `-1`: by the browser",
+        scrapy=True,
+        minimum=-1,
+        shown="`-1`: 2, none with the full Chromium (`/usr/bin/chromium`)",
+    ),
+    _env(
         "SCRAPESPY_BLOCK_HEAVY_RESOURCES",
         "block_heavy_resources",
         "bool",
@@ -746,12 +756,6 @@ SETTINGS: tuple[Setting, ...] = (
         "float",
         0.1,
         "no request in flight and no DOM change for this long counts as settled",
-    ),
-    _scrapy(
-        "SCRAPESPY_BROWSER_SPARES",
-        "int",
-        2,
-        "fresh browser contexts kept ready ahead of demand, each used once",
     ),
     _scrapy(
         "SCRAPESPY_PROXY_MAX_STRIKES",
