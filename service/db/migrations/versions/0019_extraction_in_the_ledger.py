@@ -20,14 +20,11 @@ the entries) and drops the column.
 """
 
 from collections.abc import Sequence
-from importlib.util import module_from_spec, spec_from_file_location
-from pathlib import Path
-from types import ModuleType
 
 import sqlalchemy as sa
 from alembic import op
 
-from service.db import sql
+from service.db import migration, sql
 
 revision: str = "0019"
 down_revision: str | Sequence[str] | None = "0018"
@@ -56,17 +53,6 @@ OLD_KINDS = "kind IN ('grant', 'purchase', 'scrape')"
 CHECK = "ck_ledger_entries_kind_known"
 
 
-def _sibling(stem: str) -> ModuleType:
-    """Another migration of this folder (alembic loads them by path, not as a package)."""
-    spec = spec_from_file_location(
-        f"scrapespy_migration_{stem}", Path(__file__).with_name(stem + ".py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def upgrade() -> None:
     with op.batch_alter_table("ledger_entries", schema=None) as batch_op:
         batch_op.drop_constraint(op.f(CHECK), type_="check")
@@ -88,10 +74,10 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         for drop in DROP_NEW:
             op.execute(drop)
-        op.execute(_sibling("0007_several_api_keys").SETTLE)
-        op.execute(_sibling("0008_postgresql_settle_answers_balance").SETTLE_BALANCE)
+        op.execute(migration("0007_several_api_keys.py").SETTLE)
+        op.execute(migration("0008_postgresql_settle_answers_balance.py").SETTLE_BALANCE)
         op.execute(
-            _sibling("0017_postgresql_batch_page_settles_with_its_result").SETTLE_FINISH_PAGE
+            migration("0017_postgresql_batch_page_settles_with_its_result.py").SETTLE_FINISH_PAGE
         )
     op.execute("UPDATE ledger_entries SET kind = 'scrape' WHERE kind = 'extraction'")
     with op.batch_alter_table("ledger_entries", schema=None) as batch_op:
