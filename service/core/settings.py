@@ -755,7 +755,9 @@ SETTINGS: tuple[Setting, ...] = (
         "SCRAPESPY_BROWSER_QUIET_SECONDS",
         "float",
         0.1,
-        "no request in flight and no DOM change for this long counts as settled",
+        "a page still busy after `load` counts as settled once nothing it started is pending "
+        "and its DOM has not changed for this long (a request's `settle_ms` overrides it; a "
+        "page with nothing pending is read at once)",
     ),
     _scrapy(
         "SCRAPESPY_PROXY_MAX_STRIKES",
