@@ -73,8 +73,8 @@ def convert(
         converted = _pdf(body, max_pages)
     else:
         try:
-            converted = convert_archive(body, kind)
-        except PageTooLarge:
+            converted = convert_archive(body, kind, max_pages)
+        except (PageTooLarge, MemoryError):  # past a bound: not a damaged file
             raise
         except Exception:  # a damaged archive or part: the libraries raise many kinds
             raise DocumentRefused(
@@ -136,6 +136,10 @@ def _pdf(body: bytes, max_pages: int) -> Converted:
             raise _too_many(pages, max_pages)
         lines = [line for index in range(pages) for line in _page_lines(pdf, index)]
         declared = pdf.get_metadata_dict(skip_empty=True)
+    except pdfium.PdfiumError:  # a page it cannot load (a page tree nested past its bound)
+        raise DocumentRefused(
+            "the document could not be read (a page pdfium cannot load)"
+        ) from None
     finally:
         pdf.close()
     levels = _heading_levels(lines)
