@@ -79,8 +79,8 @@ class Line:
     page: int
     left: float  # its first character's left edge
     right: float  # its last character's right edge
-    top: float  # its first character's baseline (PDF points, growing upwards)
-    bottom: float  # its last character's baseline
+    top: float  # its first character's bottom (PDF points, growing upwards)
+    bottom: float  # its last character's bottom
     first_word: float  # the width of its first word
     body_left: float  # where its text starts after a bullet (else ``left``)
     bullet: int  # the characters of its bullet and the spaces after it (0: none)
@@ -90,23 +90,13 @@ def page_lines(textpage: pdfium.PdfTextPage, page: int) -> list[Line]:
     """Each line of the page in pdfium's reading order, measured."""
     raw = textpage.raw
     text = textpage.get_text_range()
-    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
-    x, y = ctypes.c_double(), ctypes.c_double()
+    rect = pdfium_c.FS_RECTF()
 
-    def box(index: int) -> tuple[float, float]:
-        pdfium_c.FPDFText_GetCharBox(
-            raw,
-            index,
-            ctypes.byref(left),
-            ctypes.byref(right),
-            ctypes.byref(bottom),
-            ctypes.byref(top),
-        )
-        return left.value, right.value
-
-    def baseline(index: int) -> float:
-        pdfium_c.FPDFText_GetCharOrigin(raw, index, ctypes.byref(x), ctypes.byref(y))
-        return y.value
+    def box(index: int) -> tuple[float, float, float]:
+        """A character's left and right edges and its bottom: the loose box, from the font's
+        ascent and descent, so every glyph of a line has the same bottom whatever its shape."""
+        pdfium_c.FPDFText_GetLooseCharBox(raw, index, ctypes.byref(rect))
+        return rect.left, rect.right, rect.bottom
 
     lines: list[Line] = []
     start = 0
@@ -120,9 +110,9 @@ def page_lines(textpage: pdfium.PdfTextPage, page: int) -> list[Line]:
             word_end = first + (space if space > 0 else len(stripped)) - 1
             bullet = BULLET.match(stripped)
             opens = bullet.end() if bullet is not None and bullet.end() < len(stripped) else 0
-            first_left, _ = box(first)
-            _, last_right = box(last)
-            _, word_right = box(word_end)
+            first_left, _, first_bottom = box(first)
+            _, last_right, last_bottom = box(last)
+            word_right = box(word_end)[1]
             lines.append(
                 Line(
                     " ".join(stripped.split()),
@@ -130,8 +120,8 @@ def page_lines(textpage: pdfium.PdfTextPage, page: int) -> list[Line]:
                     page,
                     first_left,
                     last_right,
-                    baseline(first),
-                    baseline(last),
+                    first_bottom,
+                    last_bottom,
                     max(0.0, word_right - first_left),
                     box(first + opens)[0] if opens else first_left,
                     opens,
