@@ -57,7 +57,8 @@ def article_html() -> str:
     paragraphs = source_paragraphs()
     soft = " ".join(["the"] + [SOFT] * 12) + "."
     body = "".join(f"<p>{text}</p>" for text in [*paragraphs, soft])
-    return f"<html><head><title>{TITLE}</title><style>{style}</style></head><body><h1>{TITLE}</h1>{body}</body></html>"
+    head = f"<head><title>{TITLE}</title><style>{style}</style></head>"
+    return f"<html>{head}<body><h1>{TITLE}</h1>{body}</body></html>"
 
 
 @pytest.fixture(scope="module")
