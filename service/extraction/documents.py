@@ -4,11 +4,11 @@ into a page's fields and outputs, in the extraction workers.
 A target may answer a document instead of HTML. It is recognised by its bytes
 (:func:`document_type`), not by its ``Content-Type``, which servers get wrong both ways, and
 converted here with pdfium (``pypdfium2``, Apache-2.0/BSD-3-Clause; docs/documents.md has the
-measurements that chose it): ``text`` and ``markdown`` in pdfium's reading order, a line set in
-a larger font than the body becoming a markdown heading, and ``document`` what the file
-declares. A document past ``max_pages``, encrypted with a password, without a text layer (a
-scan) or that pdfium cannot read is a :class:`DocumentRefused` with its error code: the scrape
-fails, unbilled.
+measurements that chose it): ``text`` and ``markdown`` in pdfium's reading order, its printed
+lines joined into paragraphs (service.extraction.pdflines), one set in a larger font than the
+body becoming a markdown heading, and ``document`` what the file declares. A document past
+``max_pages``, encrypted with a password, without a text layer (a scan) or that pdfium cannot
+read is a :class:`DocumentRefused` with its error code: the scrape fails, unbilled.
 """
 
 from __future__ import annotations
