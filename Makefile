@@ -66,6 +66,7 @@ bench: setup chromium bench/.venv-scrapyrt/.installed $(VENV)/.bench-installed
 	$(PY) -m bench.js_contenders --json bench/results/js_contenders.json
 	$(PY) -m bench.firecrawl
 	$(PY) -m bench.documents
+	$(PY) -m bench.documents_e2e
 	$(PY) -m bench.selectors --json bench/results/selectors.json
 	$(PY) -m bench.structured
 

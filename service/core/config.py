@@ -249,6 +249,8 @@ class Config:
     extract_max_depth: int = default("extract_max_depth")
     extract_max_elements: int = default("extract_max_elements")
     extract_max_seconds: float = default("extract_max_seconds")
+    # an extraction worker's address space (MiB, RLIMIT_AS): a decompression bomb fails, alone
+    extract_max_memory_mb: int = default("extract_max_memory_mb")
     # documents (service.extraction.documents): pages converted at most, pages billed per block
     document_max_pages: int = default("document_max_pages")
     document_pages_per_block: int = default("document_pages_per_block")

@@ -568,6 +568,16 @@ SETTINGS: tuple[Setting, ...] = (
         "and the scrape fails `too_large`",
     ),
     _env(
+        "SCRAPESPY_EXTRACT_MAX_MEMORY_MB",
+        "extract_max_memory_mb",
+        "int",
+        bounds.MAX_MEMORY_MB,
+        "MiB of address space an extraction worker may use (RLIMIT_AS); a page or document "
+        "that needs more fails `too_large` (or `document_unreadable` when the converter "
+        "crashes on it), unbilled, and the worker is replaced; 0 sets no limit",
+        minimum=0,
+    ),
+    _env(
         "SCRAPESPY_DOCUMENT_MAX_PAGES",
         "document_max_pages",
         "int",

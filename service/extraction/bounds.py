@@ -63,6 +63,10 @@ MAX_ELEMENTS: Final = 1_000_000
 MAX_SECONDS: Final = 10.0
 # a document's pages (service.extraction.documents)
 DOCUMENT_PAGES: Final = 500
+# An extraction worker's address space, in MiB (RLIMIT_AS, set as it starts): the largest page
+# the other bounds let through (16 MB, a million elements, with markdown and html) peaked at
+# 520 MiB, while a 1.5 MB PDF whose stream inflates to 1 GB took a worker to 2.1 GB.
+MAX_MEMORY_MB: Final = 1024
 
 
 class BoundsSettings(Protocol):
@@ -82,6 +86,8 @@ class BoundsSettings(Protocol):
     def extract_max_seconds(self) -> float: ...
     @property
     def document_max_pages(self) -> int: ...
+    @property
+    def extract_max_memory_mb(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,7 @@ class AnswerBounds:
     max_elements: int = MAX_ELEMENTS
     max_seconds: float = MAX_SECONDS
     document_pages: int = DOCUMENT_PAGES
+    max_memory_mb: int = MAX_MEMORY_MB
 
     @classmethod
     def of(cls, config: BoundsSettings) -> AnswerBounds:
@@ -106,6 +113,7 @@ class AnswerBounds:
             config.extract_max_elements,
             config.extract_max_seconds,
             config.document_max_pages,
+            config.extract_max_memory_mb,
         )
 
     def to_wire(self) -> list[Any]:
@@ -117,6 +125,7 @@ class AnswerBounds:
             self.max_elements,
             self.max_seconds,
             self.document_pages,
+            self.max_memory_mb,
         ]
 
     @classmethod

@@ -4,16 +4,15 @@ into a page's fields and outputs, in the extraction workers.
 A target may answer a document instead of HTML. It is recognised by its bytes
 (:func:`document_type`), not by its ``Content-Type``, which servers get wrong both ways, and
 converted here with pdfium (``pypdfium2``, Apache-2.0/BSD-3-Clause; docs/documents.md has the
-measurements that chose it): ``text`` and ``markdown`` in pdfium's reading order, a line set in
-a larger font than the body becoming a markdown heading, and ``document`` what the file
-declares. A document past ``max_pages``, encrypted with a password, without a text layer (a
-scan) or that pdfium cannot read is a :class:`DocumentRefused` with its error code: the scrape
-fails, unbilled.
+measurements that chose it): ``text`` and ``markdown`` in pdfium's reading order, its printed
+lines joined into paragraphs (service.extraction.pdflines), one set in a larger font than the
+body becoming a markdown heading, and ``document`` what the file declares. A document past
+``max_pages``, encrypted with a password, without a text layer (a scan) or that pdfium cannot
+read is a :class:`DocumentRefused` with its error code: the scrape fails, unbilled.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 import pypdfium2 as pdfium
@@ -22,6 +21,16 @@ import pypdfium2.raw as pdfium_c
 from service.extraction.bounds import PageTooLarge
 from service.extraction.fields import no_matches
 from service.extraction.office import Converted, convert_archive, zip_kind
+from service.extraction.pdflines import (
+    BULLET,
+    Line,
+    clean,
+    column_rights,
+    continues,
+    join,
+    line_steps,
+    page_lines,
+)
 
 PDF: Final = "pdf"
 # A PDF's header may follow up to 1024 bytes of anything (ISO 32000-1, 7.5.2)
@@ -29,8 +38,6 @@ _SIGNATURES: Final = ((b"%PDF-", PDF, 1024),)
 # A line at least this much larger than the body's size is a heading; the largest is h1.
 HEADING_RATIO: Final = 1.2
 HEADING_LEVELS: Final = 3
-# a line that opens with a bullet glyph (Word's, LibreOffice's) is a list item
-BULLET: Final = re.compile(r"[\u2022\u25e6\u25aa\u25cf\u2023\u2043\uf0b7]\s*")
 
 
 class DocumentRefused(Exception):
@@ -66,8 +73,8 @@ def convert(
         converted = _pdf(body, max_pages)
     else:
         try:
-            converted = convert_archive(body, kind)
-        except PageTooLarge:
+            converted = convert_archive(body, kind, max_pages)
+        except (PageTooLarge, MemoryError):  # past a bound: not a damaged file
             raise
         except Exception:  # a damaged archive or part: the libraries raise many kinds
             raise DocumentRefused(
@@ -81,25 +88,32 @@ def convert(
             if kind == PDF
             else "the document has no text"
         )
-    title = converted.title or next(iter(converted.headings.get("h1", [])), None)
+    # no control character or noncharacter reaches the caller, whatever the file holds
+    headings = {
+        level: [clean(text) for text in texts] for level, texts in converted.headings.items()
+    }
+    declared_title = clean(converted.title) if converted.title else None
+    title = declared_title or next(iter(headings.get("h1", [])), None)
     fields: dict[str, Any] = {
         "title": title,
         "meta": {},
-        "headings": converted.headings,
+        "headings": headings,
         "links": [],
         "images": [],
-        "text": "\n".join(converted.lines).strip(),
+        "text": clean("\n".join(converted.lines)).strip(),
         "extracted": no_matches(selectors),
         "document": {
             "type": kind,
             "pages": converted.pages,
-            "title": converted.title,
-            "author": converted.author,
+            "title": declared_title,
+            "author": clean(converted.author) if converted.author else None,
             "created": converted.created,
         },
     }
     if "markdown" in formats:
-        fields["markdown"] = "\n\n".join(block for block in converted.blocks if block).strip()
+        fields["markdown"] = clean(
+            "\n\n".join(block for block in converted.blocks if block)
+        ).strip()
     if "html" in formats:
         fields["html"] = None
     return fields
@@ -113,27 +127,61 @@ def _too_many(pages: int, max_pages: int) -> PageTooLarge:
 
 
 def _pdf(body: bytes, max_pages: int) -> Converted:
-    """A PDF's lines in pdfium's reading order, a line in a larger font a heading."""
+    """A PDF's paragraphs and headings (service.extraction.pdflines) in pdfium's reading order,
+    a line in a larger font a heading."""
     pdf = _open(body)
     try:
         pages = len(pdf)
         if pages > max_pages:
             raise _too_many(pages, max_pages)
-        lines = [line for index in range(pages) for line in _page_lines(pdf[index])]
+        lines = [line for index in range(pages) for line in _page_lines(pdf, index)]
         declared = pdf.get_metadata_dict(skip_empty=True)
+    except pdfium.PdfiumError:  # a page it cannot load (a page tree nested past its bound)
+        raise DocumentRefused(
+            "the document could not be read (a page pdfium cannot load)"
+        ) from None
     finally:
         pdf.close()
     levels = _heading_levels(lines)
+    steps = line_steps(lines)
+    columns = column_rights(lines)
     out = Converted(pages=pages)
-    for text, size in lines:
-        level = levels.get(size)
+    block: list[Line] = []
+    text = ""
+    text_left = 0.0
+
+    def close() -> None:
+        if not block:
+            return
+        level = levels.get(block[0].size)
         bullet = BULLET.match(text)
-        if level is not None and text:
+        if level is not None:
             out.heading(level, text)
-        elif bullet is not None:
+        elif bullet is not None and bullet.end() < len(text):
             out.paragraph(text[bullet.end() :], "- ")
         else:
             out.paragraph(text)
+
+    for index, line in enumerate(lines):
+        if (
+            block
+            and not line.bullet
+            and continues(
+                block[-1],
+                line,
+                columns[index - 1],
+                steps.get(line.size),
+                line.size in levels,
+                text_left,
+            )
+        ):
+            block.append(line)
+            text = join(text, line.text)
+            text_left = min(text_left, line.left)
+            continue
+        close()
+        block, text, text_left = [line], line.text, line.body_left
+    close()
     out.title = declared.get("Title") or None
     out.author = declared.get("Author") or None
     out.created = _date(declared.get("CreationDate"))
@@ -151,34 +199,24 @@ def _open(body: bytes) -> pdfium.PdfDocument:
         raise DocumentRefused("the document could not be read (damaged or not a PDF)") from None
 
 
-def _page_lines(page: pdfium.PdfPage) -> list[tuple[str, float]]:
-    """Each line of the page in pdfium's reading order, with the font size of its first
-    character (to one decimal)."""
-    textpage = page.get_textpage()
+def _page_lines(pdf: pdfium.PdfDocument, index: int) -> list[Line]:
+    page = pdf[index]
     try:
-        text = textpage.get_text_range()
-        lines: list[tuple[str, float]] = []
-        start = 0
-        for raw in text.split("\n"):
-            line = raw.rstrip("\r")
-            stripped = line.strip()
-            if stripped:
-                first = start + (len(line) - len(line.lstrip()))
-                size = pdfium_c.FPDFText_GetFontSize(textpage.raw, first)
-                lines.append((" ".join(stripped.split()), round(size, 1)))
-            start += len(raw) + 1
-        return lines
+        textpage = page.get_textpage()
+        try:
+            return page_lines(textpage, index)
+        finally:
+            textpage.close()
     finally:
-        textpage.close()
         page.close()
 
 
-def _heading_levels(lines: list[tuple[str, float]]) -> dict[float, int]:
+def _heading_levels(lines: list[Line]) -> dict[float, int]:
     """Font size -> heading level: the sizes clearly above the body's (the size most of the
     characters are set in), the largest first."""
     weights: dict[float, int] = {}
-    for text, size in lines:
-        weights[size] = weights.get(size, 0) + len(text)
+    for line in lines:
+        weights[line.size] = weights.get(line.size, 0) + len(line.text)
     if not weights:
         return {}
     body = max(weights, key=lambda size: weights[size])

@@ -8,9 +8,10 @@ headings, paragraphs, lists and tables are plain elements); an EPUB's chapters a
 converted by the service's own HTML extraction (service.extraction.outputs), so no e-book
 library is needed (ebooklib is AGPL).
 
-What counts as a page, for the page bound and billing: a DOCX's or ODT's declared page count
-(``docProps/app.xml``, ``meta.xml``: written by Word and LibreOffice) or else one per started
-``CHARS_PER_PAGE`` characters of text; a slide; a worksheet; an EPUB's chapter (a spine item).
+What counts as a page, for the page bound and billing alike, is read from the content, never
+from the count a file declares (python-docx's template declares one page whatever follows): one
+per started ``CHARS_PER_PAGE`` characters of text (a printed page of prose), and for the formats
+with pages of their own at least one per slide, worksheet or EPUB chapter (a spine item).
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ def zip_kind(body: bytes) -> str | None:
     return None
 
 
-def convert_archive(body: bytes, kind: str) -> Converted:
+def convert_archive(body: bytes, kind: str, max_pages: int | None = None) -> Converted:
     """The document ``body`` of ``kind``; raises :class:`PageTooLarge` for an archive that would
-    unpack past ``MAX_UNPACKED`` (or has more than ``MAX_PARTS`` parts)."""
+    unpack past ``MAX_UNPACKED`` (or has more than ``MAX_PARTS`` parts), and for a workbook
+    whose cells hold more than ``max_pages`` pages of text, as soon as it is read that far."""
     with zipfile.ZipFile(io.BytesIO(body)) as archive:
         infos = archive.infolist()
         unpacked = sum(info.file_size for info in infos)
@@ -120,6 +122,8 @@ def convert_archive(body: bytes, kind: str) -> Converted:
                 f"the document unpacks to {unpacked} bytes in {len(infos)} parts, over the "
                 f"limit of {MAX_UNPACKED} bytes or {MAX_PARTS} parts"
             )
+        if kind == XLSX:
+            return _xlsx(body, archive, max_pages)
         return _CONVERTERS[kind](body, archive)
 
 
@@ -149,9 +153,7 @@ def _docx(body: bytes, archive: zipfile.ZipFile) -> Converted:
         else:
             out.paragraph(text)
     _declared(out, document.core_properties)
-    declared = _app_pages(archive)
-    chars = sum(len(line) for line in out.lines)
-    out.pages = declared or max(1, -(-chars // CHARS_PER_PAGE))
+    out.pages = _text_pages(out)
     return out
 
 
@@ -162,13 +164,11 @@ def _heading_level(style: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _app_pages(archive: zipfile.ZipFile) -> int | None:
-    try:
-        app = archive.read("docProps/app.xml").decode("utf-8", "replace")
-    except KeyError:
-        return None
-    match = re.search(r"<(?:\w+:)?Pages>(\d+)</", app)
-    return int(match.group(1)) if match and int(match.group(1)) > 0 else None
+def _text_pages(out: Converted, least: int = 1) -> int:
+    """The pages ``out``'s text fills: one per started ``CHARS_PER_PAGE`` characters, and at
+    least ``least``."""
+    chars = sum(map(len, out.lines))
+    return max(least, -(-chars // CHARS_PER_PAGE))
 
 
 def _pptx(body: bytes, archive: zipfile.ZipFile) -> Converted:
@@ -191,12 +191,18 @@ def _pptx(body: bytes, archive: zipfile.ZipFile) -> Converted:
             if getattr(shape, "has_table", False):
                 out.table([[cell.text for cell in row.cells] for row in shape.table.rows])
     _declared(out, presentation.core_properties)
-    out.pages = len(presentation.slides)
+    out.pages = _text_pages(out, len(presentation.slides))
     return out
 
 
-def _xlsx(body: bytes, archive: zipfile.ZipFile) -> Converted:
+def _xlsx(body: bytes, archive: zipfile.ZipFile, max_pages: int | None = None) -> Converted:
+    """A workbook's sheets as tables. Its cells are counted as they are read, padding included,
+    and so are their characters: a small file can repeat one long shared string in every cell,
+    and the table would copy it for each."""
     import openpyxl
+
+    max_chars = max_pages * CHARS_PER_PAGE if max_pages is not None else None
+    chars = 0
 
     book = openpyxl.load_workbook(io.BytesIO(body), read_only=True, data_only=True)
     out = Converted()
@@ -209,14 +215,22 @@ def _xlsx(body: bytes, archive: zipfile.ZipFile) -> Converted:
                 cells += len(row)
                 if cells > MAX_CELLS:
                     raise PageTooLarge(f"the workbook has more than {MAX_CELLS} cells")
-                rows.append(["" if value is None else str(value) for value in row])
+                values = ["" if value is None else str(value) for value in row]
+                chars += sum(map(len, values))
+                if max_chars is not None and chars > max_chars:
+                    raise PageTooLarge(
+                        f"the document has more than {max_pages} pages of text ({CHARS_PER_PAGE} "
+                        f"characters a page), over the limit of {max_pages} "
+                        "(SCRAPESPY_DOCUMENT_MAX_PAGES)"
+                    )
+                rows.append(values)
             width = max((_last_filled(row) for row in rows), default=0)
             out.table([row[:width] for row in rows])
         properties = book.properties
         out.title = properties.title or None
         out.author = properties.creator or None
         out.created = _iso(properties.created)
-        out.pages = len(book.worksheets)
+        out.pages = _text_pages(out, len(book.worksheets))
     finally:
         book.close()
     return out
@@ -263,7 +277,7 @@ def _epub(body: bytes, archive: zipfile.ZipFile) -> Converted:
     out.title = _text(opf.find(".//dc:title", _OPF_NS))
     out.author = _text(opf.find(".//dc:creator", _OPF_NS))
     out.created = _text(opf.find(".//dc:date", _OPF_NS))
-    out.pages = len(spine)
+    out.pages = _text_pages(out, len(spine))
     return out
 
 
@@ -293,18 +307,13 @@ def _odt(body: bytes, archive: zipfile.ZipFile) -> Converted:
         meta = ElementTree.fromstring(archive.read("meta.xml"))
     except KeyError:
         meta = None
-    declared_pages = None
     if meta is not None:
         out.title = _text(meta.find(".//dc:title", _ODF))
         out.author = _text(meta.find(".//meta:initial-creator", _ODF)) or _text(
             meta.find(".//dc:creator", _ODF)
         )
         out.created = _text(meta.find(".//meta:creation-date", _ODF))
-        statistic = meta.find(".//meta:document-statistic", _ODF)
-        count = statistic.get(f"{{{_ODF['meta']}}}page-count") if statistic is not None else None
-        declared_pages = int(count) if count and count.isdigit() and int(count) > 0 else None
-    chars = sum(len(line) for line in out.lines)
-    out.pages = declared_pages or max(1, -(-chars // CHARS_PER_PAGE))
+    out.pages = _text_pages(out)
     return out
 
 
@@ -363,4 +372,4 @@ def _cell(value: str) -> str:
     return " ".join(value.split()).replace("|", "\\|")
 
 
-_CONVERTERS: Final = {DOCX: _docx, PPTX: _pptx, XLSX: _xlsx, ODT: _odt, EPUB: _epub}
+_CONVERTERS: Final = {DOCX: _docx, PPTX: _pptx, ODT: _odt, EPUB: _epub}

@@ -59,6 +59,7 @@ from service.extraction.worker import (
     encode_document,
     encode_request,
     extract_within,
+    limit_memory,
     serve,
 )
 
@@ -113,6 +114,7 @@ class _Task:
     timer: Any = None
     account: int | None = None
     background: bool = False  # a job's page: no caller waits on it
+    document: bool = False  # a document's bytes, converted (service.extraction.documents)
     capped: bool = False  # ``timeout`` is the page's own bound, not its scrape's time left
 
 
@@ -215,10 +217,15 @@ class ExtractionPool:
         """:meth:`extract` for a document's bytes (service.extraction.documents): always in a
         worker, as even a small PDF may take long; fails with :class:`DocumentFailed` too."""
         frame = encode_document(body, kind, url, selectors, options)
-        return self._queued(frame, timeout, account, background)
+        return self._queued(frame, timeout, account, background, document=True)
 
     def _queued(
-        self, frame: bytes, timeout: float, account: int | None, background: bool
+        self,
+        frame: bytes,
+        timeout: float,
+        account: int | None,
+        background: bool,
+        document: bool = False,
     ) -> Deferred[dict[str, Any]]:
         d: Deferred[dict[str, Any]] = Deferred()
         left = max(timeout, MIN_SECONDS)
@@ -230,6 +237,7 @@ class ExtractionPool:
                 d,
                 account=account,
                 background=background,
+                document=document,
                 capped=capped,
             )
         )
@@ -321,9 +329,16 @@ class ExtractionPool:
             task = worker.tasks.popleft()
             self.queue.done(task)
             task.timer.cancel()
-            if worker.tasks:
-                self._clock(worker)
             fields = orjson.loads(body)
+            exhausted = fields.pop("exhausted", False)
+            if exhausted:
+                # out of memory, it exits after this reply: the pages it has not started go to
+                # a fresh worker (service.extraction.worker.limit_memory)
+                self.queue.put_back(worker.tasks)
+                worker.tasks.clear()
+                self._retire(worker)
+            elif worker.tasks:
+                self._clock(worker)
             if "too_large" in fields:
                 task.deferred.errback(ExtractionTooLarge(fields["too_large"]))
             elif "refused" in fields:
@@ -333,9 +348,11 @@ class ExtractionPool:
                 task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
             else:
                 task.deferred.callback(fields)
+            if exhausted:
+                break
         self._dispatch()
 
-    def ended(self, worker: _Worker) -> None:
+    def ended(self, worker: _Worker, signal_number: int | None = None) -> None:
         task = self._requeue(worker)
         was_alive = worker.alive
         worker.alive = False
@@ -343,7 +360,12 @@ class ExtractionPool:
             self.workers.remove(worker)
         if task is not None:
             task.timer.cancel()
-            task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
+            if task.document and signal_number is not None:
+                # pdfium aborts when an allocation fails: past the worker's memory, most likely
+                log.warning("an extraction worker died of signal %d on a document", signal_number)
+                task.deferred.errback(DocumentFailed(self._crashed(), "document_unreadable"))
+            else:
+                task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
         if was_alive and not self.stopping:
             if time.monotonic() - worker.born < RESPAWN_DELAY:
                 # one that cannot even start would otherwise be started again in a tight loop
@@ -362,6 +384,15 @@ class ExtractionPool:
             if self._kill_timer is not None and self._kill_timer.active():
                 self._kill_timer.cancel()
             self._gone.callback(None)
+
+    def _crashed(self) -> str:
+        limit = self.bounds.max_memory_mb
+        return "the document could not be converted: its converter stopped " + (
+            f"(it needs more than the {limit} MiB of memory an extraction worker may use, "
+            "SCRAPESPY_EXTRACT_MAX_MEMORY_MB, or the file crashed it)"
+            if limit
+            else "(the file crashed it)"
+        )
 
     def _respawn(self) -> None:
         if not self.stopping and len(self.workers) < self.size:
@@ -433,7 +464,7 @@ class _WorkerProtocol(ProcessProtocol):
         self.worker.pool.received(self.worker, data)
 
     def processEnded(self, reason: Any) -> None:  # noqa: N802
-        self.worker.pool.ended(self.worker)
+        self.worker.pool.ended(self.worker, getattr(reason.value, "signal", None))
 
 
 if __name__ == "__main__":
@@ -442,8 +473,6 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     wire = sys.argv[1] if len(sys.argv) > 1 else None
-    serve(
-        sys.stdin.buffer,
-        sys.stdout.buffer,
-        AnswerBounds.from_wire(orjson.loads(wire)) if wire else None,
-    )
+    worker_bounds = AnswerBounds.from_wire(orjson.loads(wire)) if wire else AnswerBounds()
+    limit_memory(worker_bounds.max_memory_mb)
+    serve(sys.stdin.buffer, sys.stdout.buffer, worker_bounds)

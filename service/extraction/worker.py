@@ -10,10 +10,17 @@ content too: the reply's fields then carry them (``extract_page``). A header wit
 (its kind) carries a document's bytes as they were received instead of a page, converted by
 :mod:`service.extraction.documents`; one it refuses is replied ``{"error", "refused", "code"}``.
 The fields are cut to the worker's bounds here, before they cross the pipe.
+
+A worker's memory is bounded (:func:`limit_memory`, ``SCRAPESPY_EXTRACT_MAX_MEMORY_MB``): a page or
+document whose conversion runs out of it is replied ``too_large`` and the worker then exits, so
+that the pool starts a fresh one rather than go on in a heap a failed allocation left behind.
+A converter that aborts on a failed allocation (pdfium does) takes the worker with it; the pool
+answers that document ``document_unreadable``.
 """
 
 from __future__ import annotations
 
+import resource
 import struct
 from typing import Any
 
@@ -38,6 +45,7 @@ __all__ = [
     "encode_document",
     "encode_request",
     "extract_within",
+    "limit_memory",
     "serve",
 ]
 
@@ -72,13 +80,35 @@ def encode_document(
     return FRAME_LENGTH.pack(len(payload)) + payload
 
 
+def limit_memory(megabytes: int) -> None:
+    """Bounds this process's address space to ``megabytes`` MiB (0: no bound): an allocation
+    past it fails (Python raises MemoryError) instead of growing the worker without end."""
+    if megabytes > 0:
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def memory_too_large(bounds: AnswerBounds, what: str = "page") -> str:
+    return (
+        f"the {what} needs more than the {bounds.max_memory_mb} MiB of memory an extraction "
+        "worker may use (SCRAPESPY_EXTRACT_MAX_MEMORY_MB)"
+    )
+
+
 def answer(payload: bytes, bounds: AnswerBounds | None = None) -> bytes:
     """A worker's reply to one request payload: the fields, or the reason there are none."""
-    bounds = bounds or AnswerBounds()
+    return _answer(payload, bounds or AnswerBounds())[0]
+
+
+def _answer(payload: bytes, bounds: AnswerBounds) -> tuple[bytes, bool]:
+    """The reply, and whether the worker ran out of memory making it (it then exits)."""
+    exhausted = False
+    what = "page"
     try:
         header, page = payload.split(b"\0", 1)
         meta = orjson.loads(header)
         if "document" in meta:
+            what = "document"
             fields = convert_within(
                 page,
                 meta["document"],
@@ -97,13 +127,17 @@ def answer(payload: bytes, bounds: AnswerBounds | None = None) -> bytes:
         body = orjson.dumps(fields)
         if len(body) > bounds.answer_bytes:
             raise answer_too_large(len(body), bounds)
+    except MemoryError:
+        exhausted = True
+        too_large = memory_too_large(bounds, what)
+        body = orjson.dumps({"error": "PageTooLarge", "too_large": too_large, "exhausted": True})
     except PageTooLarge as exc:
         body = orjson.dumps({"error": "PageTooLarge", "too_large": str(exc)})
     except DocumentRefused as exc:
         body = orjson.dumps({"error": "DocumentRefused", "refused": str(exc), "code": exc.code})
     except Exception as exc:  # never take the worker down: report, and take the next page
         body = orjson.dumps({"error": f"{exc.__class__.__name__}"})
-    return FRAME_LENGTH.pack(len(body)) + body
+    return FRAME_LENGTH.pack(len(body)) + body, exhausted
 
 
 def extract_within(
@@ -135,7 +169,9 @@ def convert_within(
 
 
 def serve(stdin: Any, stdout: Any, bounds: AnswerBounds | None = None) -> None:
-    """The worker's loop: one request in, one reply out, until the parent closes stdin."""
+    """The worker's loop: one request in, one reply out, until the parent closes stdin (or a
+    request ran it out of memory)."""
+    bounds = bounds or AnswerBounds()
     while True:
         head = stdin.read(FRAME_LENGTH.size)
         if len(head) < FRAME_LENGTH.size:
@@ -144,5 +180,9 @@ def serve(stdin: Any, stdout: Any, bounds: AnswerBounds | None = None) -> None:
         payload = stdin.read(size)
         if len(payload) < size:
             return
-        stdout.write(answer(payload, bounds))
+        reply, exhausted = _answer(payload, bounds)
+        del payload
+        stdout.write(reply)
         stdout.flush()
+        if exhausted:
+            return
