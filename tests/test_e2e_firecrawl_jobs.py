@@ -373,7 +373,8 @@ def gone_site() -> Iterator[TargetSite]:
     site.page("/", html("Home", "/docs/0", "/gone", "/docs/1"))
     for n in range(2):
         site.page(f"/docs/{n}", html(f"Doc {n}", "/"))
-    missing = html("Not here").encode()
+    # a NUL in the page: its result's JSON holds \u0000, which PostgreSQL's JSON types refuse
+    missing = html("Not here").replace("<main>", "<main>\x00").encode()
     site.routes["/gone"] = lambda _h: (404, {"Content-Type": "text/html"}, missing)
     yield site.start()
     site.stop()
@@ -385,7 +386,7 @@ def test_a_batch_with_a_404_page_lists_it_as_a_document_unbilled(
     account_id, key = accounts.create(credits=100)
     urls = [gone_site.url("/docs/0"), gone_site.url("/gone"), gone_site.url("/docs/1")]
     app = firecrawl(fc_service, key)
-    started = app.start_batch_scrape(urls)
+    started = app.start_batch_scrape(urls, formats=["markdown", "rawHtml"])
     deadline = time.monotonic() + 60
     while (job := app.get_batch_scrape_status(started.id)).status == "scraping":
         assert time.monotonic() < deadline, job
@@ -396,6 +397,8 @@ def test_a_batch_with_a_404_page_lists_it_as_a_document_unbilled(
     assert by_url[gone_site.url("/gone")].status_code == 404
     assert by_url[gone_site.url("/gone")].credits_used == 0
     assert by_url[gone_site.url("/gone")].title == "Not here"
+    gone = next(doc for doc in job.data if doc.metadata and doc.metadata.status_code == 404)
+    assert "\x00" in gone.raw_html and "The text of Not here." in gone.markdown
     assert [by_url[url].status_code for url in urls] == [200, 404, 200]
     assert job.credits_used == 2 * COST == charged(accounts, account_id)
     assert balance(accounts, account_id) == 100 - 2 * COST

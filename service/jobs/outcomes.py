@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import ColumnElement, Connection, and_, cast, func, not_, or_, select
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSON
 
 from service.db.tables import job_pages, jobs
 from service.db.times import timestamp
@@ -56,7 +56,10 @@ def _error_page(conn: Connection) -> ColumnElement[bool]:
     """A failed page whose stored result is the target's error page (its ``error_code``), read
     by the database's own JSON functions so that a listing's limit holds."""
     if conn.dialect.name == "postgresql":
-        code: ColumnElement[Any] = cast(job_pages.c.result, JSONB)["error_code"].astext
+        # PostgreSQL's JSON types refuse the escape \u0000 (a page's NUL, in its raw_html) even
+        # in a value not read: it becomes U+FFFD first, which keeps the text valid JSON
+        readable = func.replace(job_pages.c.result, "\\u0000", "\\ufffd")
+        code: ColumnElement[Any] = cast(readable, JSON)["error_code"].astext
     else:
         code = func.json_extract(job_pages.c.result, "$.error_code")
     return and_(job_pages.c.status == "failed", func.coalesce(code, "") == HTTP_ERROR)
