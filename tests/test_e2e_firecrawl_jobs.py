@@ -12,9 +12,10 @@ Bad fields are a 400 naming them.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ MAP_COST = 1  # SCRAPESPY_MAP_CREDITS' default
 PAGE_DOCUMENTS = 2  # documents on one status page: the SDKs follow `next` to the others
 RETENTION_DAYS = 7  # SCRAPESPY_JOB_RETENTION_DAYS' default
 DOCS = 8
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BLOGS = 4
 
 
@@ -210,7 +212,8 @@ def test_a_batch_scrape_answers_each_pages_document_and_its_charge(
 ) -> None:
     account_id, key = accounts.create(credits=100)
     urls = [fc_site.url(f"/docs/{n}") for n in range(3)]
-    job = firecrawl(fc_service, key).batch_scrape(urls, poll_interval=1, timeout=60)
+    # wait_timeout: the SDK's own wait; its `timeout` is each page's, in milliseconds
+    job = firecrawl(fc_service, key).batch_scrape(urls, poll_interval=1, wait_timeout=60)
     assert job.status == "completed" and (job.completed, job.total) == (3, 3)
     assert sorted(doc.metadata.title for doc in job.data if doc.metadata) == [
         "Doc 0",
@@ -361,3 +364,118 @@ def test_bad_fields_are_a_400_naming_them_and_unknown_jobs_a_404(
     assert call("GET", fc_service.url(f"/v1/crawl/{started.id}"), headers=auth).status == 200
     unauthorized = call("GET", fc_service.url(f"/v2/crawl/{started.id}"))
     assert unauthorized.status == 401
+
+
+@pytest.fixture
+def gone_site() -> Iterator[TargetSite]:
+    """A home page linking two pages and one the site answers 404 for, with its own page."""
+    site = TargetSite()
+    site.page("/", html("Home", "/docs/0", "/gone", "/docs/1"))
+    for n in range(2):
+        site.page(f"/docs/{n}", html(f"Doc {n}", "/"))
+    # a NUL in the page: its result's JSON holds \u0000, which PostgreSQL's JSON types refuse
+    missing = html("Not here").replace("<main>", "<main>\x00").encode()
+    site.routes["/gone"] = lambda _h: (404, {"Content-Type": "text/html"}, missing)
+    yield site.start()
+    site.stop()
+
+
+def test_a_batch_with_a_404_page_lists_it_as_a_document_unbilled(
+    fc_service: ServiceProcess, accounts: Accounts, gone_site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    urls = [gone_site.url("/docs/0"), gone_site.url("/gone"), gone_site.url("/docs/1")]
+    app = firecrawl(fc_service, key)
+    started = app.start_batch_scrape(urls, formats=["markdown", "rawHtml"])
+    deadline = time.monotonic() + 60
+    while (job := app.get_batch_scrape_status(started.id)).status == "scraping":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.5)
+    assert job.status == "completed" and (job.completed, job.total) == (3, 3)
+    by_url = {doc.metadata.source_url: doc.metadata for doc in job.data if doc.metadata}
+    assert sorted(by_url) == sorted(urls)
+    assert by_url[gone_site.url("/gone")].status_code == 404
+    assert by_url[gone_site.url("/gone")].credits_used == 0
+    assert by_url[gone_site.url("/gone")].title == "Not here"
+    gone = next(doc for doc in job.data if doc.metadata and doc.metadata.status_code == 404)
+    assert "\x00" in gone.raw_html and "The text of Not here." in gone.markdown
+    assert [by_url[url].status_code for url in urls] == [200, 404, 200]
+    assert job.credits_used == 2 * COST == charged(accounts, account_id)
+    assert balance(accounts, account_id) == 100 - 2 * COST
+    assert app.get_batch_scrape_errors(started.id).errors == []
+
+
+def test_a_crawl_that_meets_a_404_lists_it_and_ids_are_uuids(
+    fc_service: ServiceProcess, accounts: Accounts, gone_site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    app = firecrawl(fc_service, key)
+    started = app.start_crawl(gone_site.url("/"), limit=10, sitemap="skip")
+    deadline = time.monotonic() + 60
+    while (job := app.get_crawl_status(started.id)).status == "scraping":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.5)
+    assert job.status == "completed" and job.total == 4
+    by_url = {doc.metadata.source_url: doc.metadata for doc in job.data if doc.metadata}
+    assert by_url[gone_site.url("/gone")].status_code == 404
+    assert by_url[gone_site.url("/gone")].credits_used == 0
+    assert len(by_url) == 4
+    assert job.credits_used == 3 * COST == charged(accounts, account_id)
+    assert app.get_crawl_errors(started.id).errors == []
+    assert UUID.match(started.id), started.id
+    assert started.url.endswith(f"/v2/crawl/{started.id}")
+    # the id without its dashes names the same job
+    auth = {"Authorization": f"Bearer {key}"}
+    plain = call("GET", fc_service.url(f"/v1/crawl/{started.id.replace('-', '')}"), headers=auth)
+    assert plain.status == 200 and plain.json["total"] == 4, plain.body
+
+
+def test_active_crawls_say_when_they_began_and_with_what_options(
+    fc_service: ServiceProcess, accounts: Accounts
+) -> None:
+    site = build_site(slow=0.5)
+    try:
+        _, key = accounts.create(credits=100)
+        before = datetime.now(UTC)
+        app = firecrawl(fc_service, key)
+        started = app.start_crawl(
+            site.url("/"),
+            limit=30,
+            sitemap="skip",
+            exclude_paths=["^/blog/"],
+            scrape_options=ScrapeOptions(formats=["markdown", "links"], only_main_content=False),
+        )
+        auth = {"Authorization": f"Bearer {key}"}
+        for version in ("v1", "v2"):
+            reply = call("GET", fc_service.url(f"/{version}/crawl/active"), headers=auth)
+            (crawl,) = reply.json["crawls"]
+            assert crawl["id"] == started.id and crawl["url"] == site.url("/")
+            made = datetime.fromisoformat(crawl["created_at"].replace("Z", "+00:00"))
+            assert before - timedelta(seconds=5) <= made <= datetime.now(UTC)
+            assert crawl["options"]["limit"] == 30
+            assert crawl["options"]["excludePaths"] == ["^/blog/"]
+            assert crawl["options"]["sitemap"] == "skip"
+            assert crawl["options"]["scrapeOptions"]["formats"] == ["markdown", "links"]
+            assert crawl["options"]["scrapeOptions"]["onlyMainContent"] is False
+        (listed,) = app.get_active_crawls().crawls
+        assert listed.id == started.id and listed.options and listed.options["limit"] == 30
+        assert app.cancel_crawl(started.id) is True
+    finally:
+        site.stop()
+
+
+def test_a_v2_batch_names_no_invalid_urls_as_an_empty_list(
+    fc_service: ServiceProcess, accounts: Accounts, fc_site: TargetSite
+) -> None:
+    _, key = accounts.create(credits=100)
+    auth = {"Authorization": f"Bearer {key}"}
+    urls = [fc_site.url("/docs/0")]
+    for path, body in (
+        ("/v2/batch/scrape", {"urls": urls}),  # v2's default: ignoreInvalidURLs true
+        ("/v1/batch/scrape", {"urls": urls, "ignoreInvalidURLs": True}),
+    ):
+        reply = call("POST", fc_service.url(path), body, headers=auth)
+        assert reply.status == 200, reply.body
+        assert reply.json["invalidURLs"] == [] and UUID.match(reply.json["id"])
+    v1 = call("POST", fc_service.url("/v1/batch/scrape"), {"urls": urls}, headers=auth)
+    assert "invalidURLs" not in v1.json

@@ -266,3 +266,25 @@ def test_an_empty_balance_is_the_sdks_402_error_and_nothing_is_fetched(
     assert site.count("/fcjs/blog/tidal") == before
     assert site_untouched(docs_site)
     assert balance(accounts, account_id) == 0
+
+
+def test_a_404_page_is_a_document_alone_and_in_a_batch_unbilled(
+    service: ServiceProcess, accounts: Accounts, docs_site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    gone = docs_site.url("/docs/gone")  # not a page of the site: its 404 page
+    document = firecrawl(service, key, "scrape", gone)
+    assert document["metadata"]["statusCode"] == 404
+    assert document["metadata"]["sourceURL"] == gone
+    assert document["metadata"]["creditsUsed"] == 0
+    assert balance(accounts, account_id) == 100
+
+    urls = [docs_site.url(CRAWLED[0]), gone, docs_site.url(CRAWLED[1])]
+    job = firecrawl(service, key, "batchScrape", urls, {"pollInterval": 1, "timeout": 90})
+    assert job["status"] == "completed" and (job["completed"], job["total"]) == (3, 3)
+    by_url = {document["metadata"]["sourceURL"]: document for document in job["data"]}
+    assert sorted(by_url) == sorted(urls)
+    assert [by_url[url]["metadata"]["statusCode"] for url in urls] == [200, 404, 200]
+    assert by_url[gone]["metadata"]["creditsUsed"] == 0
+    assert job["creditsUsed"] == 2 * STATIC
+    assert balance(accounts, account_id) == 100 - 2 * STATIC

@@ -177,3 +177,17 @@ def test_without_a_key_the_server_starts_and_each_call_is_a_401_tool_error(
     assert refused.get("isError") is True, refused
     assert "API key" in refused["text"]
     assert site.count("/fcmcp/blog/tidal") == before
+
+
+def test_the_scrape_tool_gives_a_404_page_with_its_status_unbilled(
+    service: ServiceProcess, accounts: Accounts, guide: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=100)
+    gone = guide.url("/guide/gone")  # not a page of the site: its 404 page
+    answer = session(service, key, tool("firecrawl_scrape", url=gone, formats=["markdown"]))
+    (scraped,) = answer["calls"]
+    assert scraped.get("isError") is False, scraped
+    metadata = scraped["structured"]["metadata"]
+    assert metadata["statusCode"] == 404 and metadata["sourceURL"] == gone
+    assert metadata["creditsUsed"] == 0
+    assert balance(accounts, account_id) == 100

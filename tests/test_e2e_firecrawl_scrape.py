@@ -40,12 +40,20 @@ META_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <a href="/tides/next">Next tides</a> <a href="https://example.org/almanac">Almanac</a>
 </main></body></html>"""
 
+MISSING_PAGE = """<!doctype html><html lang="en"><head><title>Page not found</title></head>
+<body><main><h1>Page not found</h1><p>The tide tables moved to the harbour office.</p></main>
+</body></html>"""
+
 FORM_PAGE = """<!doctype html><html><head><title>Form</title></head><body>
 <input id="name" placeholder="your name">
 <button id="greet" onclick="document.getElementById('out').textContent =
   'Hello, ' + document.getElementById('name').value">Greet</button>
 <p id="out">nobody greeted</p>
 </body></html>"""
+
+
+def not_found(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
+    return 404, {"Content-Type": "text/html; charset=utf-8"}, MISSING_PAGE.encode()
 
 
 def shows_headers(handler: BaseHTTPRequestHandler) -> tuple[int, dict[str, str], bytes]:
@@ -67,6 +75,7 @@ def pages(site: TargetSite) -> TargetSite:
     site.page("/fc/paid", META_PAGE)
     site.page("/fc/cached", META_PAGE)
     site.routes["/fc/headers"] = shows_headers
+    site.routes["/fc/missing"] = not_found
     return site
 
 
@@ -127,6 +136,7 @@ def test_v2_formats_links_html_raw_html_and_the_metadata_firecrawl_names(service
     assert metadata.og_site_name == "Harbour Gazette"
     assert metadata.extras["twitter:card"] == "summary"
     assert metadata.url == pages.url("/fc/meta")
+    assert metadata.language == "en"  # <html lang>, as Firecrawl's extractMetadata reads it
     assert metadata.error is None
 
 
@@ -222,6 +232,44 @@ def test_a_scrape_that_fails_at_the_target_is_success_false_and_unbilled(service
     with pytest.raises(FirecrawlError):
         firecrawl(service, key).scrape(gone)
     assert balance(accounts, account_id) == 100
+
+
+def test_a_target_answering_404_is_a_document_with_its_status_and_unbilled(
+    service, pages, accounts, paying
+):
+    """Firecrawl's scrapeURL takes a 4xx or 5xx page as its result: the clients get the page's
+    document, its status in metadata.statusCode; scrapespy bills it nothing."""
+    account_id, key = paying
+    missing = pages.url("/fc/missing")
+    doc = firecrawl(service, key).scrape(missing, formats=["markdown", "html"])
+    assert doc.metadata.status_code == 404
+    assert doc.metadata.source_url == missing
+    assert doc.metadata.title == "Page not found"
+    assert "The tide tables moved to the harbour office." in doc.markdown
+    assert "<h1>Page not found</h1>" in doc.html
+    assert doc.metadata.credits_used == 0
+    assert doc.metadata.error == "the target answered HTTP 404"
+
+    answer = V1FirecrawlApp(api_key=key, api_url=service.url("")).scrape_url(missing)
+    assert answer.success is True and answer.metadata["statusCode"] == 404
+    assert "The tide tables moved" in answer.markdown
+    reply = requests.post(
+        service.url("/v1/scrape"),
+        json={"url": missing},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
+    assert reply.status_code == 200 and reply.json()["success"] is True
+    assert reply.json()["data"]["metadata"]["statusCode"] == 404
+    assert reply.headers["X-Credits-Charged"] == "0"
+
+    native = requests.post(
+        service.url("/scrape"), json={"url": missing}, headers={"X-API-Key": key}, timeout=60
+    )
+    assert native.status_code == 200 and native.json()["success"] is False
+    assert native.json()["error_code"] == "http_error"
+    assert balance(accounts, account_id) == 100
+    assert accounts.entries_sum(account_id) == 100
 
 
 def test_refused_endpoints_name_themselves(service, paying):

@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -189,6 +191,27 @@ def test_a_failed_page_says_why_and_a_page_too_large_has_no_document() -> None:
     assert event_body(delivery("page", {"id": "j1", "page": left_out}))["data"] == []
 
 
+def test_a_page_the_target_answered_404_is_a_document_under_the_job_s_uuid() -> None:
+    result = {
+        **RESULT,
+        "success": False,
+        "status_code": 404,
+        "error": "the target answered HTTP 404",
+        "error_code": "http_error",
+        "title": "Not here",
+    }
+    page = {"index": 0, "url": RESULT["url"], "status": "failed", "credits": 0, "result": result}
+    job = uuid.uuid4()
+    told = event_body(replace(delivery("page", {"id": job.hex, "page": page}), job_id=job.hex))
+    assert (told["success"], "error" in told, told["id"]) == (True, False, str(job))
+    [doc] = told["data"]
+    assert (doc["metadata"]["statusCode"], doc["metadata"]["title"]) == (404, "Not here")
+    assert doc["markdown"] == "# A"
+    blocked = {**result, "blocked": True, "error_code": "blocked", "block_reason": "cloudflare"}
+    page = {**page, "status": "blocked", "result": blocked}
+    assert event_body(delivery("page", {"id": "j1", "page": page}))["success"] is False
+
+
 def test_the_post_carries_the_user_s_headers_and_a_signature_receivers_verify() -> None:
     secret = webhook_store.new_secret()
     told = delivery("completed", summary("completed"))
@@ -240,6 +263,11 @@ def fc_service(
     proc.stop()
 
 
+def native_id(job_id: str) -> str:
+    """The native id of a job the Firecrawl routes name by its dashed UUID."""
+    return uuid.UUID(job_id).hex
+
+
 def by_type(secret: str, got: list[tuple[dict[str, str], bytes]]) -> dict[str, list[Any]]:
     found: dict[str, list[Any]] = {}
     for headers, body in got:
@@ -285,7 +313,7 @@ def test_a_v2_crawl_sends_firecrawl_s_events_with_the_user_s_headers_and_metadat
         site.url("/fch/a"),
     }
     sent_ids = {payload["webhookId"] for told in events.values() for _, payload in told}
-    assert {row.message_id for row in settled(accounts, job.id)} == sent_ids
+    assert {row.message_id for row in settled(accounts, native_id(job.id))} == sent_ids
 
 
 def test_a_v2_batch_s_webhook_may_be_a_url_alone(
@@ -319,7 +347,7 @@ def test_a_v1_crawl_sends_only_the_events_asked_for(
     [(headers, body)] = receiver.wait("/fc-v1", 1)
     payload = verified(secret_of(accounts, account_id), headers, body)
     assert (payload["type"], payload["id"], payload["success"]) == ("crawl.completed", job.id, True)
-    assert [row.event for row in settled(accounts, job.id)] == ["completed"]
+    assert [row.event for row in settled(accounts, native_id(job.id))] == ["completed"]
 
 
 def test_a_cancelled_batch_is_batch_scrape_failed_and_retries_keep_the_webhook_id(
@@ -337,7 +365,7 @@ def test_a_cancelled_batch_is_batch_scrape_failed_and_retries_keep_the_webhook_i
     got = receiver.wait("/fail-1/fc", 2)  # answered 500 once, then 200
     secret = secret_of(accounts, account_id)
     payloads = [verified(secret, headers, body) for headers, body in got]
-    [row] = settled(accounts, job_id)
+    [row] = settled(accounts, native_id(job_id))
     assert {payload["webhookId"] for payload in payloads} == {row.message_id}
     assert payloads[0] == payloads[1]
     assert payloads[0]["type"] == "batch_scrape.failed" and payloads[0]["success"] is False

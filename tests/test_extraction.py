@@ -72,7 +72,24 @@ def _page(selectors: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def test_result_has_exactly_the_documented_keys() -> None:
-    assert set(_page()) == {"title", "meta", "headings", "links", "images", "text", "extracted"}
+    assert set(_page()) == {
+        "title",
+        "language",
+        "meta",
+        "headings",
+        "links",
+        "images",
+        "text",
+        "extracted",
+    }
+
+
+def test_the_language_is_the_html_elements_lang() -> None:
+    assert _page()["language"] == "en"
+    assert extract('<html lang=" pt-BR "><p>x</p></html>', PAGE_URL)["language"] == "pt-BR"
+    assert extract("<html><p>x</p></html>", PAGE_URL)["language"] is None
+    assert extract('<html lang=""><p>x</p></html>', PAGE_URL)["language"] is None
+    assert extract('<html lang="' + "x" * 500 + '">', PAGE_URL)["language"] == "x" * 64
 
 
 def test_title_is_whitespace_normalised() -> None:
@@ -338,6 +355,7 @@ def test_str_with_bom_is_not_shown_in_text() -> None:
 
 EMPTY: dict[str, object] = {
     "title": None,
+    "language": None,
     "meta": {},
     "headings": {},
     "links": [],

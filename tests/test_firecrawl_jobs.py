@@ -51,7 +51,10 @@ def kept(body: dict[str, Any], path: str) -> bool:
 
 def test_the_sdks_default_crawl_is_the_native_crawl_of_firecrawls_defaults() -> None:
     body, shown = native_crawl(sdk_crawl(f"{SITE}/"), 2, CONFIG)
-    assert shown == {}
+    # no scrape options; the crawl's own fields kept as sent, for GET /crawl/active
+    assert set(shown) == {"crawlerOptions"}
+    assert shown["crawlerOptions"]["deduplicateSimilarURLs"] is True
+    assert "url" not in shown["crawlerOptions"] and "origin" not in shown["crawlerOptions"]
     assert body["url"] == f"{SITE}/"
     assert (body["max_pages"], body["max_depth"], body["respect_robots"]) == (
         MAX_PAGES,
@@ -136,7 +139,9 @@ def test_a_batch_leaves_invalid_urls_out_as_each_version_does() -> None:
     body, _, left_out = native_batch({"urls": urls}, 2)
     assert (body["urls"], left_out) == ([f"{SITE}/a"], ["not a url"])
     body, _, left_out = native_batch({"urls": urls}, 1)
-    assert (body["urls"], left_out) == (urls, [])  # the native check names urls[1]
+    assert (body["urls"], left_out) == (urls, None)  # the native check names urls[1]
+    body, _, left_out = native_batch({"urls": urls[:1], "ignoreInvalidURLs": True}, 1)
+    assert (body["urls"], left_out) == (urls[:1], [])  # invalidURLs: [] when none was
     with pytest.raises(BadRequest, match="urls"):
         native_batch({"urls": ["not a url"]}, 2)
     with pytest.raises(BadRequest, match="appendToId"):

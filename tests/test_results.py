@@ -36,6 +36,7 @@ ANSWER_ORDER = [
     "credits_charged",
     "cached",
     "timings",
+    "language",
 ]
 
 

@@ -4,9 +4,10 @@
 never mutates the tree, and never raises on malformed input: a page that cannot be parsed
 gives every field its empty value.
 
-The fields: ``title``, ``meta``, ``headings``, ``links`` and ``images`` (URLs resolved against
-the document's base), ``text`` (:mod:`service.extraction.text`) and ``extracted``, the matches
-of the caller's selectors (:mod:`service.extraction.selectors`). The page is parsed as a
+The fields: ``title``, ``language`` (``<html lang>``), ``meta``, ``headings``, ``links`` and
+``images`` (URLs resolved against the document's base), ``text``
+(:mod:`service.extraction.text`) and ``extracted``, the matches of the caller's selectors
+(:mod:`service.extraction.selectors`). The page is parsed as a
 browser with scripting enabled parses it, so ``<noscript>`` content is plain text and its
 images and links are not reported.
 """
@@ -24,6 +25,7 @@ from service.extraction.text import normalise, visible_text
 __all__ = ["UrlResolver", "document_base", "empty_fields", "extract", "fields_of", "parse"]
 
 HEADING_LEVELS: Final = ("h1", "h2", "h3", "h4", "h5", "h6")
+MAX_LANGUAGE_CHARS: Final = 64  # a language tag is far shorter; a page's attribute may not be
 
 # The URL parser strips leading and trailing C0 controls and spaces, and drops tabs and
 # newlines anywhere, so "java\tscript:" is still a javascript: URL to a browser.
@@ -72,6 +74,7 @@ def fields_of(
     body = tree.body
     return {
         "title": _title(tree),
+        "language": _language(tree),
         "meta": _meta(tree),
         "headings": _headings(tree),
         "links": _links(tree, resolve),
@@ -85,6 +88,7 @@ def empty_fields(selectors: CompiledSelectors | None = None) -> dict[str, Any]:
     """The fields of a scrape that received nothing to extract from."""
     return {
         "title": None,
+        "language": None,
         "meta": {},
         "headings": {},
         "links": [],
@@ -99,6 +103,12 @@ def _title(tree: LexborHTMLParser) -> str | None:
     if node is None:
         return None
     return normalise(node.text()) or None
+
+
+def _language(tree: LexborHTMLParser) -> str | None:
+    root = tree.root
+    lang = root.attributes.get("lang") if root is not None and root.tag == "html" else None
+    return (lang.strip()[:MAX_LANGUAGE_CHARS] or None) if lang else None
 
 
 def _meta(tree: LexborHTMLParser) -> dict[str, str]:

@@ -9,6 +9,8 @@ route calls, and translates the answer back; nothing here scrapes, bills or stor
 - :mod:`service.firecrawl.actions`: Firecrawl's actions as native steps, and what they made;
 - :mod:`service.firecrawl.scrape`: the document of one page (and ``native_scrape``);
 - :mod:`service.firecrawl.jobs`: crawl, batch scrape and map;
+- :mod:`service.firecrawl.job_answers`: a job's status page, its errors, the active crawls;
+- :mod:`service.firecrawl.ids`: job ids as Firecrawl's dashed UUIDs;
 - :mod:`service.firecrawl.routes`: the routes, authentication and errors.
 
 Error bodies stay scrapespy's (``{"error": message}``, the code in ``X-Error-Code``): the SDKs read

@@ -1,5 +1,5 @@
-"""Firecrawl's crawl, batch scrape and map requests as native jobs (service.jobs), and native
-jobs as Firecrawl's answers.
+"""Firecrawl's crawl, batch scrape and map requests as native jobs (service.jobs), and a map's
+answer (a job's answers are service.firecrawl.job_answers).
 
 Each Firecrawl field becomes the native field that does the same, is accepted when its value is
 what scrapespy does anyway (the SDKs send several by default), or is a 400 naming it when it
@@ -12,29 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from service.core.config import Config
 from service.core.errors import BadRequest
 from service.firecrawl.options import BOOKKEEPING
-from service.firecrawl.scrape import Version, document, native_scrape
+from service.firecrawl.scrape import Version, native_scrape
 from service.firecrawl.webhooks import native_webhook
-from service.jobs.answers import JobSummary
 from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES, normalised
 from service.jobs.crawl_rules import MAX_URLS as MAX_MAP_URLS
-from service.jobs.outcomes import Scraped, Unscraped
-
-# the native job's status -> Firecrawl's
-STATUSES: dict[str, str] = {
-    "queued": "scraping",
-    "running": "scraping",
-    "completed": "completed",
-    "cancelled": "cancelled",
-    "failed": "failed",
-    "insufficient_credits": "failed",
-}
 
 # Firecrawl's crawl field -> the native crawl field that does the same
 CRAWL_FIELDS: dict[str, str] = {
@@ -81,6 +68,11 @@ NOT_OF_VERSION: dict[Version, frozenset[str]] = {
     1: frozenset({"sitemap", "prompt"}),
     2: frozenset({"maxDepth", "ignoreSitemap", "allowBackwardLinks"}),
 }
+# a crawl's own fields as the caller sent them, kept beside its scrape options under a name
+# that no scrape option has (service.firecrawl.scrape.document reads only the formats, the
+# actions and the proxy)
+CRAWLER_OPTIONS = "crawlerOptions"
+NOT_CRAWLER = frozenset({"url", "scrapeOptions", "webhook"})
 DEFAULT_MAP_URLS = 5000  # Firecrawl's default limit of a map
 _QUOTED = re.compile(r"'([a-z_]+)'")
 
@@ -145,8 +137,10 @@ def native_crawl(
     data: Mapping[str, Any], version: Version, config: Config
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The native ``POST /crawl`` body for Firecrawl's crawl ``data``, and the Firecrawl scrape
-    options its pages are shown with."""
+    options its pages are shown with (with the crawl's own fields, under
+    :data:`CRAWLER_OPTIONS`, for ``GET /crawl/active``)."""
     fields = _own(data)
+    crawler = {name: value for name, value in fields.items() if name not in NOT_CRAWLER}
     for name in NOT_OF_VERSION[version]:
         if name in fields:
             raise BadRequest(f"unknown field {name!r} (a field of /v{3 - version}/crawl)")
@@ -185,7 +179,7 @@ def native_crawl(
     if "webhook" in fields:
         body["webhook"] = native_webhook(fields.pop("webhook"), version)
     _unknown(fields)
-    return body, shown
+    return body, {**shown, CRAWLER_OPTIONS: crawler}
 
 
 def _under(start: str, includes: Any) -> list[Any]:
@@ -223,10 +217,11 @@ def _delay(seconds: float, config: Config) -> None:
 
 def native_batch(
     data: Mapping[str, Any], version: Version
-) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], dict[str, Any], list[str] | None]:
     """The native ``POST /batch`` body for Firecrawl's batch scrape ``data``, the Firecrawl
     scrape options its pages are shown with, and the URLs left out as invalid (v2 leaves
-    them out unless ``ignoreInvalidURLs`` is false; v1 only when it is true)."""
+    them out unless ``ignoreInvalidURLs`` is false; v1 only when it is true): a list, maybe
+    empty, when they were to be left out, as Firecrawl's ``invalidURLs``; else None."""
     fields = _own(data)
     urls = fields.pop("urls", None)
     if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
@@ -237,7 +232,7 @@ def native_batch(
         raise invalid("maxConcurrency", "a batch's pages run at this service's job concurrency")
     _settled(fields)
     kept = [url for url in urls if normalised(url) is not None] if ignoring else urls
-    left_out = [url for url in urls if url not in kept]
+    left_out = [url for url in urls if url not in kept] if ignoring else None
     if not kept:
         raise invalid("urls", "none is an http(s) URL")
     body = {**_scrape_options(fields, kept[0], version), "urls": kept}
@@ -312,61 +307,3 @@ def map_answer(urls: list[str], error: str | None, version: Version) -> dict[str
     if error:
         answer["warning"] = error
     return answer
-
-
-# the answers of a job ---------------------------------------------------------------------
-
-
-def status_page(
-    found: Scraped, version: Version, next_url: str | None, retention_days: int
-) -> dict[str, Any]:
-    """``GET /crawl/{id}`` and ``/batch/scrape/{id}``: the job, and its scraped pages'
-    documents after the cursor."""
-    summary = found.summary
-    counts = summary["counts"]
-    shown = found.options.get("firecrawl") or {}
-    answer: dict[str, Any] = {
-        "success": True,
-        "status": STATUSES[summary["status"]],
-        "total": summary["total"],
-        "completed": counts["done"] + counts["failed"] + counts["blocked"],
-        "creditsUsed": summary["credits_charged"],
-        "expiresAt": expires_at(summary, retention_days),
-        "data": [document(result, shown, version) for _, result in found.results],
-    }
-    if next_url is not None:
-        answer["next"] = next_url
-    if summary["error"]:
-        answer["warning"] = summary["error"]
-    return answer
-
-
-def expires_at(summary: JobSummary, retention_days: int) -> str:
-    """When the job's results are deleted (service.jobs.batches.Batches.purge)."""
-    made = datetime.fromisoformat(summary["created_at"])
-    return (made + timedelta(days=retention_days)).isoformat().replace("+00:00", "Z")
-
-
-def errors_answer(public_id: str, pages: list[Unscraped]) -> dict[str, Any]:
-    """``GET /crawl/{id}/errors``: the pages that failed or were blocked, robots.txt's apart."""
-    errors: list[dict[str, Any]] = []
-    robots: list[str] = []
-    for page in pages:
-        result = page.result or {}
-        code = result.get("error_code")
-        if code == "robots_disallowed":
-            robots.append(page.url)
-            continue
-        why = result.get("error") or (
-            "an anti-bot page answered" if page.status == "blocked" else "the page failed"
-        )
-        errors.append(
-            {
-                "id": f"{public_id}-{page.position}",
-                "timestamp": page.at,
-                "url": page.url,
-                "code": code,
-                "error": why,
-            }
-        )
-    return {"success": True, "errors": errors, "robotsBlocked": robots}

@@ -45,7 +45,8 @@ from service.core.errors import (
 from service.core.reactor import running
 from service.core.schemas import ScrapeRequest, parse_json_object
 from service.db import Database
-from service.firecrawl import jobs
+from service.firecrawl import job_answers, jobs
+from service.firecrawl.ids import native_id, shown_id
 from service.firecrawl.scrape import Version, document, failed, firecrawl_message, native_scrape
 from service.jobs import batch_store, outcomes
 from service.jobs.answers import JobAccepted, MapResult
@@ -203,8 +204,9 @@ class FirecrawlApi:
 
     def _accepted(self, request: Request, made: JobAccepted, kind: str) -> dict[str, Any]:
         version = version_of(request)
-        url = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{made['id']}"
-        return {"success": True, "id": made["id"], "url": url}
+        job_id = shown_id(made["id"])
+        url = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{job_id}"
+        return {"success": True, "id": job_id, "url": url}
 
     @app.route("/<any(v1,v2):version>/crawl", methods=["POST"])
     async def crawl(self, request: Request, version: str) -> bytes:
@@ -242,7 +244,7 @@ class FirecrawlApi:
             await self._affordable(caller, options)
             job = await batches.create(caller, {**options, "firecrawl": shown}, urls)
             answer = self._accepted(request, job, "batch")
-            if left_out:
+            if left_out is not None:  # ignoreInvalidURLs: the list, even when empty
                 answer["invalidURLs"] = left_out
             return answer
 
@@ -320,11 +322,7 @@ class FirecrawlApi:
     async def active_crawls(self, request: Request, version: str) -> bytes:
         caller = await self._crawls().batches.caller(key_of(request), reading=True)
         found = await self.database.run(outcomes.active, caller.account_id, "crawl")
-        crawls = [
-            {"id": public_id, "teamId": str(caller.account_id), "url": url}
-            for public_id, url in found
-        ]
-        return render_json(request, {"success": True, "crawls": crawls})
+        return render_json(request, job_answers.active_answer(found, str(caller.account_id)))
 
     async def _status(self, request: Request, job_id: str, kind: str) -> bytes:
         caller = await self._crawls().batches.caller(key_of(request), reading=True)
@@ -334,11 +332,12 @@ class FirecrawlApi:
         found = await self.database.run(
             outcomes.scraped,
             caller.account_id,
-            job_id[:64],
+            native_id(job_id),
             kind,
             after,
             max(1, min(limit, self.config.firecrawl_page_documents)),
             FIRECRAWL_PAGE_BYTES,
+            True,  # a target's error page is a document (service.firecrawl.scrape)
         )
         if found is None:
             raise NotFound("Job not found")
@@ -347,31 +346,36 @@ class FirecrawlApi:
         unfinished = found.summary["status"] in ACTIVE
         next_url = None
         if found.more or unfinished:  # a running job's next page may still come: its cursor
-            base = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{job_id}"
+            shown = shown_id(native_id(job_id))
+            base = f"{self.config.public_url}/v{version}/{JOB_PATHS[kind]}/{shown}"
             next_url = f"{base}?cursor={last}"
-        answer = jobs.status_page(found, version, next_url, self.config.job_retention_days)
+        days = self.config.job_retention_days
+        answer = job_answers.status_page(found, version, next_url, days)
         return render_json(request, answer)
 
     async def _cancel(self, request: Request, job_id: str, kind: str) -> bytes:
         caller = await self._crawls().batches.caller(key_of(request), reading=True)
-        found = await self.database.run(outcomes.kind_of, caller.account_id, job_id[:64])
+        public_id = native_id(job_id)
+        found = await self.database.run(outcomes.kind_of, caller.account_id, public_id)
         if found != kind:
             raise NotFound("Job not found")
-        summary = await self.database.run(batch_store.cancel, caller.account_id, job_id[:64])
+        summary = await self.database.run(batch_store.cancel, caller.account_id, public_id)
         if summary is None:  # purged meanwhile
             raise NotFound("Job not found")
         if summary["status"] != "cancelled":
-            raise Conflict(f"the job already finished: {jobs.STATUSES[summary['status']]}")
+            status = job_answers.STATUSES[summary["status"]]
+            raise Conflict(f"the job already finished: {status}")
         return render_json(request, {"success": True, "status": "cancelled"})
 
     async def _errors(self, request: Request, job_id: str, kind: str) -> bytes:
         caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        public_id = native_id(job_id)
         found = await self.database.run(
-            outcomes.unscraped, caller.account_id, job_id[:64], kind, ERRORS_LIMIT
+            outcomes.unscraped, caller.account_id, public_id, kind, ERRORS_LIMIT, False
         )
         if found is None:
             raise NotFound("Job not found")
-        return render_json(request, jobs.errors_answer(job_id, found))
+        return render_json(request, job_answers.errors_answer(public_id, found))
 
     @app.route("/<any(v1,v2):version>/crawl/<job_id>", methods=["GET"])
     async def crawl_status(self, request: Request, version: str, job_id: str) -> bytes:

@@ -20,7 +20,17 @@ from service.firecrawl.options import (
 )
 from service.scrape.results import ScrapeResult
 
-__all__ = ["Version", "document", "failed", "firecrawl_message", "metadata", "native_scrape"]
+__all__ = [
+    "Version",
+    "answered_error_page",
+    "document",
+    "failed",
+    "firecrawl_message",
+    "metadata",
+    "native_scrape",
+]
+
+HTTP_ERROR = "http_error"  # the native error_code of a target's 4xx or 5xx answer
 
 
 def _field(result: ScrapeResult | Mapping[str, Any], name: str) -> Any:
@@ -34,7 +44,6 @@ META_KEYS = {
     "description": "description",
     "keywords": "keywords",
     "robots": "robots",
-    "language": "content-language",
     "ogTitle": "og:title",
     "ogDescription": "og:description",
     "ogUrl": "og:url",
@@ -61,9 +70,18 @@ META_KEYS = {
 }
 
 
+def answered_error_page(result: ScrapeResult | Mapping[str, Any]) -> bool:
+    """Whether the target answered with an error status (4xx, 5xx) and its page: natively a
+    failure, unbilled; to Firecrawl a document like any other (``scrapeURL`` accepts a bad
+    status as a result, ``metadata.statusCode`` telling it), in a scrape, a batch and a crawl."""
+    return _field(result, "error_code") == HTTP_ERROR and not _field(result, "blocked")
+
+
 def failed(result: ScrapeResult | Mapping[str, Any]) -> bool:
     """Whether Firecrawl's answer is ``success: false``: the scrape failed or was blocked (and
-    was not billed)."""
+    was not billed); a target's error page is a document (:func:`answered_error_page`)."""
+    if answered_error_page(result):
+        return False
     return not _field(result, "success") or bool(_field(result, "blocked"))
 
 
@@ -83,10 +101,12 @@ def metadata(result: ScrapeResult | Mapping[str, Any]) -> dict[str, Any]:
         **meta,
         "title": _field(result, "title"),
         **{key: meta.get(tag) for key, tag in META_KEYS.items()},
+        # Firecrawl's extractMetadata reads <html lang>; a Content-Language meta tag stands in
+        "language": _field(result, "language") or meta.get("content-language"),
         "sourceURL": _field(result, "url"),
         "url": _field(result, "final_url"),
         "statusCode": status or None,
-        "error": _error(result) if failed(result) else None,
+        "error": _error(result) if failed(result) or answered_error_page(result) else None,
         "proxyUsed": "stealth" if _field(result, "tier_used") == "residential" else "basic",
         "cacheState": "hit" if _field(result, "cached") else "miss",
         "creditsUsed": _field(result, "credits_charged"),

@@ -26,8 +26,9 @@ from typing import Any
 import orjson
 
 from service.core.errors import BadRequest
+from service.firecrawl.ids import shown_id
 from service.firecrawl.options import FORMATS
-from service.firecrawl.scrape import Version, document
+from service.firecrawl.scrape import Version, document, failed
 from service.jobs.webhook_flavours import Flavour, Outgoing
 from service.jobs.webhook_spec import EVENTS, checked_webhook
 from service.jobs.webhook_store import Delivery
@@ -99,7 +100,7 @@ def event_body(delivery: Delivery) -> dict[str, Any]:
     body: dict[str, Any] = {
         "success": success,
         "type": f"{JOB_TYPES.get(delivery.kind, delivery.kind)}.{delivery.event}",
-        "id": delivery.job_id,
+        "id": shown_id(delivery.job_id),
         "webhookId": delivery.message_id,
         "data": data,
     }
@@ -118,9 +119,10 @@ def _job(summary: Mapping[str, Any]) -> tuple[bool, list[Any], str | None]:
 
 def _page(delivery: Delivery, page: Mapping[str, Any]) -> tuple[bool, list[Any], str | None]:
     """A finished page: its document as the job's scrape options describe it (none when its
-    result was too large for a delivery: the job's status pages have it)."""
+    result was too large for a delivery: the job's status pages have it). A page the target
+    answered with an error status is a document, ``success: true``, as in Firecrawl."""
     result = page.get("result")
-    success = page["status"] == "done"
+    success = page["status"] == "done" or (result is not None and not failed(result))
     docs = [] if result is None else [document(result, _options(delivery), _version(delivery))]
     if success:
         return True, docs, None

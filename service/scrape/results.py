@@ -4,11 +4,12 @@ The pipelines fill a :class:`ScrapeResult` (pipelines.result), the watchdog answ
 (service.scrape.engine), the API writes it out as it is (orjson serialises dataclasses natively, in
 field order) and ``/openapi.json`` documents it (:func:`json_schema`). After the standard
 fields come what the answer cost and how it went: ``error_code``, ``tier_used``,
-``credits_charged``, ``cached`` and ``timings``. A blocked scrape is a :class:`BlockedResult`,
-whose ``block_reason`` comes after those; any other answer has none, not a null. The outputs a
-request asks for in ``formats`` (``markdown``, ``html``, ``raw_html``, ``screenshot``) come last,
-each only when asked: the answer is then an instance of a subclass with those fields
-(:func:`result_class`), so a request without ``formats`` gets no field of theirs. A request
+``credits_charged``, ``cached`` and ``timings``, then the page's ``language``. A blocked scrape
+is a :class:`BlockedResult`, whose ``block_reason`` comes after those; any other answer has
+none, not a null. The outputs a request asks for in ``formats`` (``markdown``, ``html``,
+``raw_html``, ``screenshot``) come last, each only when asked: the answer is then an instance
+of a subclass with those fields (:func:`result_class`), so a request without ``formats`` gets
+no field of theirs. A request
 with ``actions`` gets ``actions`` (each step's outcome) and ``action_results`` the same way,
 between ``block_reason`` and the outputs; an auto request (``engine`` or ``proxy_type`` auto)
 gets ``attempts`` before them, and its ``engine`` is the engine that answered; one with a
@@ -179,11 +180,17 @@ class ScrapeResult:
         bool, Field(description="answered from this account's recent scrape (max_age), free")
     ]
     timings: Timings
+    # the page's own field that the specification has not, after the answer's
+    language: Annotated[
+        str | None,
+        Field(description="the page's language as its <html lang> declares it (en, pt-BR...)"),
+    ] = field(default=None, kw_only=True)
 
     def fill(self, page: Mapping[str, Any]) -> None:
         """Takes the page's fields as ``service.extraction.extract`` gives them, and the
         converted outputs as ``service.extraction.outputs.extract_page`` adds them."""
         self.title = page["title"]
+        self.language = page.get("language")
         self.meta = page["meta"]
         self.headings = page["headings"]
         self.links = page["links"]

@@ -110,6 +110,8 @@ class ScrapeResult(Model):
     credits_charged: int = 0
     cached: bool = False
     timings: Timings | None = None
+    # the page's <html lang>, None when it declares none
+    language: str | None = None
     block_reason: str | None = None
     # with location.country: the country the page came from, None when it came directly
     country: str | None = None
