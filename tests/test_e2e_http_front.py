@@ -188,3 +188,17 @@ def test_metrics_stays_open_without_a_token(service):
     reply = raw_get(service.base, "/metrics")
     assert reply.status == 200
     assert b"scrapespy_http_requests_total" in reply.body
+
+
+def test_no_answer_advertises_the_servers_version(service):
+    """Twisted's ``Server: TwistedWeb/<version>`` told anyone which release to look up; every
+    answer (the API's, its errors, the dashboard's, ``OPTIONS *``) says ``scrapespy`` alone."""
+    answers = [raw_get(service.base, path, method=method) for method, path, _ in API_ANSWERS]
+    answers += [
+        raw_get(service.base, path)
+        for path in ("/", "/dashboard/login", "/dashboard//usage", "/no/such/page")
+    ]
+    answers.append(raw_get(service.base, "*", method="OPTIONS"))
+    answers.append(call("POST", service.url("/scrape"), {"url": "http://127.0.0.1:9/"}, key="x"))
+    for reply in answers:
+        assert reply.headers.get("Server") == "scrapespy", (reply.status, reply.headers)
