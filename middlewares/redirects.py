@@ -174,20 +174,42 @@ def count(middleware: redirect.BaseRedirectMiddleware, what: str) -> None:
 
 def too_many(middleware: redirect.BaseRedirectMiddleware) -> RedirectFailed:
     count(middleware, "too_many")
-    return RedirectFailed(
-        f"the target redirected more than {middleware.max_redirect_times} times "
-        "(a redirect loop, or too long a chain)"
-    )
+    return RedirectFailed(too_many_message(middleware.max_redirect_times))
+
+
+def too_many_message(max_times: int) -> str:
+    return f"the target redirected more than {max_times} times (a redirect loop, or too long a chain)"
 
 
 def unfollowable(request: Request, response: Response) -> str:
     """Why the redirect of ``response`` is not followed, naming its scheme alone (the rest of
     the Location may be long, or carry what the target should not have sent)."""
     location = (response.headers.get("Location") or b"").decode("latin-1").strip()
+    return unfollowable_location(request.url, location)
+
+
+def unfollowable_location(url: str, location: str) -> str:
+    """:func:`unfollowable` for a redirect of ``url`` to ``location``."""
     try:
-        scheme = urlsplit(urljoin(request.url, location)).scheme.lower()
+        scheme = urlsplit(urljoin(url, location.strip())).scheme.lower()
     except ValueError:
         scheme = ""
     if scheme in ("http", "https") or not _SCHEME.fullmatch(scheme):
         return "the target redirected to a URL that the service cannot follow"
     return f"the target redirected to a {scheme}: URL, which the service does not follow"
+
+
+def refused_redirect(url: str, location: str, hops: int, max_times: int) -> str | None:
+    """Why the ``hops``-th redirect of a chain, of ``url`` to ``location``, is not followed, as
+    this middleware says it, or None: for the js engine, whose browser follows redirects itself
+    (service.browser.read)."""
+    if hops > max_times:
+        return too_many_message(max_times)
+    try:
+        target = urljoin(url, location.strip())
+        scheme = urlsplit(target).scheme.lower()
+    except ValueError:
+        return "the target redirected to a URL that the service cannot follow"
+    if scheme not in ("http", "https"):
+        return unfollowable_location(url, location)
+    return CREDENTIALS if with_credentials(target) else None

@@ -49,6 +49,14 @@ _NET_ERRORS: dict[str, str] = {
     "ERR_CONTENT_LENGTH_MISMATCH": "closed",
 }
 
+# Chromium's own refusals of a redirect (read.navigate refuses most before Chromium does)
+_REDIRECT_ERRORS: dict[str, str] = {
+    "ERR_TOO_MANY_REDIRECTS": "the target redirected too many times (a redirect loop, or too "
+    "long a chain)",
+    "ERR_UNSAFE_REDIRECT": "the target redirected to a URL that the service cannot follow",
+    "ERR_INVALID_REDIRECT": "the target redirected to a URL that the service cannot follow",
+}
+
 
 class BrowserError(Exception):
     """Chromium failed for a reason no static download has (a crash, an unsafe port ...); the
@@ -105,6 +113,8 @@ def navigation_failure(
     code = _NET_ERROR.search(message)
     if code is not None and code.group(1) in _NET_ERRORS:
         return exception_for(_NET_ERRORS[code.group(1)], navigation or "")
+    if code is not None and code.group(1) in _REDIRECT_ERRORS:
+        return RedirectFailed(_REDIRECT_ERRORS[code.group(1)])
     log.info("browser failure: %s", message.splitlines()[0] if message else repr(error))
     if code is not None:
         return BrowserError(f"the browser could not load the page (net::{code.group(1)})")

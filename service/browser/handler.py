@@ -205,6 +205,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
         self.navigations = Navigations()
         self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
+        self._routes: dict[Page, EgressRoute] = {}  # their egress routes
+        self.max_redirects = settings.getint("REDIRECT_MAX_TIMES")  # as static follows them
         self.spares = Spares(
             self._spares(settings.getint("SCRAPESPY_BROWSER_SPARES")), self._new_spare
         )
@@ -393,6 +395,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             finally:
                 if render.spare is not None:
                     self._watches.pop(render.spare.page, None)
+                    self._routes.pop(render.spare.page, None)
                 # The page's DOM has been read: the caller need not wait for its context to
                 # close (20-40 ms). Its page slot is released only once it has closed, so the
                 # open contexts stay bounded by SCRAPESPY_MAX_PAGES.
@@ -453,6 +456,11 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         spare.route.close()  # no more bytes for the renderer
         render.stop(TooLarge(spare.meter.message()))
 
+    def route_of(self, page: Page) -> EgressRoute | None:
+        """The egress route of a page being rendered (service.browser.read fetches a
+        download's bytes through it)."""
+        return self._routes.get(page)
+
     def _mobile_context(self) -> dict[str, Any]:
         device = dict(self.browser_provider.playwright.devices[MOBILE_DEVICE])
         device.pop("default_browser_type", None)
@@ -492,6 +500,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     def _prepare(self, request: Request, render: _Render, spare: Spare) -> None:
         render.watch = self._watches[spare.page] = PageWatch(spare.page)
+        self._routes[spare.page] = spare.route
         name = request.meta.setdefault(PLAYWRIGHT_CONTEXT, f"request-{id(request)}")
         if (
             scrape_meta.is_mobile(request)
