@@ -178,7 +178,9 @@ def too_many(middleware: redirect.BaseRedirectMiddleware) -> RedirectFailed:
 
 
 def too_many_message(max_times: int) -> str:
-    return f"the target redirected more than {max_times} times (a redirect loop, or too long a chain)"
+    return (
+        f"the target redirected more than {max_times} times (a redirect loop, or too long a chain)"
+    )
 
 
 def unfollowable(request: Request, response: Response) -> str:

@@ -111,9 +111,7 @@ def test_a_meta_refresh_loop_fails():
 PAGE = "https://shop.example/list?page=2"
 
 
-def followed_with_referer(
-    location: str, referer: str | None = PAGE, **headers: str
-) -> Request:
+def followed_with_referer(location: str, referer: str | None = PAGE, **headers: str) -> Request:
     sent = Request("https://shop.example/go", headers={"Referer": referer} if referer else {})
     response = Response(sent.url, status=302, headers={"Location": location, **headers})
     followed = middleware().process_response(sent, response)

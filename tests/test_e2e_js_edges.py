@@ -32,10 +32,12 @@ CREDENTIALS = (
     "not follow"
 )
 # typed arrays (outside the JS heap, which SCRAPESPY_BROWSER_MAX_HEAP_MB bounds), 16 MB each,
-# touched so that they are resident, kept until 1.5 GB (the issue's page went on to 6 GB)
+# touched so that they are resident, kept until 2 GB (the issue's page went on to 6 GB)
 BUFFER_EATER = b"""<!doctype html><html><head><title>Buffers</title></head><body><script>
 const kept = [];
-for (let i = 0; i < 96; i++) { const b = new Uint8Array(16 * 1024 * 1024); b.fill(i % 251 + 1); kept.push(b); }
+for (let i = 0; i < 128; i++) {
+  const b = new Uint8Array(16 * 1024 * 1024); b.fill(i % 251 + 1); kept.push(b);
+}
 document.title = "Survived";
 </script></body></html>"""
 
@@ -160,10 +162,14 @@ def test_a_redirect_to_a_url_with_credentials_is_refused_unbilled(
     [
         ("/loop", TOO_MANY),
         ("/chain/11", TOO_MANY),
-        ("/redirect?to=file:///etc/passwd", "the target redirected to a file: URL, which the "
-         "service does not follow"),
-        ("/redirect?to=data:text/html,<title>x</title>", "the target redirected to a data: URL, "
-         "which the service does not follow"),
+        (
+            "/redirect?to=file:///etc/passwd",
+            "the target redirected to a file: URL, which the service does not follow",
+        ),
+        (
+            "/redirect?to=data:text/html,<title>x</title>",
+            "the target redirected to a data: URL, which the service does not follow",
+        ),
     ],
 )
 def test_a_redirect_static_does_not_follow_fails_alike_on_js(
@@ -226,9 +232,7 @@ def test_a_download_without_a_length_past_the_limit_is_too_large_unbilled(
 
 
 @pytest.fixture(scope="module")
-def capped(
-    database_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServiceProcess]:
+def capped(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     """A service whose renderers may hold 300 MB each: the page below allocates 1.5 GB."""
     env = {"SCRAPESPY_BROWSER_MAX_RENDERER_MB": "300"}
     proc = ServiceProcess(database_url, tmp_path_factory.mktemp("capped"), env=env).start()
@@ -250,7 +254,6 @@ def test_a_renderer_past_the_memory_cap_is_too_large_unbilled_and_others_go_on(
     after = scrape(capped, key, edges.url("/chain/0"), "js")
     assert after["success"] is True and after["title"] == "Arrived"
     assert any(
-        "renderer" in line and "SCRAPESPY_BROWSER_MAX_RENDERER_MB" in line
-        for line in capped.output
+        "renderer" in line and "SCRAPESPY_BROWSER_MAX_RENDERER_MB" in line for line in capped.output
     ), "the operator reads nothing of the renderer that was stopped"
     assert os.path.exists(f"/proc/{capped.process.pid}")

@@ -463,7 +463,9 @@ def test_concurrent_new_sessions_cannot_pass_the_bound(
     body = {"url": login_site.url("/open")}
     with ThreadPoolExecutor(30) as pool:
         replies = list(
-            pool.map(lambda n: sessions_service.scrape(key, {**body, "session": f"s{n}"}), range(30))
+            pool.map(
+                lambda n: sessions_service.scrape(key, {**body, "session": f"s{n}"}), range(30)
+            )
         )
     statuses = sorted(reply.status for reply in replies)
     assert statuses == [200] * 3 + [409] * 27, statuses

@@ -80,6 +80,8 @@ from service.browser.launch import (
 )
 from service.browser.meter import DownloadMeter
 from service.browser.read import read_rendered
+from service.browser.renderers import MESSAGE as RENDERER_OVER_CAP
+from service.browser.renderers import RendererCap
 from service.browser.screenshot import (
     SCREENSHOT_RESERVE,
     ScreenshotLimits,
@@ -148,6 +150,7 @@ class _Render:
         self.watch: PageWatch | None = None
         self.deadline: asyncio.Timeout | None = None
         self.stopped: BrowserError | None = None  # why the render was cut short
+        self.kills = 0  # renderers the memory cap had killed when the render began
 
     def stop(self, error: BrowserError) -> None:
         """End the render now, with ``error``: its deadline is moved to the present."""
@@ -217,6 +220,12 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._closing: asyncio.Future[None] | None = None
         self._processes: dict[Browser, int | None] = {}  # of the browsers this handler launched
         self._reaping: set[asyncio.Future[None]] = set()
+        # each renderer's memory (service.browser.renderers), read while pages render
+        self.renderers = RendererCap(
+            settings.getint("SCRAPESPY_BROWSER_MAX_RENDERER_MB"),
+            browsers=lambda: list(self._processes.values()),
+            busy=lambda: bool(self._watches),
+        )
 
     def _configure_browser(self, settings: BaseSettings) -> None:
         """Where the browser comes from, by the ``SCRAPESPY_*`` settings: the remote browser at
@@ -286,6 +295,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.stats.inc_value("scrapespy/browser/launched")
         if not (self.config.cdp_url or self.config.connect_url):
             self._processes[self.browser] = await browser_process(self.browser)
+            self.renderers.start()
 
     async def _ready(self) -> None:
         """Start Playwright and the guard once, and (re)launch the browser when it is gone.
@@ -336,6 +346,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             if self._reaping:
                 await asyncio.wait(list(self._reaping), timeout=10)
         finally:
+            await self.renderers.stop()
             await self.egress.stop()
 
     # -----------------------------------------------------------------------------------------
@@ -356,6 +367,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
     async def _render(self, request: Request) -> Response:
         for attempt in (1, 2):
             render = _Render()
+            render.kills = self.renderers.kills
             slot = False
             try:
                 left = self._time_left(request) - ANSWER_RESERVE
@@ -382,6 +394,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 self.stats.inc_value("scrapespy/browser/timed_out")
                 raise DownloadTimeoutError("the page did not load within the timeout") from None
             except PlaywrightError as error:
+                if render.stopped is None and self._killed_under(render, error):
+                    render.stop(TooLarge(RENDERER_OVER_CAP))
                 if render.stopped is not None:
                     raise render.stopped from None
                 browser = render.browser
@@ -437,6 +451,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         else:
             self.stats.inc_value("scrapespy/browser/spare_used")
         render.spare = spare
+        # a renderer the memory cap killed: its page crashes, and the render ends at once
+        spare.page.on("crash", lambda _page: self._crashed(render))
         spare.route.upstream = _upstream_of(request)
         spare.meter.over = lambda: self._too_large(render, spare)
         cookies = scrape_meta.cookies(request)
@@ -450,6 +466,15 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 ) from None
         self._prepare(request, render, spare)
         return spare.page
+
+    def _crashed(self, render: _Render) -> None:
+        if self.renderers.kills > render.kills:
+            self.stats.inc_value("scrapespy/browser/renderer_over_cap")
+            render.stop(TooLarge(RENDERER_OVER_CAP))
+
+    def _killed_under(self, render: _Render, error: PlaywrightError) -> bool:
+        """Whether ``error`` is the crash of a page whose renderer the memory cap killed."""
+        return self.renderers.kills > render.kills and "crash" in (error.message or "").lower()
 
     def _too_large(self, render: _Render, spare: Spare) -> None:
         self.stats.inc_value("scrapespy/browser/too_large")
