@@ -64,6 +64,8 @@ DOCUMENT_TYPES = frozenset(
         "application/epub+zip",
     }
 )
+# times 50 ms that a download's navigation response is waited for, once goto said it downloads
+DOWNLOAD_ANSWER_WAITS = 40
 # what a fetched document's route may carry past its body's limit: the response's head
 HEADROOM = 64 * 1024
 # a PDF whose Content-Type lied, as Chromium renders it: its header at the top of the text
@@ -158,9 +160,12 @@ async def navigate(
     except PlaywrightError as error:
         if cut.done():
             raise cut.result() from None
-        if "Download is starting" in error.message and answers:
-            return answers[-1], True  # read_rendered fetches its bytes
-        if "Download is starting" in error.message:  # no answer of the main frame seen
+        if "Download is starting" in error.message:
+            # the download's response event may come after goto's failure: a moment for it
+            for _ in range(DOWNLOAD_ANSWER_WAITS):
+                if answers:
+                    return answers[-1], True  # read_rendered fetches its bytes
+                await asyncio.sleep(0.05)
             raise exception_for("closed", request.url) from None
         if "net::ERR_ABORTED" in error.message and 204 not in statuses:
             raise RedirectFailed(
