@@ -21,6 +21,7 @@ from scrapy.exceptions import (
 )
 from twisted.internet.error import ConnectError, ConnectionRefusedError
 
+from middlewares.redirects import unfollowable_location
 from service.browser.egress import MARKER_HEADER
 from service.egress.addresses import EgressBlocked
 
@@ -102,10 +103,16 @@ def refused_navigation(response: Response, route: EgressRoute | None) -> Excepti
 
 
 def navigation_failure(
-    error: PlaywrightError, route: EgressRoute | None, navigation: str | None
+    error: PlaywrightError,
+    route: EgressRoute | None,
+    navigation: str | None,
+    location: str | None = None,
 ) -> Exception:
-    """What a failed navigation (``navigation`` is the last URL tried) means for the caller."""
+    """What a failed navigation (``navigation`` is the last URL tried, ``location`` the last
+    redirect's) means for the caller."""
     message = error.message or str(error)
+    if "net::ERR_UNSAFE_REDIRECT" in message and location is not None:
+        return RedirectFailed(unfollowable_location(navigation or "", location))
     if route is not None and navigation is not None:
         reason = route.failure_for_url(navigation)
         if reason is not None:

@@ -405,7 +405,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                     await self._browser_disconnected_callback(browser)
                     continue
                 navigation = render.watch.last_navigation if render.watch is not None else None
-                raise navigation_failure(error, render.route, navigation) from None
+                location = render.spare.meter.last_location if render.spare is not None else None
+                raise navigation_failure(error, render.route, navigation, location) from None
             finally:
                 if render.spare is not None:
                     self._watches.pop(render.spare.page, None)
