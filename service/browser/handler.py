@@ -98,7 +98,7 @@ from service.scrape.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
     from playwright._impl._api_structures import SetCookieParam
-    from playwright.async_api import Browser, Page
+    from playwright.async_api import Browser, CDPSession, Page
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -223,9 +223,10 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         # each renderer's memory (service.browser.renderers), read while pages render
         self.renderers = RendererCap(
             settings.getint("SCRAPESPY_BROWSER_MAX_RENDERER_MB"),
-            browsers=lambda: list(self._processes.values()),
+            renderer_pids=self._renderer_pids,
             busy=lambda: bool(self._watches),
         )
+        self._processes_session: tuple[Browser, CDPSession] | None = None
 
     def _configure_browser(self, settings: BaseSettings) -> None:
         """Where the browser comes from, by the ``SCRAPESPY_*`` settings: the remote browser at
@@ -316,6 +317,17 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             if self._launching is None or self._launching.done():
                 self._launching = asyncio.ensure_future(self._launch_browser())
             await asyncio.shield(self._launching)
+
+    async def _renderer_pids(self) -> list[int]:
+        """The renderer processes of the browser, if the service launched it (its CDP)."""
+        browser = getattr(self, "browser", None)
+        if browser is None or self._processes.get(browser) is None:
+            return []
+        if self._processes_session is None or self._processes_session[0] is not browser:
+            self._processes_session = (browser, await browser.new_browser_cdp_session())
+        info = await self._processes_session[1].send("SystemInfo.getProcessInfo")
+        processes = info.get("processInfo", ())
+        return [int(one["id"]) for one in processes if one.get("type") == "renderer"]
 
     async def _browser_disconnected_callback(self, browser: Browser | None = None) -> None:
         # Playwright passes the browser that went away; it may no longer be the current one
