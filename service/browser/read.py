@@ -218,6 +218,9 @@ async def _document(
         body = await fetched.body()
         if limit and len(body) > limit:
             raise TooLarge(_document_too_large(len(body), limit))
+        if route is not None and route.over_limit:
+            # cut by the route: a body without a length then just ends, short of the limit
+            raise TooLarge(_document_too_large_unknown(limit))
         headers = Headers(fetched.headers)
         status = fetched.status
     finally:
