@@ -9,6 +9,13 @@ a ``javascript:`` one, or one with credentials (``user:password@``), failed with
 whole ``Location``. A meta refresh that is not followed leaves its page as it is, as a browser
 would; its loops fail the same way (:class:`MetaRefreshMiddleware`).
 
+A redirect keeps the ``Referer`` as a browser keeps it (Fetch, "HTTP-redirect fetch"): the
+first request's referrer (the caller's ``Referer``, if any), cut to what the referrer policy
+lets the new target see (``strict-origin-when-cross-origin``, a browser's default, or the
+redirect's ``Referrer-Policy``). A meta refresh is a navigation from its page, which is then
+the referrer. Scrapy's ``RefererMiddleware`` is not used (each response yields one item, never
+a request); without it Scrapy dropped the header on every redirect, and warned so at each start.
+
     DOWNLOADER_MIDDLEWARES = {
         "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
         "middlewares.redirects.RedirectMiddleware": 600,
@@ -26,6 +33,7 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request
 from scrapy.downloadermiddlewares import redirect
 from scrapy.exceptions import IgnoreRequest
+from scrapy.spidermiddlewares import referer
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -40,7 +48,57 @@ class RedirectFailed(IgnoreRequest):
     than http and https."""
 
 
+# the meta key of the referrer a chain of redirects keeps (its first request's Referer)
+REFERRER = "scrapespy_referrer"
+POLICIES: dict[str, type[referer.ReferrerPolicy]] = {
+    policy.name: policy
+    for policy in (
+        referer.NoReferrerPolicy,
+        referer.NoReferrerWhenDowngradePolicy,
+        referer.SameOriginPolicy,
+        referer.OriginPolicy,
+        referer.StrictOriginPolicy,
+        referer.OriginWhenCrossOriginPolicy,
+        referer.StrictOriginWhenCrossOriginPolicy,
+        referer.UnsafeUrlPolicy,
+    )
+}
+BROWSER_POLICY = referer.StrictOriginWhenCrossOriginPolicy
+
+
+def referrer_policy(response: Response) -> referer.ReferrerPolicy:
+    """The policy ``response`` sets (its ``Referrer-Policy``, the last known token, as a browser
+    parses it), else a browser's default."""
+    header = (response.headers.get("Referrer-Policy") or b"").decode("latin-1")
+    for token in reversed(header.lower().split(",")):
+        if token.strip() in POLICIES:
+            return POLICIES[token.strip()]()
+    return BROWSER_POLICY()
+
+
+def set_referer(redirected: Request, referrer: str | None, response: Response) -> None:
+    """``redirected``'s Referer: ``referrer`` as ``response``'s policy lets its URL see it."""
+    redirected.headers.pop("Referer", None)
+    redirected.meta[REFERRER] = referrer
+    if referrer:
+        value = referrer_policy(response).referrer(referrer, redirected.url)
+        if value:
+            redirected.headers["Referer"] = value
+
+
 class RedirectMiddleware(redirect.RedirectMiddleware):
+    def _engine_started(self) -> None:
+        """Nothing to look for: :meth:`handle_referer` needs no ``RefererMiddleware``."""
+
+    def handle_referer(self, request: Request, response: Response) -> None:
+        # ``request`` is the redirected copy: its meta and headers are those of the last hop
+        if REFERRER in request.meta:
+            referrer = request.meta[REFERRER]
+        else:
+            sent = request.headers.get("Referer")
+            referrer = sent.decode("latin-1") if sent else None
+        set_referer(request, referrer, response)
+
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Request | Response:
@@ -76,6 +134,12 @@ class RedirectMiddleware(redirect.RedirectMiddleware):
 
 
 class MetaRefreshMiddleware(redirect.MetaRefreshMiddleware):
+    def _engine_started(self) -> None:
+        """Nothing to look for: :meth:`handle_referer` needs no ``RefererMiddleware``."""
+
+    def handle_referer(self, request: Request, response: Response) -> None:
+        set_referer(request, response.url, response)  # the refreshing page navigates
+
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Request | Response:
@@ -110,9 +174,12 @@ def count(middleware: redirect.BaseRedirectMiddleware, what: str) -> None:
 
 def too_many(middleware: redirect.BaseRedirectMiddleware) -> RedirectFailed:
     count(middleware, "too_many")
-    return RedirectFailed(
-        f"the target redirected more than {middleware.max_redirect_times} times "
-        "(a redirect loop, or too long a chain)"
+    return RedirectFailed(too_many_message(middleware.max_redirect_times))
+
+
+def too_many_message(max_times: int) -> str:
+    return (
+        f"the target redirected more than {max_times} times (a redirect loop, or too long a chain)"
     )
 
 
@@ -120,10 +187,31 @@ def unfollowable(request: Request, response: Response) -> str:
     """Why the redirect of ``response`` is not followed, naming its scheme alone (the rest of
     the Location may be long, or carry what the target should not have sent)."""
     location = (response.headers.get("Location") or b"").decode("latin-1").strip()
+    return unfollowable_location(request.url, location)
+
+
+def unfollowable_location(url: str, location: str) -> str:
+    """:func:`unfollowable` for a redirect of ``url`` to ``location``."""
     try:
-        scheme = urlsplit(urljoin(request.url, location)).scheme.lower()
+        scheme = urlsplit(urljoin(url, location.strip())).scheme.lower()
     except ValueError:
         scheme = ""
     if scheme in ("http", "https") or not _SCHEME.fullmatch(scheme):
         return "the target redirected to a URL that the service cannot follow"
     return f"the target redirected to a {scheme}: URL, which the service does not follow"
+
+
+def refused_redirect(url: str, location: str, hops: int, max_times: int) -> str | None:
+    """Why the ``hops``-th redirect of a chain, of ``url`` to ``location``, is not followed, as
+    this middleware says it, or None: for the js engine, whose browser follows redirects itself
+    (service.browser.read)."""
+    if hops > max_times:
+        return too_many_message(max_times)
+    try:
+        target = urljoin(url, location.strip())
+        scheme = urlsplit(target).scheme.lower()
+    except ValueError:
+        return "the target redirected to a URL that the service cannot follow"
+    if scheme not in ("http", "https"):
+        return unfollowable_location(url, location)
+    return CREDENTIALS if with_credentials(target) else None

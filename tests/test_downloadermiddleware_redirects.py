@@ -105,3 +105,58 @@ def test_a_meta_refresh_loop_fails():
     with pytest.raises(RedirectFailed, match="more than"):
         for _ in range(scrapy_settings.REDIRECT_MAX_TIMES + 1):
             request = mw.process_response(request, refresh(URL, request.url))
+
+
+# A redirect keeps the Referer as a browser does (strict-origin-when-cross-origin by default).
+PAGE = "https://shop.example/list?page=2"
+
+
+def followed_with_referer(location: str, referer: str | None = PAGE, **headers: str) -> Request:
+    sent = Request("https://shop.example/go", headers={"Referer": referer} if referer else {})
+    response = Response(sent.url, status=302, headers={"Location": location, **headers})
+    followed = middleware().process_response(sent, response)
+    assert isinstance(followed, Request)
+    return followed
+
+
+def test_a_same_origin_redirect_keeps_the_whole_referer():
+    assert followed_with_referer("/next").headers.get("Referer") == PAGE.encode()
+
+
+def test_a_cross_origin_redirect_keeps_the_referers_origin_alone():
+    followed = followed_with_referer("https://other.example/x")
+    assert followed.headers.get("Referer") == b"https://shop.example/"
+
+
+def test_a_redirect_to_plain_http_sends_no_referer():
+    assert "Referer" not in followed_with_referer("http://shop.example/next").headers
+
+
+def test_the_redirects_referrer_policy_is_followed():
+    followed = followed_with_referer("/next", **{"Referrer-Policy": "bogus, no-referrer"})
+    assert "Referer" not in followed.headers
+
+
+def test_a_request_without_a_referer_gets_none_on_its_redirect():
+    assert "Referer" not in followed_with_referer("/next", referer=None).headers
+
+
+def test_the_first_referer_is_kept_through_the_chain():
+    mw = middleware()
+    request = Request("https://shop.example/a", headers={"Referer": PAGE})
+    for location in ("https://other.example/b", "https://shop.example/c"):
+        response = Response(request.url, status=302, headers={"Location": location})
+        request = mw.process_response(request, response)
+    # back on the first origin: the whole referrer again, not the origin the middle hop saw
+    assert request.headers.get("Referer") == PAGE.encode()
+
+
+def test_a_meta_refresh_sends_its_page_as_the_referer():
+    page = HtmlResponse(
+        "https://shop.example/wait?id=7",
+        body=b'<meta http-equiv="refresh" content="0; url=/done">',
+        headers={"Content-Type": "text/html"},
+    )
+    followed = middleware(MetaRefreshMiddleware).process_response(Request(page.url), page)
+    assert isinstance(followed, Request)
+    assert followed.headers.get("Referer") == b"https://shop.example/wait?id=7"

@@ -188,3 +188,38 @@ def test_metrics_stays_open_without_a_token(service):
     reply = raw_get(service.base, "/metrics")
     assert reply.status == 200
     assert b"scrapespy_http_requests_total" in reply.body
+
+
+def test_no_answer_advertises_the_servers_version(service):
+    """Twisted's ``Server: TwistedWeb/<version>`` told anyone which release to look up; every
+    answer (the API's, its errors, the dashboard's, ``OPTIONS *``) says ``scrapespy`` alone."""
+    answers = [raw_get(service.base, path, method=method) for method, path, _ in API_ANSWERS]
+    answers += [
+        raw_get(service.base, path)
+        for path in ("/", "/dashboard/login", "/dashboard//usage", "/no/such/page")
+    ]
+    answers.append(raw_get(service.base, "*", method="OPTIONS"))
+    answers.append(call("POST", service.url("/scrape"), {"url": "http://127.0.0.1:9/"}, key="x"))
+    for reply in answers:
+        assert reply.headers.get("Server") == "scrapespy", (reply.status, reply.headers)
+
+
+def test_the_start_logs_no_warning_of_scrapys_redirect_middlewares(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory, accounts: Any, site: Any
+) -> None:
+    """Scrapy's redirect middlewares warned at every start that, without its RefererMiddleware,
+    "the Referer header will be removed on redirects"; middlewares.redirects keeps it as a
+    browser does, and the start says nothing of it. (A service of its own, which scrapes once,
+    so that its engine has started, and stops before its log is read.)"""
+    proc = ServiceProcess(database_url, tmp_path_factory.mktemp("quiet-start")).start()
+    try:
+        _, key = accounts.create(credits=10)
+        assert proc.scrape(key, {"url": site.url("/")}).status == 200
+    finally:
+        proc.stop()
+    deadline = time.monotonic() + 30  # the output is read by a thread of its own
+    while not any('"event":"stopped"' in line for line in list(proc.output)):
+        assert time.monotonic() < deadline, list(proc.output)[-5:]
+        time.sleep(0.1)
+    warnings = [line for line in list(proc.output) if '"level":"warning"' in line]
+    assert not [line for line in warnings if "redirect" in line or "Referer" in line], warnings

@@ -449,3 +449,37 @@ def test_a_job_past_the_bound_of_sessions_is_refused_before_it_is_stored(
     )
     assert batch.status == 409 and batch.headers.get("X-Error-Code") == "too_many_sessions"
     assert call("GET", sessions_service.url("/jobs"), key=key).json["items"] == []
+
+
+def test_concurrent_new_sessions_cannot_pass_the_bound(
+    sessions_service: ServiceProcess, accounts: Accounts, login_site: LoginSite
+) -> None:
+    """30 calls at once, each with a new name, where the account may have 3: one at a time the
+    4th got its 409, at once 26 of 30 went through (each counted the sessions before any had
+    written its row). The bound is taken with the row, in one transaction."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    account_id, key = accounts.create(credits=500)
+    body = {"url": login_site.url("/open")}
+    with ThreadPoolExecutor(30) as pool:
+        replies = list(
+            pool.map(
+                lambda n: sessions_service.scrape(key, {**body, "session": f"s{n}"}), range(30)
+            )
+        )
+    statuses = sorted(reply.status for reply in replies)
+    assert statuses == [200] * 3 + [409] * 27, statuses
+    for reply in replies:
+        if reply.status == 409:
+            assert reply.error_answer[1] == "too_many_sessions"
+    assert len(sessions_of(sessions_service, key)) == 3
+    assert accounts.summary(account_id)["balance"] == 500 - 3  # the refused were not billed
+
+
+def test_a_new_session_whose_call_fails_before_its_scrape_is_not_kept(
+    sessions_service: ServiceProcess, accounts: Accounts, login_site: LoginSite
+) -> None:
+    _, key = accounts.create(credits=0)
+    refused = sessions_service.scrape(key, {"url": login_site.url("/open"), "session": "broke"})
+    assert refused.status == 402, refused.body
+    assert sessions_of(sessions_service, key) == []

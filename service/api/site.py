@@ -62,10 +62,21 @@ def request_id_of(request: Any) -> str | None:
 # Twisted parses the Content-Type of every POST with the email package, to find form bodies;
 # that was 2% of the reactor thread per scrape. Only the dashboard's forms need it.
 _FORM_TYPES = (b"application/x-www-form-urlencoded", b"multipart/form-data")
+# Twisted says ``TwistedWeb/<version>`` on every answer, which tells anyone the release whose
+# advisories to look up; the service names itself, without a version.
+SERVER_NAME = b"scrapespy"
 
 
 class FormAwareRequest(Request):
-    """A Request that parses a POST body into ``args`` only when it is a form."""
+    """A Request that parses a POST body into ``args`` only when it is a form, and whose
+    answer's ``Server`` header has no version."""
+
+    def write(self, data: bytes) -> None:
+        # Every answer's headers go out with its first write (``finish`` writes an empty one),
+        # errors and ``OPTIONS *`` included, whatever set the header before.
+        if not self.startedWriting:
+            self.responseHeaders.setRawHeaders(b"Server", [SERVER_NAME])
+        super().write(data)
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
         ctype = self.requestHeaders.getRawHeaders(b"Content-Type") or ()

@@ -113,6 +113,11 @@ class EgressRoute:
     port: int = 0
     failures: dict[str, str] = field(default_factory=dict)
     connections: int = 0
+    # bytes a connection may bring from its target once set; past it the route cuts the
+    # connection and says ``over_limit`` (a file download fetched through it:
+    # service.browser.read)
+    receive_limit: int | None = None
+    over_limit: bool = False
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
 
     @property
@@ -375,7 +380,7 @@ class BrowserEgressGuard:
                 # Each proxied plain-http request gets its own connection: say so to the
                 # browser, or it would send its next request, for any host, down this one.
                 client_writer.write(closing_head(head))
-            receiving = asyncio.ensure_future(self._copy(target_reader, client_writer))
+            receiving = asyncio.ensure_future(self._copy(target_reader, client_writer, route))
             await asyncio.wait({sending, receiving}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             tasks = [t for t in (sending, receiving) if t is not None]
@@ -397,11 +402,24 @@ class BrowserEgressGuard:
                 return head
             client_writer.write(head)
 
-    async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _copy(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        receiving: EgressRoute | None = None,
+    ) -> None:
+        received = 0
         while True:
             data = await asyncio.wait_for(reader.read(CHUNK), self.idle_timeout)
             if not data:
                 return
+            if receiving is not None:
+                received += len(data)
+                limit = receiving.receive_limit
+                if limit is not None and received > limit:
+                    receiving.over_limit = True
+                    writer.transport.abort()
+                    return
             writer.write(data)
             await writer.drain()
 

@@ -21,6 +21,7 @@ from scrapy.exceptions import (
 )
 from twisted.internet.error import ConnectError, ConnectionRefusedError
 
+from middlewares.redirects import unfollowable_location
 from service.browser.egress import MARKER_HEADER
 from service.egress.addresses import EgressBlocked
 
@@ -47,6 +48,14 @@ _NET_ERRORS: dict[str, str] = {
     "ERR_CONNECTION_RESET": "closed",
     "ERR_INCOMPLETE_CHUNKED_ENCODING": "closed",
     "ERR_CONTENT_LENGTH_MISMATCH": "closed",
+}
+
+# Chromium's own refusals of a redirect (read.navigate refuses most before Chromium does)
+_REDIRECT_ERRORS: dict[str, str] = {
+    "ERR_TOO_MANY_REDIRECTS": "the target redirected too many times (a redirect loop, or too "
+    "long a chain)",
+    "ERR_UNSAFE_REDIRECT": "the target redirected to a URL that the service cannot follow",
+    "ERR_INVALID_REDIRECT": "the target redirected to a URL that the service cannot follow",
 }
 
 
@@ -94,10 +103,16 @@ def refused_navigation(response: Response, route: EgressRoute | None) -> Excepti
 
 
 def navigation_failure(
-    error: PlaywrightError, route: EgressRoute | None, navigation: str | None
+    error: PlaywrightError,
+    route: EgressRoute | None,
+    navigation: str | None,
+    location: str | None = None,
 ) -> Exception:
-    """What a failed navigation (``navigation`` is the last URL tried) means for the caller."""
+    """What a failed navigation (``navigation`` is the last URL tried, ``location`` the last
+    redirect's) means for the caller."""
     message = error.message or str(error)
+    if "net::ERR_UNSAFE_REDIRECT" in message and location is not None:
+        return RedirectFailed(unfollowable_location(navigation or "", location))
     if route is not None and navigation is not None:
         reason = route.failure_for_url(navigation)
         if reason is not None:
@@ -105,6 +120,8 @@ def navigation_failure(
     code = _NET_ERROR.search(message)
     if code is not None and code.group(1) in _NET_ERRORS:
         return exception_for(_NET_ERRORS[code.group(1)], navigation or "")
+    if code is not None and code.group(1) in _REDIRECT_ERRORS:
+        return RedirectFailed(_REDIRECT_ERRORS[code.group(1)])
     log.info("browser failure: %s", message.splitlines()[0] if message else repr(error))
     if code is not None:
         return BrowserError(f"the browser could not load the page (net::{code.group(1)})")

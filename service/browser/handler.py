@@ -80,6 +80,8 @@ from service.browser.launch import (
 )
 from service.browser.meter import DownloadMeter
 from service.browser.read import read_rendered
+from service.browser.renderers import MESSAGE as RENDERER_OVER_CAP
+from service.browser.renderers import RendererCap
 from service.browser.screenshot import (
     SCREENSHOT_RESERVE,
     ScreenshotLimits,
@@ -96,7 +98,7 @@ from service.scrape.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
     from playwright._impl._api_structures import SetCookieParam
-    from playwright.async_api import Browser, Page
+    from playwright.async_api import Browser, CDPSession, Page
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -148,6 +150,7 @@ class _Render:
         self.watch: PageWatch | None = None
         self.deadline: asyncio.Timeout | None = None
         self.stopped: BrowserError | None = None  # why the render was cut short
+        self.kills = 0  # renderers the memory cap had killed when the render began
 
     def stop(self, error: BrowserError) -> None:
         """End the render now, with ``error``: its deadline is moved to the present."""
@@ -205,6 +208,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._letting_go: set[asyncio.Future[None]] = set()  # contexts closing after a render
         self.navigations = Navigations()
         self._watches: dict[Page, PageWatch] = {}  # of the pages being rendered
+        self._routes: dict[Page, EgressRoute] = {}  # their egress routes
+        self.max_redirects = settings.getint("REDIRECT_MAX_TIMES")  # as static follows them
         self.spares = Spares(
             self._spares(settings.getint("SCRAPESPY_BROWSER_SPARES")), self._new_spare
         )
@@ -215,6 +220,13 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._closing: asyncio.Future[None] | None = None
         self._processes: dict[Browser, int | None] = {}  # of the browsers this handler launched
         self._reaping: set[asyncio.Future[None]] = set()
+        # each renderer's memory (service.browser.renderers), read while pages render
+        self.renderers = RendererCap(
+            settings.getint("SCRAPESPY_BROWSER_MAX_RENDERER_MB"),
+            renderer_pids=self._renderer_pids,
+            busy=lambda: bool(self._watches),
+        )
+        self._processes_session: tuple[Browser, CDPSession] | None = None
 
     def _configure_browser(self, settings: BaseSettings) -> None:
         """Where the browser comes from, by the ``SCRAPESPY_*`` settings: the remote browser at
@@ -284,6 +296,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.stats.inc_value("scrapespy/browser/launched")
         if not (self.config.cdp_url or self.config.connect_url):
             self._processes[self.browser] = await browser_process(self.browser)
+            self.renderers.start()
 
     async def _ready(self) -> None:
         """Start Playwright and the guard once, and (re)launch the browser when it is gone.
@@ -304,6 +317,17 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             if self._launching is None or self._launching.done():
                 self._launching = asyncio.ensure_future(self._launch_browser())
             await asyncio.shield(self._launching)
+
+    async def _renderer_pids(self) -> list[int]:
+        """The renderer processes of the browser, if the service launched it (its CDP)."""
+        browser = getattr(self, "browser", None)
+        if browser is None or self._processes.get(browser) is None:
+            return []
+        if self._processes_session is None or self._processes_session[0] is not browser:
+            self._processes_session = (browser, await browser.new_browser_cdp_session())
+        info = await self._processes_session[1].send("SystemInfo.getProcessInfo")
+        processes = info.get("processInfo", ())
+        return [int(one["id"]) for one in processes if one.get("type") == "renderer"]
 
     async def _browser_disconnected_callback(self, browser: Browser | None = None) -> None:
         # Playwright passes the browser that went away; it may no longer be the current one
@@ -334,6 +358,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
             if self._reaping:
                 await asyncio.wait(list(self._reaping), timeout=10)
         finally:
+            await self.renderers.stop()
             await self.egress.stop()
 
     # -----------------------------------------------------------------------------------------
@@ -354,6 +379,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
     async def _render(self, request: Request) -> Response:
         for attempt in (1, 2):
             render = _Render()
+            render.kills = self.renderers.kills
             slot = False
             try:
                 left = self._time_left(request) - ANSWER_RESERVE
@@ -380,6 +406,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 self.stats.inc_value("scrapespy/browser/timed_out")
                 raise DownloadTimeoutError("the page did not load within the timeout") from None
             except PlaywrightError as error:
+                if render.stopped is None and self._killed_under(render, error):
+                    render.stop(TooLarge(RENDERER_OVER_CAP))
                 if render.stopped is not None:
                     raise render.stopped from None
                 browser = render.browser
@@ -389,10 +417,12 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
                     await self._browser_disconnected_callback(browser)
                     continue
                 navigation = render.watch.last_navigation if render.watch is not None else None
-                raise navigation_failure(error, render.route, navigation) from None
+                location = render.spare.meter.last_location if render.spare is not None else None
+                raise navigation_failure(error, render.route, navigation, location) from None
             finally:
                 if render.spare is not None:
                     self._watches.pop(render.spare.page, None)
+                    self._routes.pop(render.spare.page, None)
                 # The page's DOM has been read: the caller need not wait for its context to
                 # close (20-40 ms). Its page slot is released only once it has closed, so the
                 # open contexts stay bounded by SCRAPESPY_MAX_PAGES.
@@ -434,6 +464,8 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         else:
             self.stats.inc_value("scrapespy/browser/spare_used")
         render.spare = spare
+        # a renderer the memory cap killed: its page crashes, and the render ends at once
+        spare.page.on("crash", lambda _page: self._crashed(render))
         spare.route.upstream = _upstream_of(request)
         spare.meter.over = lambda: self._too_large(render, spare)
         cookies = scrape_meta.cookies(request)
@@ -448,10 +480,24 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self._prepare(request, render, spare)
         return spare.page
 
+    def _crashed(self, render: _Render) -> None:
+        if self.renderers.kills > render.kills:
+            self.stats.inc_value("scrapespy/browser/renderer_over_cap")
+            render.stop(TooLarge(RENDERER_OVER_CAP))
+
+    def _killed_under(self, render: _Render, error: PlaywrightError) -> bool:
+        """Whether ``error`` is the crash of a page whose renderer the memory cap killed."""
+        return self.renderers.kills > render.kills and "crash" in (error.message or "").lower()
+
     def _too_large(self, render: _Render, spare: Spare) -> None:
         self.stats.inc_value("scrapespy/browser/too_large")
         spare.route.close()  # no more bytes for the renderer
         render.stop(TooLarge(spare.meter.message()))
+
+    def route_of(self, page: Page) -> EgressRoute | None:
+        """The egress route of a page being rendered (service.browser.read fetches a
+        download's bytes through it)."""
+        return self._routes.get(page)
 
     def _mobile_context(self) -> dict[str, Any]:
         device = dict(self.browser_provider.playwright.devices[MOBILE_DEVICE])
@@ -492,6 +538,7 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     def _prepare(self, request: Request, render: _Render, spare: Spare) -> None:
         render.watch = self._watches[spare.page] = PageWatch(spare.page)
+        self._routes[spare.page] = spare.route
         name = request.meta.setdefault(PLAYWRIGHT_CONTEXT, f"request-{id(request)}")
         if (
             scrape_meta.is_mobile(request)

@@ -34,10 +34,14 @@ class DownloadMeter:
         self.over: Callable[[], None] | None = None  # set by the request that takes the page
         self.tripped = False
         self._by_request: dict[str, int] = {}
+        # the Location of the last redirect the page's network saw: Chromium refuses one to
+        # file: or data: itself (net::ERR_UNSAFE_REDIRECT) without saying where it went
+        self.last_location: str | None = None
 
     async def attach(self, context: BrowserContext, page: Page) -> None:
         session = await context.new_cdp_session(page)
         session.on("Network.dataReceived", self._received)
+        session.on("Network.responseReceivedExtraInfo", self._answered)
         await session.send("Network.enable", _ENABLE)
 
     def _received(self, params: dict[str, Any]) -> None:
@@ -51,6 +55,12 @@ class DownloadMeter:
         self.tripped = True
         if self.over is not None:
             self.over()
+
+    def _answered(self, params: dict[str, Any]) -> None:
+        if 300 <= int(params.get("statusCode") or 0) < 400:
+            for name, value in (params.get("headers") or {}).items():
+                if name.lower() == "location":
+                    self.last_location = str(value)
 
     def message(self) -> str:
         if self.largest > self.per_resource:

@@ -12,7 +12,14 @@ A navigation that answers a document (a PDF, DOCX, PPTX, XLSX or EPUB, by its Co
 not read from Chromium's PDF viewer, nor refused as a download: its bytes are fetched once more
 through the page's context (``context.request``: the same cookies, and the same egress route
 and proxy) and become the response's body, which the result pipeline converts as the static
-engine's (service.extraction.documents).
+engine's (service.extraction.documents). So does any other file download (a navigation that
+Chromium downloads, a PDF sent as ``application/octet-stream``): the result pipeline tells a
+document by its bytes, and answers anything else as the static engine answers it.
+
+Chromium follows redirects itself, and Playwright's routing never sees their hops: each
+redirect of the main frame's navigation is checked as its response arrives, by the static
+engine's rules (middlewares.redirects: more than ``REDIRECT_MAX_TIMES``, a scheme other than
+http and https, credentials in the URL), and the render fails at once with the same message.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from scrapy.http.headers import Headers
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright._utils import _encode_body, _get_page_content, _set_redirect_meta
 
-from service.browser.failures import BrowserError, RedirectFailed, TooLarge, exception_for
+from middlewares.redirects import REDIRECT_STATUSES, refused_redirect
+from service.browser.failures import RedirectFailed, TooLarge, exception_for
 from service.scrape import meta as scrape_meta
 from service.scrape.timings import render_started, rendered
 
@@ -56,6 +64,10 @@ DOCUMENT_TYPES = frozenset(
         "application/epub+zip",
     }
 )
+# times 50 ms that a download's navigation response is waited for, once goto said it downloads
+DOWNLOAD_ANSWER_WAITS = 40
+# what a fetched document's route may carry past its body's limit: the response's head
+HEADROOM = 64 * 1024
 # a PDF whose Content-Type lied, as Chromium renders it: its header at the top of the text
 PDF_SIGNATURE = "%PDF-"
 PDF_WITHIN = 1200
@@ -90,32 +102,51 @@ async def page_html(page: Page, request: Request, spider: Any) -> str:
 _TRUNCATED = frozenset({"net::ERR_CONTENT_LENGTH_MISMATCH", "net::ERR_INCOMPLETE_CHUNKED_ENCODING"})
 
 
-async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
-    """``page.goto`` the request's URL, failing at once where Chromium gives up on it.
+async def navigate(
+    page: Page, request: Request, max_redirects: int = 10
+) -> tuple[PlaywrightResponse | None, bool]:
+    """``page.goto`` the request's URL, failing at once where Chromium gives up on it or
+    follows a redirect the static engine does not; with whether the navigation is a download.
 
     scrapy-playwright's navigation waits up to 30 s for a download after any ``ERR_ABORTED``;
     contexts refuse downloads (Playwright then says ``Download is starting``), and Chromium
-    aborts a redirect it will not follow (``gopher:``, ``javascript:``) the same way. A document
-    (a PDF) that Chromium downloads is no failure: its navigation response is returned."""
+    aborts a redirect it will not follow (``gopher:``, ``javascript:``) the same way. A file
+    that Chromium downloads (a PDF) is no failure: its navigation response is returned."""
     goto_kwargs = scrape_meta.goto_kwargs(request)
     goto_kwargs.pop("url", None)
     loop = asyncio.get_running_loop()
-    cut: asyncio.Future[str] = loop.create_future()
+    cut: asyncio.Future[Exception] = loop.create_future()
     statuses: list[int] = []
-    documents: list[PlaywrightResponse] = []  # a document Chromium downloads instead of showing
+    answers: list[PlaywrightResponse] = []  # the main frame's, last one last
+    hops = 0
+
+    def stop(error: Exception) -> None:
+        if not cut.done():
+            cut.set_result(error)
 
     def failed(failure: PlaywrightRequest) -> None:
         with suppress(PlaywrightError):
             reason = failure.failure or ""
             main = failure.is_navigation_request() and failure.frame == page.main_frame
-            if main and reason in _TRUNCATED and not cut.done():
-                cut.set_result(failure.url)
+            if main and reason in _TRUNCATED:
+                stop(exception_for("closed", failure.url))
 
     def responded(response: PlaywrightResponse) -> None:
-        if response.request.is_navigation_request():
+        nonlocal hops
+        with suppress(PlaywrightError):
+            sent = response.request
+            if not sent.is_navigation_request():
+                return
             statuses.append(response.status)
-            if _is_document(response):
-                documents.append(response)
+            if sent.frame != page.main_frame:
+                return
+            answers.append(response)
+            location = response.headers.get("location")
+            if response.status in REDIRECT_STATUSES and location is not None:
+                hops += 1
+                refused = refused_redirect(response.url, location, hops, max_redirects)
+                if refused is not None:
+                    stop(RedirectFailed(refused))
 
     page.on("requestfailed", failed)
     page.on("response", responded)
@@ -123,18 +154,19 @@ async def navigate(page: Page, request: Request) -> PlaywrightResponse | None:
     try:
         racing: list[asyncio.Future[Any]] = [going, cut]
         await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
-        if cut.done() and not going.done():
-            raise exception_for("closed", cut.result())
-        return await going
+        if cut.done():
+            raise cut.result()
+        return await going, False
     except PlaywrightError as error:
-        if "Download is starting" in error.message and documents:
-            return documents[-1]  # read_rendered fetches its bytes
+        if cut.done():
+            raise cut.result() from None
         if "Download is starting" in error.message:
-            # Contexts refuse downloads (accept_downloads=False): a page that is one is not read.
-            raise BrowserError(
-                "the address is a file download, which the js engine does not fetch "
-                "(the static engine does)"
-            ) from None
+            # the download's response event may come after goto's failure: a moment for it
+            for _ in range(DOWNLOAD_ANSWER_WAITS):
+                if answers:
+                    return answers[-1], True  # read_rendered fetches its bytes
+                await asyncio.sleep(0.05)
+            raise exception_for("closed", request.url) from None
         if "net::ERR_ABORTED" in error.message and 204 not in statuses:
             raise RedirectFailed(
                 "the target redirected to an address the browser does not follow "
@@ -163,20 +195,32 @@ async def _document(
     started: float,
     navigated: Any,
 ) -> Response:
-    """The document the navigation answered, as its bytes: fetched again through the page's
-    context (its cookies, its egress route), since the viewer holds no copy of them. The page's
-    meter does not see this fetch: the static engine's download limit is checked on the
-    declared length before it, and on the bytes after it."""
+    """The document (or downloaded file) the navigation answered, as its bytes: fetched again
+    through the page's context (its cookies, its egress route), since the viewer holds no copy
+    of them. The page's meter does not see this fetch: the static engine's download limit is
+    checked on the declared length before it, by the route on the bytes as they come (a body
+    without a length is cut there), and on the bytes after it."""
     limit: int = getattr(handler, "max_resource_bytes", 0)
     declared = response.headers.get("content-length", "")
     if limit and declared.isdigit() and int(declared) > limit:
         raise TooLarge(_document_too_large(int(declared), limit))
     await _set_redirect_meta(request=request, response=response)
-    fetched = await page.context.request.get(response.url, max_redirects=0)
+    route = getattr(handler, "route_of", lambda _page: None)(page)
+    if route is not None and limit:
+        route.receive_limit = limit + HEADROOM
+    try:
+        fetched = await page.context.request.get(response.url, max_redirects=0)
+    except PlaywrightError:
+        if route is not None and route.over_limit:
+            raise TooLarge(_document_too_large_unknown(limit)) from None
+        raise
     try:
         body = await fetched.body()
         if limit and len(body) > limit:
             raise TooLarge(_document_too_large(len(body), limit))
+        if route is not None and route.over_limit:
+            # cut by the route: a body without a length then just ends, short of the limit
+            raise TooLarge(_document_too_large_unknown(limit))
         headers = Headers(fetched.headers)
         status = fetched.status
     finally:
@@ -198,6 +242,10 @@ def _document_too_large(size: int, limit: int) -> str:
     return f"the document is {size} bytes, over the download limit of {limit} bytes"
 
 
+def _document_too_large_unknown(limit: int) -> str:
+    return f"the document is over the download limit of {limit} bytes"
+
+
 def _consume(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
@@ -215,10 +263,11 @@ async def read_rendered(
     started = time.time()
     navigated = render_started(request.meta)  # timings: the end of queue
     with navigating if navigating is not None else nullcontext():
-        response = await navigate(page, request)
+        max_redirects: int = getattr(handler, "max_redirects", 10)
+        response, downloaded = await navigate(page, request, max_redirects)
     scrape_meta.set_loaded_at(request, asyncio.get_running_loop().time())
     headers_read: asyncio.Future[dict[str, str]] | None = None
-    if isinstance(response, PlaywrightResponse) and _is_document(response):
+    if response is not None and (downloaded or _is_document(response)):
         return await _document(handler, page, request, response, started, navigated)
     if isinstance(response, PlaywrightResponse):
         headers_read = asyncio.ensure_future(response.all_headers())

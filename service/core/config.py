@@ -236,6 +236,8 @@ class Config:
     browser_max_page_bytes: int = default("browser_max_page_bytes")
     # a renderer's JavaScript heap (V8's old space), in MB; past it the page crashes
     browser_max_heap_mb: int = default("browser_max_heap_mb")
+    # a renderer process's resident memory, in MB; past it the renderer is stopped (0: no cap)
+    browser_max_renderer_mb: int = default("browser_max_renderer_mb")
     # "formats": ["raw_html"] answers a failure past this many bytes of the document
     max_raw_html_bytes: int = default("max_raw_html_bytes")
     # an answer's fields (service.extraction.bounds): a short one (title, meta, heading, link,

@@ -516,6 +516,17 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=16,
     ),
     _env(
+        "SCRAPESPY_BROWSER_MAX_RENDERER_MB",
+        "browser_max_renderer_mb",
+        "int",
+        1024,
+        "a `js` renderer process's memory (its RSS: the heap, ArrayBuffers, canvases, DOM); a "
+        "renderer over it is stopped, read every 0.2 s, and its page fails as `too_large`, "
+        "unbilled, while other pages go on; 0: no cap (a remote browser is never capped)",
+        scrapy=True,
+        minimum=0,
+    ),
+    _env(
         "SCRAPESPY_MAX_FIELD_CHARS",
         "max_field_chars",
         "int",

@@ -48,7 +48,7 @@ from service.scrape.engine import EngineBridge
 from service.scrape.model_reserve import hold_for_model
 from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
-from service.scrape.sessions import SessionState, open_for_key, save_session
+from service.scrape.sessions import SessionState, open_for_key, release_session, save_session
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +129,32 @@ class Scraper:
             session = await self.open_session(
                 key_hash, request.session, request.session_idle_seconds
             )
-        if self.active >= self.config.max_concurrent_scrapes:
-            raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
+        try:
+            if self.active >= self.config.max_concurrent_scrapes:
+                raise ServiceUnavailable(AT_CAPACITY, retry_after=1)
+            caller, job, result = await self._scrape_held(
+                request, compiled, key_hash, session, request_id
+            )
+        except Exception:
+            if session is not None and session.reserved:  # begun by this call, never used
+                await self.database.run(release_session, session)
+            raise
+        if session is not None:
+            await self.save_session(session)
+        if options is not None:
+            self.cache.note_key(key_hash, caller.account_id)
+            self.cache.keep(caller.account_id, options, result)
+        return Answer(result, job.balance_after)
+
+    async def _scrape_held(
+        self,
+        request: ScrapeRequest,
+        compiled: Any,
+        key_hash: str,
+        session: SessionState | None,
+        request_id: str | None,
+    ) -> tuple[keys.Caller, ScrapeOrder, ScrapeResult]:
+        """The hold, the scrape and its result, counted among the scrapes in flight."""
         self.active += 1
         try:
             terms = (request.engine, request.proxy_type, request.max_credits)
@@ -151,12 +175,7 @@ class Scraper:
             result = await self.bridge.submit(job)
         finally:
             self.active -= 1
-        if session is not None:
-            await self.save_session(session)
-        if options is not None:
-            self.cache.note_key(key_hash, caller.account_id)
-            self.cache.keep(caller.account_id, options, result)
-        return Answer(result, job.balance_after)
+        return caller, job, result
 
     async def open_session(
         self, key_hash: str, name: str, idle: int | None, *, bounded: bool = True

@@ -14,9 +14,16 @@ browser context, only seeded from the session and read back into it. A session i
 neither use, see nor guess one.
 
 Concurrent calls in one session are not serialized: each starts from the state stored when it
-began and the last one to finish writes its state (last writer wins). A session row is written
-only once a scrape ran in it; an ended (or expired) session that a call in flight used is not
-brought back by that call.
+began and the last one to finish writes its state (last writer wins). An ended (or expired)
+session that a call in flight used is not brought back by that call.
+
+The account's bound (``SCRAPESPY_SESSIONS_PER_ACCOUNT``) is kept atomically: a call that begins
+a session counts the account's live ones and writes the new one's row (empty, until its scrape
+writes its state) in one transaction, which holds the account's lock for sessions (SQLite's
+write lock, taken at ``BEGIN IMMEDIATE``; a transaction-level advisory lock on PostgreSQL). When
+each call counted and only its save wrote the row, 100 calls at once with new names left 88
+live sessions where the bound was 20. A call that fails before its scrape runs (402, 503)
+lets its new row go (:func:`release_session`).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Annotated, Any
 
 import orjson
 from pydantic import ConfigDict, Field, with_config
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import Connection, delete, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from typing_extensions import TypedDict
 
@@ -42,6 +49,8 @@ from service.db.tables import scrape_sessions
 from service.db.times import as_utc, timestamp
 
 EMPTY_STORAGE: dict[str, Any] = {"cookies": [], "origins": []}
+# PostgreSQL's advisory lock of an account's sessions: (this, account id), a key space of its own
+SESSIONS_LOCK = 0x5E55
 _SAME_SITE = {"lax": "Lax", "strict": "Strict", "none": "None"}
 
 
@@ -93,7 +102,8 @@ class SessionState:
     idle_seconds: int
     storage: dict[str, Any]  # Playwright's storage_state: {"cookies": [...], "origins": [...]}
     exit_before: str | None  # the proxy ("<tier>/<n>") the session went out through so far
-    new: bool  # no row yet: this scrape's save makes it
+    new: bool  # begun by this call: no state stored yet
+    reserved: bool = False  # its row was written when it was begun (a bounded call's)
     exit: str | None = field(init=False)
     rendered: bool = False  # the browser wrote ``storage`` back (the js engine answered)
 
@@ -198,10 +208,18 @@ def open_session(
     limit: int | None,
     now: datetime | None = None,
 ) -> SessionState:
-    """The account's live session ``name``, or a new one (not written yet); a 409 when the
-    account has ``limit`` live ones already. Expired sessions of the account go first."""
+    """The account's live session ``name``, or a new one; a 409 when the account has ``limit``
+    live ones already. Expired sessions of the account go first. Within a ``limit`` the new
+    one's row is written at once, under the account's lock (the module's docstring); without
+    one (a job's page) its first save writes it."""
     now = now or datetime.now(UTC)
     t = scrape_sessions
+    if limit is not None and conn.dialect.name == "postgresql":
+        # SQLite's transactions begin with its write lock (BEGIN IMMEDIATE): one at a time
+        conn.execute(
+            text("SELECT pg_advisory_xact_lock(:lock, :account)"),
+            {"lock": SESSIONS_LOCK, "account": account_id},
+        )
     conn.execute(delete(t).where(t.c.account_id == account_id, t.c.expires_at <= now))
     row = conn.execute(
         select(t.c.id, t.c.state, t.c.exit, t.c.idle_seconds).where(
@@ -218,15 +236,7 @@ def open_session(
             exit_before=row.exit,
             new=False,
         )
-    live = conn.execute(
-        select(func.count()).select_from(t).where(t.c.account_id == account_id)
-    ).scalar_one()
-    if limit is not None and live >= limit:
-        raise TooManySessions(
-            f"the account has {limit} live sessions, the most it may have; end one "
-            "(DELETE /sessions/{id}) or wait for one to expire"
-        )
-    return SessionState(
+    state = SessionState(
         id="ses_" + secrets.token_urlsafe(18),
         account_id=account_id,
         name=name,
@@ -235,6 +245,39 @@ def open_session(
         exit_before=None,
         new=True,
     )
+    if limit is None:
+        return state
+    live = conn.execute(
+        select(func.count()).select_from(t).where(t.c.account_id == account_id)
+    ).scalar_one()
+    if live >= limit:
+        raise TooManySessions(
+            f"the account has {limit} live sessions, the most it may have; end one "
+            "(DELETE /sessions/{id}) or wait for one to expire"
+        )
+    conn.execute(
+        t.insert().values(
+            id=state.id,
+            account_id=account_id,
+            name=name,
+            state=orjson.dumps(EMPTY_STORAGE).decode(),
+            exit=None,
+            idle_seconds=state.idle_seconds,
+            created_at=now,
+            last_used_at=now,
+            expires_at=now + timedelta(seconds=state.idle_seconds),
+        )
+    )
+    state.reserved = True
+    return state
+
+
+def release_session(conn: Connection, state: SessionState) -> None:
+    """A new session's row, written when its call began, let go: the call failed before its
+    scrape ran (nothing was stored in it)."""
+    if state.reserved:
+        t = scrape_sessions
+        conn.execute(delete(t).where(t.c.id == state.id, t.c.last_used_at == t.c.created_at))
 
 
 def open_for_key(
@@ -287,7 +330,7 @@ def save_session(
     stored = stored_state(state, max_bytes)
     if stored is not None:
         values["state"] = stored.decode()
-    if not state.new:
+    if not state.new or state.reserved:
         # ended or expired meanwhile: the scrape does not bring it back
         conn.execute(update(t).where(t.c.id == state.id).values(**values))
         return
