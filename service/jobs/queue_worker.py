@@ -9,12 +9,19 @@ opens its own LISTEN connection and polls again; the tasks the old one held are 
 the job queue's recovery once its heartbeat is old (service.jobs.queue), and each page's row
 says whether it was billed (service.jobs.batch_store.claim_page). ``trouble`` says why the queue
 cannot work, for ``/healthz``.
+
+A worker that keeps running may still lose a connection under one of its tasks: the task's end
+(procrastinate deletes the task, or schedules its retry) then failed, and procrastinate left the
+task ``doing`` under a live worker, which no recovery takes, and its pages undone for good.
+:class:`_Worker` records a task's end again until the database answers (see
+``_persist_job_status``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from functools import cache
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -26,12 +33,57 @@ LAST_RETRY_SECONDS = 15.0  # the longest wait between two starts while the datab
 REGISTERED_POLL_SECONDS = 0.1  # while a new worker registers itself (its first query)
 
 
+def lost_connection(exc: BaseException) -> bool:
+    """Whether a query failed because the database was away or its connection broke (not an
+    error of the query itself): psycopg's ``OperationalError``, which psycopg_pool's timeout is
+    too, wrapped by procrastinate's ``ConnectorException``."""
+    import psycopg
+
+    return isinstance(exc.__cause__ or exc, psycopg.OperationalError)
+
+
 def reason_of(exc: BaseException) -> str:
     """One line on why a worker stopped: procrastinate's ``ConnectorException`` only says
     "Database error"; the driver's error it wraps says what happened."""
     cause = exc.__cause__ or exc
     text = str(cause).strip().splitlines()
     return f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__
+
+
+@cache
+def _worker_class() -> type[Any]:
+    from procrastinate.worker import Worker
+
+    class _Worker(Worker):
+        async def _persist_job_status(self, job: Any, *args: Any, **kwargs: Any) -> None:
+            """Records the end of a task (``Worker._persist_job_status``: deleted, or scheduled
+            again), again and again while the database is away or the connection breaks: a
+            task whose end was lost stayed ``doing`` under this worker, alive, and no recovery
+            took it. A stopping worker gives up after one try: the task is put back once the
+            worker is unregistered (its own shutdown, or :meth:`QueueWorker._unregister`)."""
+            wait = FIRST_RETRY_SECONDS
+            while True:
+                try:
+                    await super()._persist_job_status(job, *args, **kwargs)
+                    return
+                except Exception as exc:
+                    if not lost_connection(exc) or self._stop_event.is_set():
+                        # an error of the query (the task was put back meanwhile), or a worker
+                        # that stops: the recovery deals with the task
+                        log.warning(
+                            "could not record the end of task %s: %s", job.id, reason_of(exc)
+                        )
+                        return
+                    log.warning(
+                        "could not record the end of task %s: %s; tried again in %.1f s",
+                        job.id,
+                        reason_of(exc),
+                        wait,
+                    )
+                await asyncio.sleep(wait)
+                wait = min(LAST_RETRY_SECONDS, wait * 2)
+
+    return _Worker
 
 
 class QueueWorker:
@@ -75,13 +127,11 @@ class QueueWorker:
             raise
 
     async def _keep_running(self) -> None:
-        from procrastinate.worker import Worker
-
         wait = FIRST_RETRY_SECONDS
         stops = 0
         left: int | None = None  # the id of a stopped worker that could not unregister itself
         while not self._stopping:
-            self._worker = Worker(self.app, **self.options)
+            self._worker = _worker_class()(self.app, **self.options)
             self._run = run = asyncio.ensure_future(self._worker.run())
             if await self._registered(run):
                 if stops:
