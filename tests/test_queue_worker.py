@@ -187,7 +187,7 @@ def a_task(task_id: int) -> Any:
     )
 
 
-async def persist(manager: EndsOfTasks, task_id: int, retry: bool, stopping: bool = False) -> None:
+async def persist(manager: EndsOfTasks, task_id: int, retry: bool, stopping: bool = False) -> Any:
     from procrastinate import jobs
     from procrastinate.retry import RetryDecision
 
@@ -200,6 +200,7 @@ async def persist(manager: EndsOfTasks, task_id: int, retry: bool, stopping: boo
     status = jobs.Status.FAILED if retry else jobs.Status.SUCCEEDED
     context = type("Context", (), {"job": job})()
     await worker._persist_job_status(job, status, decision, context, None)
+    return worker
 
 
 @pytest_twisted.ensureDeferred
@@ -212,9 +213,10 @@ async def test_the_end_of_a_task_lost_with_its_connection_is_recorded_again(
     import psycopg
 
     broken = [connector_error(psycopg.OperationalError("server closed the connection"))]
-    manager = EndsOfTasks(broken * 2)
+    manager = EndsOfTasks(list(broken))
     with caplog.at_level(logging.WARNING, logger="service.jobs.queue_worker"):
         await on_loop(persist(manager, 7, retry=True))
+        manager.failures = list(broken)
         await on_loop(persist(manager, 8, retry=False))
     assert manager.retried == [7] and manager.finished == [8]
     assert manager.tries == 4
@@ -241,3 +243,23 @@ async def test_an_error_of_the_query_or_a_stopping_worker_is_not_retried(
         "could not record the end of task 3: RaiseException: Job was not found",
         "could not record the end of task 4: OperationalError: no connection",
     ]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_worker_whose_database_stays_away_stops(caplog: pytest.LogCaptureFixture) -> None:
+    """It stops as it does when its own queries fail (QueueWorker starts another); the task,
+    left ``doing`` under it, is put back once it is unregistered. Retrying until the database
+    answered kept every slot of the worker: it fetched nothing, never stopped, and ``/healthz``
+    did not say the queue was down."""
+    import psycopg
+
+    away = connector_error(psycopg.OperationalError("connection refused"))
+    manager = EndsOfTasks([away, away])
+    with caplog.at_level(logging.WARNING, logger="service.jobs.queue_worker"):
+        worker = await on_loop(persist(manager, 9, retry=True))
+    assert manager.tries == 2 and manager.retried == []
+    assert worker._stop_event.is_set()
+    assert caplog.records[-1].getMessage() == (
+        "could not record the end of task 9: OperationalError: connection refused; the worker"
+        " stops, and the task is put back once it is unregistered"
+    )

@@ -13,7 +13,7 @@ cannot work, for ``/healthz``.
 A worker that keeps running may still lose a connection under one of its tasks: the task's end
 (procrastinate deletes the task, or schedules its retry) then failed, and procrastinate left the
 task ``doing`` under a live worker, which no recovery takes, and its pages undone for good.
-:class:`_Worker` records a task's end again until the database answers (see
+:class:`_Worker` records a task's end again, or stops when the database is still away (see
 ``_persist_job_status``).
 """
 
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 FIRST_RETRY_SECONDS = 0.5
 LAST_RETRY_SECONDS = 15.0  # the longest wait between two starts while the database is away
 REGISTERED_POLL_SECONDS = 0.1  # while a new worker registers itself (its first query)
+# tries at recording the end of a task (procrastinate's worker made one): a connection the
+# server closed fails once, and the pool's next one works once the database answers
+END_OF_TASK_TRIES = 2
 
 
 def lost_connection(exc: BaseException) -> bool:
@@ -57,31 +60,38 @@ def _worker_class() -> type[Any]:
     class _Worker(Worker):
         async def _persist_job_status(self, job: Any, *args: Any, **kwargs: Any) -> None:
             """Records the end of a task (``Worker._persist_job_status``: deleted, or scheduled
-            again), again and again while the database is away or the connection breaks: a
-            task whose end was lost stayed ``doing`` under this worker, alive, and no recovery
-            took it. A stopping worker gives up after one try: the task is put back once the
-            worker is unregistered (its own shutdown, or :meth:`QueueWorker._unregister`)."""
-            wait = FIRST_RETRY_SECONDS
-            while True:
+            again), once more after a lost connection: a task whose end was lost stayed
+            ``doing`` under this worker, alive, and no recovery took it. When the database
+            is still away the worker stops, as it does when its own queries fail; its tasks are
+            put back once it is unregistered (by its own shutdown, or by
+            :meth:`QueueWorker._unregister` once the next worker is up). Until the worker
+            stops, a task retried here keeps its slot, so the worker fetches nothing more."""
+            for tries in range(1, END_OF_TASK_TRIES + 1):
                 try:
                     await super()._persist_job_status(job, *args, **kwargs)
                     return
                 except Exception as exc:
-                    if not lost_connection(exc) or self._stop_event.is_set():
-                        # an error of the query (the task was put back meanwhile), or a worker
-                        # that stops: the recovery deals with the task
+                    error = exc
+                    if self._stop_event.is_set() or not lost_connection(exc):
+                        break  # an error of the query: the task was put back meanwhile
+                    if tries < END_OF_TASK_TRIES:
                         log.warning(
-                            "could not record the end of task %s: %s", job.id, reason_of(exc)
+                            "could not record the end of task %s: %s; tried again in %.1f s",
+                            job.id,
+                            reason_of(exc),
+                            FIRST_RETRY_SECONDS,
                         )
-                        return
-                    log.warning(
-                        "could not record the end of task %s: %s; tried again in %.1f s",
-                        job.id,
-                        reason_of(exc),
-                        wait,
-                    )
-                await asyncio.sleep(wait)
-                wait = min(LAST_RETRY_SECONDS, wait * 2)
+                        await asyncio.sleep(FIRST_RETRY_SECONDS)
+            if lost_connection(error) and not self._stop_event.is_set():
+                log.warning(
+                    "could not record the end of task %s: %s; the worker stops, and the task "
+                    "is put back once it is unregistered",
+                    job.id,
+                    reason_of(error),
+                )
+                self.stop()
+            else:
+                log.warning("could not record the end of task %s: %s", job.id, reason_of(error))
 
     return _Worker
 
@@ -104,6 +114,12 @@ class QueueWorker:
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._supervise())
+
+    @property
+    def worker_id(self) -> int | None:
+        """The id of the worker running now, registered and not stopped; else None."""
+        running = self._run is not None and not self._run.done()
+        return self._worker.worker_id if running and self._worker is not None else None
 
     @property
     def trouble(self) -> str | None:
