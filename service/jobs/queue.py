@@ -59,6 +59,38 @@ PAGES_PER_SCRAPE = 2
 # database away, procrastinate's worker noticed only after psycopg_pool's 30 s, twice (its
 # fetch, then unregistering itself): a minute in which /healthz could not say so.
 CONNECTION_WAIT_SECONDS = 5.0
+# PostgresQueue: the tasks of dead workers put back in the queue, in one statement. procrastinate's
+# own way (read the stalled tasks, then retry each by its id) let two instances both put back a
+# task they had read stalled, the second after a live worker had taken it again: reset under
+# that worker, it ran twice at once. Here each task is locked (SKIP LOCKED: another instance
+# putting it back at the same moment keeps it), and its row is checked again once locked: a
+# task a live worker took meanwhile no longer matches and is left alone (PostgreSQL checks the
+# WHERE of an UPDATE again on a row changed since the statement began). A task of a worker
+# that was unregistered has none. This instance's own running worker is alive whatever its
+# heartbeat says: one late because the database was away a moment (the queue's pool was
+# reconnecting) made the instance put back the tasks its own worker was running, which then ran
+# twice. Like procrastinate's retry (procrastinate_retry_job_v2) it counts an attempt; it also
+# takes the dead worker off the task.
+TAKE_OVER = """
+WITH dead AS (
+    SELECT id FROM procrastinate_workers
+     WHERE last_heartbeat < NOW() - make_interval(secs => %(stalled)s)
+       AND id IS DISTINCT FROM %(alive)s::bigint
+)
+UPDATE procrastinate_jobs
+   SET status = 'todo', attempts = attempts + 1, scheduled_at = NOW(), worker_id = NULL,
+       abort_requested = false
+ WHERE id IN (
+           SELECT id FROM procrastinate_jobs
+            WHERE status = 'doing' AND queue_name = ANY(%(queues)s::varchar[])
+              AND (worker_id IS NULL OR worker_id IN (SELECT id FROM dead))
+            ORDER BY id
+              FOR UPDATE SKIP LOCKED
+       )
+   AND status = 'doing'
+   AND (worker_id IS NULL OR worker_id IN (SELECT id FROM dead))
+RETURNING id
+"""
 
 
 class LocalQueue:
@@ -158,6 +190,20 @@ def _unchecked_pool(**kwargs: Any) -> Any:
     return AsyncConnectionPool(**kwargs)
 
 
+async def take_over(app: Any, queues: list[str], stalled: float, alive: int | None) -> list[int]:
+    """Puts back in the queue the tasks of the workers whose heartbeat is older than
+    ``stalled`` seconds (``alive``: this instance's running worker, never one), each task by
+    one instance only (``TAKE_OVER``); the ids of those this one put back. An asyncio
+    coroutine, on procrastinate's connector."""
+    rows = await app.connector.execute_query_all_async(
+        TAKE_OVER, queues=queues, stalled=float(stalled), alive=alive
+    )
+    tasks = [int(row["id"]) for row in rows]
+    for task in tasks:
+        log.warning("page task %s of a dead worker is run again", task)
+    return tasks
+
+
 class PostgresQueue:
     def __init__(self, batches: Batches):
         from procrastinate import App, PsycopgConnector, RetryStrategy
@@ -241,14 +287,8 @@ class PostgresQueue:
             log.warning("could not look for the pages of dead instances: %s", reason_of(exc))
 
     async def _put_back(self) -> None:
-        manager = self.app.job_manager
-        stalled = await _await(manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled))
-        for job in stalled:
-            try:
-                await _await(manager.retry_job(job))
-                log.warning("page task %s of a dead worker is run again", job.id)
-            except Exception as exc:  # another instance put it back first
-                log.debug("could not retry task %s: %s", job.id, exc)
+        queues = self.worker.options["queues"]
+        await _await(take_over(self.app, queues, self.stalled, self.worker.worker_id))
         seqs = await self.batches.database.run(batch_store.not_enqueued, NOT_ENQUEUED_AFTER)
         for seq in seqs:
             await self.enqueue(seq)
