@@ -30,9 +30,10 @@ pytestmark = pytest.mark.postgres
 
 COST = 1  # a static scrape without a proxy (the default price list)
 SLOW = 0.4  # seconds each page of the batches takes to answer
-# seconds each page of the mid-scrape test takes to answer: longer than a restart of the
-# server (a quarter of a second here), so pages are in flight across it
-MID_SCRAPE = 3.0
+# seconds each page of the mid-scrape test takes to answer: longer than its restart of the
+# server (OUTAGE, and a fraction of a second each to stop and start), so pages are in flight
+# across it
+MID_SCRAPE = 5.0
 OUTAGE = 1.0  # seconds the server is away in the mid-scrape test
 
 
@@ -169,7 +170,7 @@ def test_a_restart_while_pages_are_scraped_loses_none_and_bills_each_once(
     cluster, accounts = own_server
     account_id, key = accounts.create(credits=1000)
     serving = Serving()
-    running = serving.add_pages(site, "/pg-mid-scrape/running", 24, delay=MID_SCRAPE)
+    running = serving.add_pages(site, "/pg-mid-scrape/running", 20, delay=MID_SCRAPE)
     later = add_pages(site, "/pg-mid-scrape/later", 12)
     service = start(cluster.url, tmp_path / "service")
     try:

@@ -26,7 +26,6 @@ from tests.conftest import a_database_of_its_own
 
 pytestmark = pytest.mark.postgres
 
-QUEUES = ["default"]
 STALLED = 4.0  # seconds without a heartbeat after which a worker is dead
 
 
@@ -97,7 +96,7 @@ async def test_a_task_a_live_worker_is_taking_is_left_to_it(conninfo: str) -> No
             "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
             (made["live"], made["x"]),
         )
-        recovery = asyncio.ensure_future(take_over(app, QUEUES, STALLED, alive=None))
+        recovery = asyncio.ensure_future(take_over(app, STALLED, alive=[]))
         await on_loop(waiting_on_a_lock(admin, recovery))
         taker.commit()  # the live worker holds x
         put_back = await on_loop(recovery)
@@ -105,7 +104,7 @@ async def test_a_task_a_live_worker_is_taking_is_left_to_it(conninfo: str) -> No
         assert state(admin, made["x"]) == ("doing", made["live"])
         assert state(admin, made["y"]) == ("todo", None)
         # a second instance, or the next round, finds nothing more to put back
-        assert await on_loop(take_over(app, QUEUES, STALLED, alive=None)) == []
+        assert await on_loop(take_over(app, STALLED, alive=[])) == []
     finally:
         taker.close()
         await on_loop(app.close_async())
@@ -122,14 +121,14 @@ async def test_concurrent_recoveries_put_each_task_back_once(conninfo: str) -> N
         made = setup(admin)
         for app in apps:
             await on_loop(app.open_async())
-        rounds = [take_over(app, QUEUES, STALLED, alive=None) for app in apps for _ in range(3)]
+        rounds = [take_over(app, STALLED, alive=[]) for app in apps for _ in range(3)]
         put_back = await on_loop(asyncio.gather(*rounds))
         assert sorted(task for tasks in put_back for task in tasks) == [made["x"], made["y"]]
         # this instance's own worker is alive, whatever its heartbeat says
         admin.execute(
             "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s", (made["dead"],)
         )
-        assert await on_loop(take_over(apps[0], QUEUES, STALLED, alive=made["dead"])) == []
+        assert await on_loop(take_over(apps[0], STALLED, alive=[made["dead"]])) == []
     finally:
         for app in apps:
             await on_loop(app.close_async())

@@ -17,7 +17,7 @@ import pytest_twisted
 from twisted.internet.defer import Deferred
 
 from service.jobs import queue_worker
-from service.jobs.queue_worker import QueueWorker, _worker_class, reason_of
+from service.jobs.queue_worker import QueueWorker, _worker_class, alive_workers, reason_of
 
 
 class DatabaseError(Exception):
@@ -263,3 +263,22 @@ async def test_a_worker_whose_database_stays_away_stops(caplog: pytest.LogCaptur
         "could not record the end of task 9: OperationalError: connection refused; the worker"
         " stops, and the task is put back once it is unregistered"
     )
+
+
+@pytest_twisted.ensureDeferred
+async def test_alive_workers_are_this_process_running_workers_of_the_app() -> None:
+    """The job queue's recovery never takes their tasks, whatever their heartbeat says."""
+    app, other = App(["work", "lose", "work"]), App([])
+    pages, webhooks = QueueWorker(app, "the job queue"), QueueWorker(app, "the webhook queue")
+    elsewhere = QueueWorker(other, "the job queue")
+    for worker in (pages, webhooks, elsewhere):
+        worker.start()
+    await on_loop(working(pages, 3))  # the webhook queue's first worker stopped: its second
+    await on_loop(working(webhooks, 3))
+    assert sorted(alive_workers(app)) == sorted([pages.worker_id, webhooks.worker_id])
+    assert None not in alive_workers(app) and len(set(alive_workers(app))) == 2
+    await pages.stop()
+    assert alive_workers(app) == [webhooks.worker_id]
+    await webhooks.stop()
+    await elsewhere.stop()
+    assert alive_workers(app) == []

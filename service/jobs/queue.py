@@ -34,7 +34,7 @@ from twisted.internet.task import LoopingCall, deferLater
 from service.core.reactor import running
 from service.jobs import batch_store
 from service.jobs.batches import Batches, PageInterrupted, is_dead
-from service.jobs.queue_worker import QueueWorker, reason_of
+from service.jobs.queue_worker import QueueWorker, alive_workers, reason_of
 
 log = logging.getLogger(__name__)
 
@@ -69,20 +69,21 @@ CONNECTION_WAIT_SECONDS = 5.0
 # that was unregistered has none. This instance's own running worker is alive whatever its
 # heartbeat says: one late because the database was away a moment (the queue's pool was
 # reconnecting) made the instance put back the tasks its own worker was running, which then ran
-# twice. Like procrastinate's retry (procrastinate_retry_job_v2) it counts an attempt; it also
-# takes the dead worker off the task.
+# twice. It takes every queue's tasks (the pages', the webhooks' of service.jobs.webhooks), as
+# procrastinate's get_stalled_jobs did. Like procrastinate's retry (procrastinate_retry_job_v2)
+# it counts an attempt; it also takes the dead worker off the task.
 TAKE_OVER = """
 WITH dead AS (
     SELECT id FROM procrastinate_workers
      WHERE last_heartbeat < NOW() - make_interval(secs => %(stalled)s)
-       AND id IS DISTINCT FROM %(alive)s::bigint
+       AND id <> ALL(%(alive)s::bigint[])
 )
 UPDATE procrastinate_jobs
    SET status = 'todo', attempts = attempts + 1, scheduled_at = NOW(), worker_id = NULL,
        abort_requested = false
  WHERE id IN (
            SELECT id FROM procrastinate_jobs
-            WHERE status = 'doing' AND queue_name = ANY(%(queues)s::varchar[])
+            WHERE status = 'doing'
               AND (worker_id IS NULL OR worker_id IN (SELECT id FROM dead))
             ORDER BY id
               FOR UPDATE SKIP LOCKED
@@ -190,13 +191,13 @@ def _unchecked_pool(**kwargs: Any) -> Any:
     return AsyncConnectionPool(**kwargs)
 
 
-async def take_over(app: Any, queues: list[str], stalled: float, alive: int | None) -> list[int]:
+async def take_over(app: Any, stalled: float, alive: list[int]) -> list[int]:
     """Puts back in the queue the tasks of the workers whose heartbeat is older than
-    ``stalled`` seconds (``alive``: this instance's running worker, never one), each task by
-    one instance only (``TAKE_OVER``); the ids of those this one put back. An asyncio
+    ``stalled`` seconds (never those of ``alive``: this instance's running workers), each task
+    by one instance only (``TAKE_OVER``); the ids of those this one put back. An asyncio
     coroutine, on procrastinate's connector."""
     rows = await app.connector.execute_query_all_async(
-        TAKE_OVER, queues=queues, stalled=float(stalled), alive=alive
+        TAKE_OVER, stalled=float(stalled), alive=alive
     )
     tasks = [int(row["id"]) for row in rows]
     for task in tasks:
@@ -287,8 +288,7 @@ class PostgresQueue:
             log.warning("could not look for the pages of dead instances: %s", reason_of(exc))
 
     async def _put_back(self) -> None:
-        queues = self.worker.options["queues"]
-        await _await(take_over(self.app, queues, self.stalled, self.worker.worker_id))
+        await _await(take_over(self.app, self.stalled, alive_workers(self.app)))
         seqs = await self.batches.database.run(batch_store.not_enqueued, NOT_ENQUEUED_AFTER)
         for seq in seqs:
             await self.enqueue(seq)

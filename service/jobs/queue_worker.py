@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from functools import cache
 from typing import Any
 
@@ -51,6 +52,20 @@ def reason_of(exc: BaseException) -> str:
     cause = exc.__cause__ or exc
     text = str(cause).strip().splitlines()
     return f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__
+
+
+# this process's queue workers (the job queue's, the webhook queue's), for alive_workers
+_SUPERVISED: weakref.WeakSet[QueueWorker] = weakref.WeakSet()
+
+
+def alive_workers(app: Any) -> list[int]:
+    """The ids of this process's running workers of ``app``: alive, whatever their heartbeat
+    says (a recovery never takes their tasks)."""
+    return [
+        worker.worker_id
+        for worker in list(_SUPERVISED)
+        if worker.app is app and worker.worker_id is not None
+    ]
 
 
 @cache
@@ -111,6 +126,7 @@ class QueueWorker:
         self._reason: str | None = None
         self._stopping = False
         self._task: asyncio.Future[None] | None = None
+        _SUPERVISED.add(self)
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._supervise())
