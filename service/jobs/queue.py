@@ -7,10 +7,11 @@ PostgreSQL-backed queue (docs/architecture.md says why this one). Every instance
 on the reactor's own asyncio loop; workers take tasks with ``SELECT ... FOR UPDATE SKIP
 LOCKED`` and wake on ``LISTEN/NOTIFY``, so the instances on one database share a job's pages.
 A worker sends a heartbeat; the tasks of a worker whose heartbeat stopped (its instance died)
-are put back in the queue by the other instances, and the page's row tells the new attempt
-whether the dead one was billed (service.jobs.batch_store.claim_page). A task that failed (the
-database was down, the service shut down under it) is retried with a backoff, and a worker that
-stopped on a lost connection is started again (service.jobs.queue_worker).
+are put back in the queue by the other instances, each task by one (``TAKE_OVER``), and the
+page's row tells the new attempt whether the dead one was billed
+(service.jobs.batch_store.claim_page). A task that failed (the database was down, the service
+shut down under it) is retried with a backoff, and a worker that stopped on a lost connection
+is started again (service.jobs.queue_worker).
 
 SQLite (:class:`LocalQueue`): the database is one host's file, so a loop in each process reads
 the pages to run from their rows, oldest first, and claims one only at the attempt it read (the
