@@ -7,10 +7,11 @@ PostgreSQL-backed queue (docs/architecture.md says why this one). Every instance
 on the reactor's own asyncio loop; workers take tasks with ``SELECT ... FOR UPDATE SKIP
 LOCKED`` and wake on ``LISTEN/NOTIFY``, so the instances on one database share a job's pages.
 A worker sends a heartbeat; the tasks of a worker whose heartbeat stopped (its instance died)
-are put back in the queue by the other instances, and the page's row tells the new attempt
-whether the dead one was billed (service.jobs.batch_store.claim_page). A task that failed (the
-database was down, the service shut down under it) is retried with a backoff, and a worker that
-stopped on a lost connection is started again (service.jobs.queue_worker).
+are put back in the queue by the other instances, each task by one (``TAKE_OVER``), and the
+page's row tells the new attempt whether the dead one was billed
+(service.jobs.batch_store.claim_page). A task that failed (the database was down, the service
+shut down under it) is retried with a backoff, and a worker that stopped on a lost connection
+is started again (service.jobs.queue_worker).
 
 SQLite (:class:`LocalQueue`): the database is one host's file, so a loop in each process reads
 the pages to run from their rows, oldest first, and claims one only at the attempt it read (the
@@ -34,7 +35,7 @@ from twisted.internet.task import LoopingCall, deferLater
 from service.core.reactor import running
 from service.jobs import batch_store
 from service.jobs.batches import Batches, PageInterrupted, is_dead
-from service.jobs.queue_worker import QueueWorker, reason_of
+from service.jobs.queue_worker import QueueWorker, alive_workers, reason_of
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,39 @@ PAGES_PER_SCRAPE = 2
 # database away, procrastinate's worker noticed only after psycopg_pool's 30 s, twice (its
 # fetch, then unregistering itself): a minute in which /healthz could not say so.
 CONNECTION_WAIT_SECONDS = 5.0
+# PostgresQueue: the tasks of dead workers put back in the queue, in one statement. procrastinate's
+# own way (read the stalled tasks, then retry each by its id) let two instances both put back a
+# task they had read stalled, the second after a live worker had taken it again: reset under
+# that worker, it ran twice at once. Here each task is locked (SKIP LOCKED: another instance
+# putting it back at the same moment keeps it), and its row is checked again once locked: a
+# task a live worker took meanwhile no longer matches and is left alone (PostgreSQL checks the
+# WHERE of an UPDATE again on a row changed since the statement began). A task of a worker
+# that was unregistered has none. This instance's own running worker is alive whatever its
+# heartbeat says: one late because the database was away a moment (the queue's pool was
+# reconnecting) made the instance put back the tasks its own worker was running, which then ran
+# twice. It takes every queue's tasks (the pages', the webhooks' of service.jobs.webhooks), as
+# procrastinate's get_stalled_jobs did. Like procrastinate's retry (procrastinate_retry_job_v2)
+# it counts an attempt; it also takes the dead worker off the task.
+TAKE_OVER = """
+WITH dead AS (
+    SELECT id FROM procrastinate_workers
+     WHERE last_heartbeat < NOW() - make_interval(secs => %(stalled)s)
+       AND id <> ALL(%(alive)s::bigint[])
+)
+UPDATE procrastinate_jobs
+   SET status = 'todo', attempts = attempts + 1, scheduled_at = NOW(), worker_id = NULL,
+       abort_requested = false
+ WHERE id IN (
+           SELECT id FROM procrastinate_jobs
+            WHERE status = 'doing'
+              AND (worker_id IS NULL OR worker_id IN (SELECT id FROM dead))
+            ORDER BY id
+              FOR UPDATE SKIP LOCKED
+       )
+   AND status = 'doing'
+   AND (worker_id IS NULL OR worker_id IN (SELECT id FROM dead))
+RETURNING id
+"""
 
 
 class LocalQueue:
@@ -158,6 +192,20 @@ def _unchecked_pool(**kwargs: Any) -> Any:
     return AsyncConnectionPool(**kwargs)
 
 
+async def take_over(app: Any, stalled: float, alive: list[int]) -> list[int]:
+    """Puts back in the queue the tasks of the workers whose heartbeat is older than
+    ``stalled`` seconds (never those of ``alive``: this instance's running workers), each task
+    by one instance only (``TAKE_OVER``); the ids of those this one put back. An asyncio
+    coroutine, on procrastinate's connector."""
+    rows = await app.connector.execute_query_all_async(
+        TAKE_OVER, stalled=float(stalled), alive=alive
+    )
+    tasks = [int(row["id"]) for row in rows]
+    for task in tasks:
+        log.warning("page task %s of a dead worker is run again", task)
+    return tasks
+
+
 class PostgresQueue:
     def __init__(self, batches: Batches):
         from procrastinate import App, PsycopgConnector, RetryStrategy
@@ -241,14 +289,7 @@ class PostgresQueue:
             log.warning("could not look for the pages of dead instances: %s", reason_of(exc))
 
     async def _put_back(self) -> None:
-        manager = self.app.job_manager
-        stalled = await _await(manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled))
-        for job in stalled:
-            try:
-                await _await(manager.retry_job(job))
-                log.warning("page task %s of a dead worker is run again", job.id)
-            except Exception as exc:  # another instance put it back first
-                log.debug("could not retry task %s: %s", job.id, exc)
+        await _await(take_over(self.app, self.stalled, alive_workers(self.app)))
         seqs = await self.batches.database.run(batch_store.not_enqueued, NOT_ENQUEUED_AFTER)
         for seq in seqs:
             await self.enqueue(seq)

@@ -9,12 +9,20 @@ opens its own LISTEN connection and polls again; the tasks the old one held are 
 the job queue's recovery once its heartbeat is old (service.jobs.queue), and each page's row
 says whether it was billed (service.jobs.batch_store.claim_page). ``trouble`` says why the queue
 cannot work, for ``/healthz``.
+
+A worker that keeps running may still lose a connection under one of its tasks: the task's end
+(procrastinate deletes the task, or schedules its retry) then failed, and procrastinate left the
+task ``doing`` under a live worker, which no recovery takes, and its pages undone for good.
+:class:`_Worker` records a task's end again, or stops when the database is still away (see
+``_persist_job_status``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
+from functools import cache
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -24,6 +32,18 @@ log = logging.getLogger(__name__)
 FIRST_RETRY_SECONDS = 0.5
 LAST_RETRY_SECONDS = 15.0  # the longest wait between two starts while the database is away
 REGISTERED_POLL_SECONDS = 0.1  # while a new worker registers itself (its first query)
+# tries at recording the end of a task (procrastinate's worker made one): a connection the
+# server closed fails once, and the pool's next one works once the database answers
+END_OF_TASK_TRIES = 2
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """Whether a query failed because the database was away or its connection broke (not an
+    error of the query itself): psycopg's ``OperationalError``, which psycopg_pool's timeout is
+    too, wrapped by procrastinate's ``ConnectorException``."""
+    import psycopg
+
+    return isinstance(exc.__cause__ or exc, psycopg.OperationalError)
 
 
 def reason_of(exc: BaseException) -> str:
@@ -32,6 +52,63 @@ def reason_of(exc: BaseException) -> str:
     cause = exc.__cause__ or exc
     text = str(cause).strip().splitlines()
     return f"{type(cause).__name__}: {text[0]}" if text else type(cause).__name__
+
+
+# this process's queue workers (the job queue's, the webhook queue's), for alive_workers
+_SUPERVISED: weakref.WeakSet[QueueWorker] = weakref.WeakSet()
+
+
+def alive_workers(app: Any) -> list[int]:
+    """The ids of this process's running workers of ``app``: alive, whatever their heartbeat
+    says (a recovery never takes their tasks)."""
+    return [
+        worker.worker_id
+        for worker in list(_SUPERVISED)
+        if worker.app is app and worker.worker_id is not None
+    ]
+
+
+@cache
+def _worker_class() -> type[Any]:
+    from procrastinate.worker import Worker
+
+    class _Worker(Worker):
+        async def _persist_job_status(self, job: Any, *args: Any, **kwargs: Any) -> None:
+            """Records the end of a task (``Worker._persist_job_status``: deleted, or scheduled
+            again), once more after a lost connection: a task whose end was lost stayed
+            ``doing`` under this worker, alive, and no recovery took it. When the database
+            is still away the worker stops, as it does when its own queries fail; its tasks are
+            put back once it is unregistered (by its own shutdown, or by
+            :meth:`QueueWorker._unregister` once the next worker is up). Until the worker
+            stops, a task retried here keeps its slot, so the worker fetches nothing more."""
+            for tries in range(1, END_OF_TASK_TRIES + 1):
+                try:
+                    await super()._persist_job_status(job, *args, **kwargs)
+                    return
+                except Exception as exc:
+                    error = exc
+                    if self._stop_event.is_set() or not lost_connection(exc):
+                        break  # an error of the query: the task was put back meanwhile
+                    if tries < END_OF_TASK_TRIES:
+                        log.warning(
+                            "could not record the end of task %s: %s; tried again in %.1f s",
+                            job.id,
+                            reason_of(exc),
+                            FIRST_RETRY_SECONDS,
+                        )
+                        await asyncio.sleep(FIRST_RETRY_SECONDS)
+            if lost_connection(error) and not self._stop_event.is_set():
+                log.warning(
+                    "could not record the end of task %s: %s; the worker stops, and the task "
+                    "is put back once it is unregistered",
+                    job.id,
+                    reason_of(error),
+                )
+                self.stop()
+            else:
+                log.warning("could not record the end of task %s: %s", job.id, reason_of(error))
+
+    return _Worker
 
 
 class QueueWorker:
@@ -49,9 +126,16 @@ class QueueWorker:
         self._reason: str | None = None
         self._stopping = False
         self._task: asyncio.Future[None] | None = None
+        _SUPERVISED.add(self)
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._supervise())
+
+    @property
+    def worker_id(self) -> int | None:
+        """The id of the worker running now, registered and not stopped; else None."""
+        running = self._run is not None and not self._run.done()
+        return self._worker.worker_id if running and self._worker is not None else None
 
     @property
     def trouble(self) -> str | None:
@@ -75,13 +159,11 @@ class QueueWorker:
             raise
 
     async def _keep_running(self) -> None:
-        from procrastinate.worker import Worker
-
         wait = FIRST_RETRY_SECONDS
         stops = 0
         left: int | None = None  # the id of a stopped worker that could not unregister itself
         while not self._stopping:
-            self._worker = Worker(self.app, **self.options)
+            self._worker = _worker_class()(self.app, **self.options)
             self._run = run = asyncio.ensure_future(self._worker.run())
             if await self._registered(run):
                 if stops:
