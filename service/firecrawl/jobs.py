@@ -166,7 +166,10 @@ def native_crawl(
     entire = _bool(fields, "crawlEntireDomain", entire)
     start = urlsplit(url).path if isinstance(url, str) else "/"
     if not entire and start not in ("", "/"):
-        body["include_paths"] = _under(start, body.get("include_paths") or [""])
+        body["include_paths"] = body.get("include_paths") or [""]
+        excludes = body.get("exclude_paths") or []
+        if isinstance(excludes, list):  # else the native check says what is wrong
+            body["exclude_paths"] = [*excludes, _outside(start)]
     if "maxDepth" in fields:
         body["exclude_paths"] = [
             *(body.get("exclude_paths") or []),
@@ -188,13 +191,16 @@ def native_crawl(
     return body, shown
 
 
-def _under(start: str, includes: Any) -> list[Any]:
-    """``includes`` restricted to the paths under ``start``: Firecrawl's crawl leaves the start
-    URL's path only with ``crawlEntireDomain``."""
-    if not isinstance(includes, list):
-        return includes  # type: ignore[no-any-return]  # the native check says what is wrong
-    prefix = re.escape(start)
-    return [f"^(?={prefix}).*?(?:{pattern})" for pattern in includes]
+def _outside(start: str) -> str:
+    """The pattern of the paths not under ``start``: Firecrawl's crawl leaves the start URL's
+    path only with ``crawlEntireDomain``. An exclude, as RE2 (which runs the patterns,
+    service.extraction.patterns) has no lookahead to put ``start`` in front of each include:
+    ``^(?:$|[^/]|/(?:$|[^d]|d...))``, the path ends or differs at some character of ``start``."""
+    tail = ""
+    for char in reversed(start):
+        escaped = re.escape(char)
+        tail = f"(?:$|[^{escaped}]|{escaped}{tail})" if tail else f"(?:$|[^{escaped}])"
+    return "^" + tail
 
 
 def _deeper_than(start: str, most: Any) -> str:
@@ -203,7 +209,8 @@ def _deeper_than(start: str, most: Any) -> str:
     if isinstance(most, bool) or not isinstance(most, int) or most < 0:
         raise invalid("maxDepth", "must be a whole number, 0 or more")
     segments = len([part for part in start.split("/") if part])
-    return f"^(?:/+[^/]+){{{segments + most}}}/+[^/]"
+    # RE2 counts up to 1000; a URL is too short for that many segments anyway
+    return f"^(?:/+[^/]+){{{min(segments + most, 1000)}}}/+[^/]"
 
 
 def _delay(seconds: float, config: Config) -> None:
