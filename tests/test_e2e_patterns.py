@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.pages import article
+from harness.procinfo import TICKS
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
+from tests.test_e2e_scrape import extraction_workers
 
 # the issue's pages: Python's re needs minutes for (a+)+$ on the first, 160 s on the link
 BACKTRACKING = "(a+)+$"
 REGEX_PAGE = "<html><body><p class=r>" + "a" * 40_000 + "!</p></body></html>"
 LINKS_PAGE = '<html><body><a href="/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!">x</a><a href="/aaa">y</a>'
-# cubic in the number of <i>: 12.6 s on the reactor thread at 900; past the worker's 10 s here
-CUBIC = "//i[count(//i[count(//i) > 0]) > 0]"
-XPATH_PAGE = "<html><body>" + "<i>x</i>" * 1200 + "</body></html>"
+# the issue's query is cubic in the number of <i> (12.6 s on the reactor thread at 900); one more
+# level makes it quartic, past the worker's 10 s on any machine, on a page small enough (2,004
+# tags) to have been parsed in place
+RUNAWAY = "//i[count(//i[count(//i[count(//i) > 0]) > 0]) > 0]"
+XPATH_PAGE = "<html><body>" + "<i>x</i>" * 1000 + "</body></html>"
 DEEP = 900
 DEEP_JSONLD = (
     '<html><head><script type="application/ld+json">'
@@ -154,14 +159,14 @@ def test_an_xpath_that_would_fail_on_a_page_is_a_400_with_nothing_fetched(
     assert pages.count("/patterns/unfetched") == 0
 
 
-def test_a_cubic_xpath_fails_alone_cleanly_and_unbilled(
+def test_a_runaway_xpath_fails_alone_cleanly_and_unbilled(
     service: ServiceProcess, accounts: Accounts, pages: TargetSite
 ) -> None:
     account_id, key = accounts.create(credits=10)
     body = {
         "url": pages.url("/patterns/xpath"),
         "formats": ["json"],
-        "json": {"selectors": records({"selector": CUBIC, "type": "text"})},
+        "json": {"selectors": records({"selector": RUNAWAY, "type": "text"})},
     }
     hostile = InFlight(lambda: service.scrape(key, body, timeout=120))
     asked(pages, "/patterns/xpath")
@@ -217,14 +222,32 @@ def test_a_json_ld_list_nested_900_deep_is_left_out_on_v2_scrape(
     assert found["items"] == [{"@type": "Product", "name": "Tide clock"}]
 
 
+def workers_cpu(service: ServiceProcess) -> float:
+    """The CPU seconds the service's extraction workers have used."""
+    assert service.process is not None
+    total = 0
+    for pid in extraction_workers(service.process.pid):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # one that ended meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS
+
+
 def test_six_long_pages_of_one_account_leave_a_worker_to_another(
     service: ServiceProcess, accounts: Accounts, pages: TargetSite
 ) -> None:
     _, heavy = accounts.create(credits=100)
     body = {"url": pages.url("/patterns/long"), "formats": ["markdown"], "timeout": 90}
-    before = pages.count("/patterns/long")
+    before, idle = pages.count("/patterns/long"), workers_cpu(service)
     long_ones = [InFlight(lambda: service.scrape(heavy, body, timeout=180)) for _ in range(6)]
     asked(pages, "/patterns/long", before + 6)
+    # the long pages are being parsed (seconds each), not still on their way to the workers
+    for _ in range(1200):
+        if workers_cpu(service) - idle >= 1.0 or any(one.done.is_set() for one in long_ones):
+            break
+        threading.Event().wait(0.05)
     _, light = accounts.create(credits=10)
     reply = service.scrape(light, {"url": pages.url("/patterns/small")}, timeout=120)
     assert reply.status == 200 and reply.json["success"] is True, reply.body
