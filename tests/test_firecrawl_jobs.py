@@ -7,7 +7,6 @@ do is a 400 naming the field, and a map's search, query and limit apply to its U
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from firecrawl.v2.types import CrawlRequest, MapOptions
 
 from service.core.config import Config
 from service.core.errors import BadRequest
+from service.extraction.patterns import compile_pattern
 from service.firecrawl.jobs import native_batch, native_crawl, native_map
 from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES
 
@@ -41,12 +41,13 @@ def sdk_crawl(url: str, **options: Any) -> dict[str, Any]:
 
 
 def kept(body: dict[str, Any], path: str) -> bool:
-    """Whether the native rules in ``body`` keep ``path`` (service.jobs.crawl_rules.Rules)."""
-    includes = body.get("include_paths") or []
-    excludes = body.get("exclude_paths") or []
-    if includes and not any(re.search(pattern, path) for pattern in includes):
+    """Whether the native rules in ``body`` keep ``path``, as service.jobs.crawl_rules.Rules
+    runs them: by RE2 (which refuses a pattern it cannot run)."""
+    includes = [compile_pattern(p) for p in body.get("include_paths") or []]
+    excludes = [compile_pattern(p) for p in body.get("exclude_paths") or []]
+    if includes and not any(pattern.search(path) for pattern in includes):
         return False
-    return not any(re.search(pattern, path) for pattern in excludes)
+    return not any(pattern.search(path) for pattern in excludes)
 
 
 def test_the_sdks_default_crawl_is_the_native_crawl_of_firecrawls_defaults() -> None:

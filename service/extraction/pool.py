@@ -51,6 +51,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import orjson
@@ -294,7 +295,7 @@ class ExtractionPool:
                     and worker.protocol.transport is not None
                     and (not worker.tasks or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
                 ):
-                    task = self.queue.take(lambda waiting, at=worker: self._fits(at, waiting))
+                    task = self.queue.take(partial(self._fits, worker))
                     if task is None:
                         continue
                     worker.tasks.append(task)
