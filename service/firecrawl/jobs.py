@@ -166,7 +166,6 @@ def native_crawl(
     entire = _bool(fields, "crawlEntireDomain", entire)
     start = urlsplit(url).path if isinstance(url, str) else "/"
     if not entire and start not in ("", "/"):
-        body["include_paths"] = body.get("include_paths") or [""]
         excludes = body.get("exclude_paths") or []
         if isinstance(excludes, list):  # else the native check says what is wrong
             body["exclude_paths"] = [*excludes, _outside(start)]
