@@ -18,7 +18,7 @@ from service.core.config import Config
 from service.core.errors import BadRequest
 from service.extraction.patterns import compile_pattern
 from service.firecrawl.jobs import native_batch, native_crawl, native_map
-from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES
+from service.jobs.crawl_rules import CRAWL_FIELDS, MAX_DEPTH, MAX_PAGES, CrawlRules
 
 CONFIG = Config()
 SITE = "https://example.com"
@@ -90,6 +90,27 @@ def test_a_crawl_stays_under_its_start_path_with_its_own_includes() -> None:
     ]
     whole, _ = native_crawl(sdk_crawl(f"{SITE}/docs/", crawl_entire_domain=True), 2, CONFIG)
     assert "include_paths" not in whole
+    # an include anchored at the start still matches under the start path
+    anchored, _ = native_crawl(sdk_crawl(f"{SITE}/docs/", include_paths=["^/docs/a"]), 2, CONFIG)
+    assert [kept(anchored, path) for path in ("/docs/ab", "/docs/b", "/blog/docs/ab")] == [
+        True,
+        False,
+        False,
+    ]
+
+
+def test_a_long_start_path_is_kept_under_by_the_includes() -> None:
+    start = "/documentation/reference/application-programming-interface/v2/"
+    body, _ = native_crawl(sdk_crawl(f"{SITE}{start}", include_paths=["[0-9]$"]), 2, CONFIG)
+    rules = CrawlRules.model_validate({k: v for k, v in body.items() if k in CRAWL_FIELDS})
+    assert rules.include_paths and rules.exclude_paths == []
+    assert [kept(body, path) for path in (f"{start}1", f"{start}a", "/blog/1")] == [
+        True,
+        False,
+        False,
+    ]
+    plain, _ = native_crawl(sdk_crawl(f"{SITE}{start}"), 2, CONFIG)
+    assert kept(plain, f"{start}x") and not kept(plain, "/documentation/")
 
 
 def test_v1s_max_depth_counts_path_segments_beyond_the_start_url() -> None:

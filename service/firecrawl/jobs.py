@@ -22,7 +22,7 @@ from service.firecrawl.options import BOOKKEEPING
 from service.firecrawl.scrape import Version, document, native_scrape
 from service.firecrawl.webhooks import native_webhook
 from service.jobs.answers import JobSummary
-from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES, normalised
+from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES, MAX_PATTERN_LENGTH, normalised
 from service.jobs.crawl_rules import MAX_URLS as MAX_MAP_URLS
 from service.jobs.outcomes import Scraped, Unscraped
 
@@ -166,9 +166,14 @@ def native_crawl(
     entire = _bool(fields, "crawlEntireDomain", entire)
     start = urlsplit(url).path if isinstance(url, str) else "/"
     if not entire and start not in ("", "/"):
+        outside = _outside(start)
         excludes = body.get("exclude_paths") or []
-        if isinstance(excludes, list):  # else the native check says what is wrong
-            body["exclude_paths"] = [*excludes, _outside(start)]
+        includes = body.get("include_paths") or [""]
+        if len(outside) > MAX_PATTERN_LENGTH and isinstance(includes, list):
+            # a long start path: each include must match after it (not within it)
+            body["include_paths"] = [f"^{re.escape(start)}.*?(?:{one})" for one in includes]
+        elif isinstance(excludes, list):  # else the native check says what is wrong
+            body["exclude_paths"] = [*excludes, outside]
     if "maxDepth" in fields:
         body["exclude_paths"] = [
             *(body.get("exclude_paths") or []),
