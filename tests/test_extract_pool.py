@@ -267,3 +267,36 @@ async def test_an_answer_past_its_bound_is_too_large():
             await pool.extract(page, PAGE_URL, None, 10)
     finally:
         await pool.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_account_with_long_pages_leaves_a_worker_to_the_others():
+    two = ExtractionPool(2, bounds=UNBOUNDED)
+    two.start()
+    try:
+        waits, order = finishing_order(
+            two,
+            [("a1", SLOW, 1, False), ("a2", SLOW, 1, False), ("a3", SLOW, 1, False)]
+            + [("b", article(1), 2, False)],
+        )
+        for d in waits:
+            await d
+        # a held both workers, and b waited for one of them to finish a page
+        assert order[0] == "b", order
+    finally:
+        await two.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_lone_accounts_light_pages_use_every_worker():
+    two = ExtractionPool(2, bounds=UNBOUNDED)
+    two.start()
+    try:
+        while not all(worker.protocol.transport is not None for worker in two.workers):
+            await deferLater(reactor, 0.05, lambda: None)
+        waits = [two.extract(article(1), PAGE_URL, None, 30, account=1) for _ in range(4)]
+        assert all(worker.tasks for worker in two.workers)
+        for d in waits:
+            assert (await d)["title"]
+    finally:
+        await two.stop()

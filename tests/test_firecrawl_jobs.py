@@ -7,7 +7,6 @@ do is a 400 naming the field, and a map's search, query and limit apply to its U
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 import pytest
@@ -17,8 +16,9 @@ from firecrawl.v2.types import CrawlRequest, MapOptions
 
 from service.core.config import Config
 from service.core.errors import BadRequest
+from service.extraction.patterns import compile_pattern
 from service.firecrawl.jobs import native_batch, native_crawl, native_map
-from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES
+from service.jobs.crawl_rules import CRAWL_FIELDS, MAX_DEPTH, MAX_PAGES, CrawlRules
 
 CONFIG = Config()
 SITE = "https://example.com"
@@ -41,12 +41,13 @@ def sdk_crawl(url: str, **options: Any) -> dict[str, Any]:
 
 
 def kept(body: dict[str, Any], path: str) -> bool:
-    """Whether the native rules in ``body`` keep ``path`` (service.jobs.crawl_rules.Rules)."""
-    includes = body.get("include_paths") or []
-    excludes = body.get("exclude_paths") or []
-    if includes and not any(re.search(pattern, path) for pattern in includes):
+    """Whether the native rules in ``body`` keep ``path``, as service.jobs.crawl_rules.Rules
+    runs them: by RE2 (which refuses a pattern it cannot run)."""
+    includes = [compile_pattern(p) for p in body.get("include_paths") or []]
+    excludes = [compile_pattern(p) for p in body.get("exclude_paths") or []]
+    if includes and not any(pattern.search(path) for pattern in includes):
         return False
-    return not any(re.search(pattern, path) for pattern in excludes)
+    return not any(pattern.search(path) for pattern in excludes)
 
 
 def test_the_sdks_default_crawl_is_the_native_crawl_of_firecrawls_defaults() -> None:
@@ -92,6 +93,27 @@ def test_a_crawl_stays_under_its_start_path_with_its_own_includes() -> None:
     ]
     whole, _ = native_crawl(sdk_crawl(f"{SITE}/docs/", crawl_entire_domain=True), 2, CONFIG)
     assert "include_paths" not in whole
+    # an include anchored at the start still matches under the start path
+    anchored, _ = native_crawl(sdk_crawl(f"{SITE}/docs/", include_paths=["^/docs/a"]), 2, CONFIG)
+    assert [kept(anchored, path) for path in ("/docs/ab", "/docs/b", "/blog/docs/ab")] == [
+        True,
+        False,
+        False,
+    ]
+
+
+def test_a_long_start_path_is_kept_under_by_the_includes() -> None:
+    start = "/documentation/reference/application-programming-interface/v2/"
+    body, _ = native_crawl(sdk_crawl(f"{SITE}{start}", include_paths=["[0-9]$"]), 2, CONFIG)
+    rules = CrawlRules.model_validate({k: v for k, v in body.items() if k in CRAWL_FIELDS})
+    assert rules.include_paths and rules.exclude_paths == []
+    assert [kept(body, path) for path in (f"{start}1", f"{start}a", "/blog/1")] == [
+        True,
+        False,
+        False,
+    ]
+    plain, _ = native_crawl(sdk_crawl(f"{SITE}{start}"), 2, CONFIG)
+    assert kept(plain, f"{start}x") and not kept(plain, "/documentation/")
 
 
 def test_v1s_max_depth_counts_path_segments_beyond_the_start_url() -> None:

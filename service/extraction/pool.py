@@ -20,7 +20,13 @@ it also cuts the fields there, so that a padded field never crosses the pipe.
 
 Waiting pages take turns by account, the ones a caller waits on before a job's
 (:mod:`service.extraction.turns`); a worker parsing a large page is sent no second one, which
-would wait behind it.
+would wait behind it. Turns alone still let one account hold every worker: six pages that stay
+under every bound, each a few seconds of a worker, kept another caller's small page waiting
+8.4 to 10 s (5 ms alone). So an account's pages hold at most all workers but one, and a page
+waits behind another account's page at a worker only when that one is light. A light page is
+one that would be parsed in place (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``, no main content,
+no ``json.selectors``: milliseconds): it may take that last worker, so that a lone caller's
+ordinary pages still use them all; only long ones are held to the others.
 
 A small page (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``) is parsed right here when the pool's
 ``alone`` says no other scrape is in flight: a worker then protects no other caller, and the
@@ -28,7 +34,10 @@ round trip to it (two process wake-ups, the page and its fields through pipes) c
 the parse itself at concurrency 1. Within those bounds the worst nesting parses in about 11 ms;
 under concurrency, and for larger pages, the workers parse. The main content
 (``only_main_content``) is always found in a worker: on a small page of nested elements within
-those bounds it took 90 to 125 ms, where whole-page markdown and HTML took 7 to 14 ms.
+those bounds it took 90 to 125 ms, where whole-page markdown and HTML took 7 to 14 ms. So are
+``json.selectors``: lxml cannot stop an XPath query, and ``//i[count(//i[count(//i) > 0]) > 0]``
+on 900 elements held the reactor thread 12.6 s when it ran here; in a worker the time limit
+ends it (a ``too_large`` failure, unbilled).
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import orjson
@@ -116,6 +126,7 @@ class _Task:
     background: bool = False  # a job's page: no caller waits on it
     document: bool = False  # a document's bytes, converted (service.extraction.documents)
     capped: bool = False  # ``timeout`` is the page's own bound, not its scrape's time left
+    light: bool = False  # a page ``_small`` says parses in milliseconds
 
 
 @dataclass
@@ -192,7 +203,8 @@ class ExtractionPool:
         """A Deferred firing with the fields of ``text`` (and the outputs ``options`` asks
         for), or failing with ExtractionFailed (ExtractionTooLarge past the bounds). The page
         waits for ``account``'s turn; ``background``: no caller waits on it (a job's page)."""
-        if self._inline(text, options):
+        small = self._small(text, options)
+        if small and self._inline():
             try:
                 return succeed(extract_within(text, url, selectors, options, self.bounds))
             except PageTooLarge as exc:
@@ -201,7 +213,7 @@ class ExtractionPool:
                 log.warning("extraction failed: %s", exc.__class__.__name__)
                 return fail(ExtractionFailed(PROCESSING_FAILED))
         frame = encode_request(text, url, selectors, options)
-        return self._queued(frame, timeout, account, background)
+        return self._queued(frame, timeout, account, background, light=small)
 
     def convert(
         self,
@@ -226,6 +238,7 @@ class ExtractionPool:
         account: int | None,
         background: bool,
         document: bool = False,
+        light: bool = False,
     ) -> Deferred[dict[str, Any]]:
         d: Deferred[dict[str, Any]] = Deferred()
         left = max(timeout, MIN_SECONDS)
@@ -239,20 +252,40 @@ class ExtractionPool:
                 background=background,
                 document=document,
                 capped=capped,
+                light=light,
             )
         )
         self._dispatch()
         return d
 
-    def _inline(self, text: str, options: OutputOptions | None) -> bool:
+    @staticmethod
+    def _small(text: str, options: OutputOptions | None) -> bool:
+        """Whether the page parses in milliseconds: small enough to parse in place."""
         return (
-            self.alone is not None
-            and (options is None or not options.only_main_content)
-            and not self.queue
+            (options is None or not (options.only_main_content or options.records))
             and len(text) <= INLINE_MAX_CHARS
             and text.count("<") <= INLINE_MAX_TAGS
-            and self.alone()
         )
+
+    def _inline(self) -> bool:
+        return self.alone is not None and not self.queue and self.alone()
+
+    def _fits(self, worker: _Worker, task: _Task) -> bool:
+        """Whether ``task`` may go to ``worker`` now: not behind another account's long page,
+        and not to an account's last worker unless it is light."""
+        if worker.tasks and not worker.tasks[0].light and worker.tasks[0].account != task.account:
+            return False
+        if task.light or self.size < 2:
+            return True
+        account = task.account
+        if any(mine.account == account for mine in worker.tasks):
+            return True
+        held = sum(
+            1
+            for other in self.workers
+            if other is not worker and any(mine.account == account for mine in other.tasks)
+        )
+        return held < self.size - 1
 
     def _dispatch(self) -> None:
         # an idle worker first, then a second page to each busy one
@@ -264,9 +297,11 @@ class ExtractionPool:
                     worker.alive
                     and len(worker.tasks) < depth
                     and worker.protocol.transport is not None
-                    and (depth == 1 or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
+                    and (not worker.tasks or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
                 ):
-                    task = self.queue.popleft()
+                    task = self.queue.take(partial(self._fits, worker))
+                    if task is None:
+                        continue
                     worker.tasks.append(task)
                     if len(worker.tasks) == 1:
                         self._clock(worker)

@@ -6,7 +6,8 @@ Each element ``baseSelector`` matches is a record; each field of ``fields`` is a
 
 - ``text``: the element's visible text, whitespace collapsed; ``html``: its outer HTML;
   ``attribute``: its ``attribute`` (``href`` and ``src`` absolute, as ``links`` are);
-  ``regex``: the first group of ``pattern`` in its text (the whole match when it has none);
+  ``regex``: the first group of ``pattern`` in its text (the whole match when it has none),
+  run by RE2 (:mod:`service.extraction.patterns`): no pattern backtracks for minutes;
 - ``nested``: an object of ``fields`` from the first element ``selector`` matches;
   ``list`` and ``nested_list``: one object per element it matches (``list`` skips empty ones).
 
@@ -15,7 +16,12 @@ element); nothing matched gives its ``default`` (or no key at all). ``transform`
 ``strip``, ``number``, ``absolute_url``, ``lowercase`` or ``uppercase`` to the value.
 
 A selector is XPath when it starts with ``/``, ``./`` or ``(``, CSS otherwise; inside a record an
-XPath is relative to it (``//a`` is read ``.//a``), as Crawl4AI's XPath strategy reads it.
+XPath is relative to it (``//a`` is read ``.//a``), as Crawl4AI's XPath strategy reads it. XPath
+1.0 as lxml runs it, without namespaces, variables or extension functions: a prefix such as
+``re:`` or ``exsl:``, a ``$variable`` or a function XPath 1.0 does not define is a 400, where lxml
+would only fail once it met them on a page. lxml cannot stop a query (``//i[count(//i[count(//i)
+> 0]) > 0]`` is cubic), so a page with ``json.selectors`` is always parsed in an extraction
+worker, whose time limit applies (service.extraction.pool).
 
 :func:`check_schema` runs while the request is validated, before anything is fetched (a 400 names
 the schema's path); :func:`extract_records` runs in the extraction workers with lxml.
@@ -35,6 +41,14 @@ import orjson
 from cssselect import SelectorError
 from lxml import etree
 from parsel.csstranslator import HTMLTranslator
+
+from service.extraction.patterns import (
+    Pattern,
+    UnusablePattern,
+    UnusableXPath,
+    check_xpath,
+    compile_pattern,
+)
 
 __all__ = [
     "FIELD_TYPES",
@@ -97,16 +111,27 @@ def _compile(selector: Any, path: str, inside: bool) -> etree.XPath:
         raise InvalidSchema(path, f"at most {MAX_SELECTOR_CHARS} characters")
     if is_xpath(selector):
         try:
-            return etree.XPath(_relative(selector) if inside else selector, smart_strings=False)
+            xpath = etree.XPath(_relative(selector) if inside else selector, smart_strings=False)
         except (etree.XPathSyntaxError, ValueError):  # ValueError: NUL or control characters
             raise InvalidSchema(path, f"invalid XPath: {selector!r}") from None
+        _checked(xpath, selector, path)
+        return xpath
     if "::" in selector:
         raise InvalidSchema(path, f"invalid CSS selector {selector!r}: no pseudo-elements")
     try:
-        xpath = _TRANSLATOR.css_to_xpath(selector, prefix="descendant-or-self::")
-        return etree.XPath(xpath, smart_strings=False)
+        translated = _TRANSLATOR.css_to_xpath(selector, prefix="descendant-or-self::")
+        xpath = etree.XPath(translated, smart_strings=False)
+        _checked(xpath, translated, path)  # a namespace (``svg|a``) is a prefix there
+        return xpath
     except (SelectorError, ValueError, UnicodeError, etree.XPathSyntaxError):
         raise InvalidSchema(path, f"invalid CSS selector {selector!r}") from None
+
+
+def _checked(xpath: etree.XPath, selector: str, path: str) -> None:
+    try:
+        check_xpath(xpath, selector)
+    except UnusableXPath as exc:
+        raise InvalidSchema(path, f"invalid XPath {selector!r}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +140,7 @@ class _Field:
     xpath: etree.XPath | None
     type: str
     attribute: str = ""
-    pattern: re.Pattern[str] | None = None
+    pattern: Pattern | None = None
     default: Any = None
     transforms: tuple[str, ...] = ()
     fields: tuple[_Field, ...] = ()
@@ -210,15 +235,17 @@ def _compile_field(field: Any, path: str, depth: int, counter: _Counter) -> _Fie
     return _Field(name, xpath, kind, attribute, pattern, default, transforms, sub)
 
 
-def _pattern(pattern: Any, path: str) -> re.Pattern[str]:
+def _pattern(pattern: Any, path: str) -> Pattern:
     if not isinstance(pattern, str) or not pattern:
         raise InvalidSchema(path, "is required for a regex field")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise InvalidSchema(path, f"at most {MAX_PATTERN_CHARS} characters")
     try:
-        return re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        raise InvalidSchema(path, f"not a regular expression: {pattern!r}") from None
+        return compile_pattern(pattern)
+    except UnusablePattern as exc:
+        raise InvalidSchema(
+            path, f"not a regular expression RE2 runs: {pattern!r} ({exc})"
+        ) from None
 
 
 def _transforms(transform: Any, path: str) -> tuple[str, ...]:
@@ -261,7 +288,10 @@ def _nodes(xpath: etree.XPath, element: Any) -> list[Any]:
     number or a boolean, which count as one node)."""
     if not isinstance(element, etree._Element):
         return []
-    found = xpath(element)
+    try:
+        found = xpath(element)
+    except etree.XPathEvalError:  # what check_schema could not see: count(1) on a match
+        return []
     return found if isinstance(found, list) else [found]
 
 
@@ -356,7 +386,7 @@ class _Run:
         found = field.pattern.search(text)
         if found is None:
             return None
-        return found.group(1) if found.re.groups else found.group()
+        return found.group(1) if field.pattern.groups else found.group()
 
 
 def extract_records(

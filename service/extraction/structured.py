@@ -70,30 +70,41 @@ def structured_data(html: str, url: str) -> dict[str, Any]:
         # each block on its own: a malformed one leaves the others
         for script in _JSONLD._xp_jsonld(tree):
             read = _safely(lambda node=script: _JSONLD._extract_items(node))
-            items.extend(_jsonld_items(read))
+            # what is too deep is left out before anything walks it: a list nested 600 deep
+            # took the walk past Python's recursion limit, failing the whole scrape
+            items.extend(_jsonld_items([entry for entry in read if not _too_deep(entry)]))
     if microdata:
         raw = _safely(lambda: list(_MICRODATA.extract_items(tree, url)))
-        flat = _umicrodata_microformat(raw, "http://schema.org")
-        items.extend(_short(item) for item in flat if "@type" in item)
+        flat = _safely(lambda: _umicrodata_microformat(raw, "http://schema.org"))
+        items.extend(_short(item) for item in flat if "@type" in item and not _too_deep(item))
     if rdfa:
         # pyRdfa reads a DOM of its own
         dom = _parse(parse_xmldom_html, body)
         if dom is not None:
-            items.extend(_rdfa_items(_safely(lambda: _RDFA.extract_items(dom, url))))
-    found["items"] = [item for item in items if not _deeper_than(item, MAX_DEPTH)]
+            nodes = _safely(lambda: _RDFA.extract_items(dom, url))
+            items.extend(_safely(lambda: _rdfa_items(nodes)))
+    found["items"] = [item for item in items if not _too_deep(item)]
     if meta:
         found["opengraph"] = _opengraph(tree)
         found["twitter"] = _twitter(tree)
     return found
 
 
-def _deeper_than(value: Any, depth: int) -> bool:
-    if depth < 0:
-        return True
-    if isinstance(value, dict):
-        return any(_deeper_than(entry, depth - 1) for entry in value.values())
-    if isinstance(value, list):
-        return any(_deeper_than(entry, depth - 1) for entry in value)
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests lists and objects more than ``MAX_DEPTH`` deep; a loop, not a
+    recursion, as a page may nest them thousands deep."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        entry, depth = stack.pop()
+        if isinstance(entry, dict):
+            entries: Any = entry.values()
+        elif isinstance(entry, list):
+            entries = entry
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            return True
+        stack.extend((inner, depth + 1) for inner in entries)
     return False
 
 

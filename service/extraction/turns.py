@@ -13,7 +13,7 @@ longest ago (round robin); the lanes of pages a caller waits on go first, a job'
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, Protocol, TypeVar
 
 __all__ = ["Turns"]
@@ -62,12 +62,24 @@ class Turns(Generic[T]):
 
     def popleft(self) -> T:
         """The next page: the first of the account whose turn it is."""
-        lanes = self._lanes[0] or self._lanes[1]
+        task = self.take()
+        assert task is not None, "popleft from no pages"
+        return task
+
+    def take(self, fits: Callable[[T], bool] | None = None) -> T | None:
+        """The next page that ``fits`` (the pool's rule for the worker it has free): the first
+        of the account whose turn it is among those whose next page fits; None if none does."""
         busy, served = self._busy, self._served
-        if len(lanes) == 1:
-            account = next(iter(lanes))
+        for lanes in self._lanes:
+            candidates = [name for name, lane in lanes.items() if fits is None or fits(lane[0])]
+            if candidates:
+                break
         else:
-            account = min(lanes, key=lambda name: (busy.get(name, 0), served.get(name, -1)))
+            return None
+        if len(candidates) == 1:
+            account = candidates[0]
+        else:
+            account = min(candidates, key=lambda name: (busy.get(name, 0), served.get(name, -1)))
         lane = lanes[account]
         task = lane.popleft()
         if not lane:

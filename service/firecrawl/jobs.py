@@ -20,7 +20,7 @@ from service.core.errors import BadRequest
 from service.firecrawl.options import BOOKKEEPING
 from service.firecrawl.scrape import Version, native_scrape
 from service.firecrawl.webhooks import native_webhook
-from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES, normalised
+from service.jobs.crawl_rules import MAX_DEPTH, MAX_PAGES, MAX_PATTERN_LENGTH, normalised
 from service.jobs.crawl_rules import MAX_URLS as MAX_MAP_URLS
 
 # Firecrawl's crawl field -> the native crawl field that does the same
@@ -160,7 +160,14 @@ def native_crawl(
     entire = _bool(fields, "crawlEntireDomain", entire)
     start = urlsplit(url).path if isinstance(url, str) else "/"
     if not entire and start not in ("", "/"):
-        body["include_paths"] = _under(start, body.get("include_paths") or [""])
+        outside = _outside(start)
+        excludes = body.get("exclude_paths") or []
+        includes = body.get("include_paths") or [""]
+        if len(outside) > MAX_PATTERN_LENGTH and isinstance(includes, list):
+            # a long start path: each include must match after it (not within it)
+            body["include_paths"] = [f"^{re.escape(start)}.*?(?:{one})" for one in includes]
+        elif isinstance(excludes, list):  # else the native check says what is wrong
+            body["exclude_paths"] = [*excludes, outside]
     if "maxDepth" in fields:
         body["exclude_paths"] = [
             *(body.get("exclude_paths") or []),
@@ -182,13 +189,16 @@ def native_crawl(
     return body, {**shown, CRAWLER_OPTIONS: crawler}
 
 
-def _under(start: str, includes: Any) -> list[Any]:
-    """``includes`` restricted to the paths under ``start``: Firecrawl's crawl leaves the start
-    URL's path only with ``crawlEntireDomain``."""
-    if not isinstance(includes, list):
-        return includes  # type: ignore[no-any-return]  # the native check says what is wrong
-    prefix = re.escape(start)
-    return [f"^(?={prefix}).*?(?:{pattern})" for pattern in includes]
+def _outside(start: str) -> str:
+    """The pattern of the paths not under ``start``: Firecrawl's crawl leaves the start URL's
+    path only with ``crawlEntireDomain``. An exclude, as RE2 (which runs the patterns,
+    service.extraction.patterns) has no lookahead to put ``start`` in front of each include:
+    ``^(?:$|[^/]|/(?:$|[^d]|d...))``, the path ends or differs at some character of ``start``."""
+    tail = ""
+    for char in reversed(start):
+        escaped = re.escape(char)
+        tail = f"(?:$|[^{escaped}]|{escaped}{tail})" if tail else f"(?:$|[^{escaped}])"
+    return "^" + tail
 
 
 def _deeper_than(start: str, most: Any) -> str:
@@ -197,7 +207,8 @@ def _deeper_than(start: str, most: Any) -> str:
     if isinstance(most, bool) or not isinstance(most, int) or most < 0:
         raise invalid("maxDepth", "must be a whole number, 0 or more")
     segments = len([part for part in start.split("/") if part])
-    return f"^(?:/+[^/]+){{{segments + most}}}/+[^/]"
+    # RE2 counts up to 1000; a URL is too short for that many segments anyway
+    return f"^(?:/+[^/]+){{{min(segments + most, 1000)}}}/+[^/]"
 
 
 def _delay(seconds: float, config: Config) -> None:

@@ -3,10 +3,13 @@
 A URL is kept when it is http(s), on the start URL's host (or, with ``allow_subdomains``, on
 any host under the start host's registrable domain, as the Public Suffix List has it), its path
 matches one of ``include_paths`` (when any are given) and none of ``exclude_paths``. The
-patterns are regular expressions (Python's ``re``), each searched in the URL's path: ``^/docs/``
-anchors one at the start. A regex says both "under /docs/" and "ends in .pdf", which globs
-cannot both say without two syntaxes. URLs are compared normalised (:func:`normalised`), so
-``/a#top`` and ``/a`` are one page.
+patterns are regular expressions, each searched in the URL's path: ``^/docs/`` anchors one at the
+start. A regex says both "under /docs/" and "ends in .pdf", which globs cannot both say without
+two syntaxes. RE2 runs them (service.extraction.patterns): they are searched on the reactor
+thread, once per link found, and Python's ``re`` held it 5 s for ``(a+)+$`` on a path of 25
+``a`` and a ``!``, twice as long for each ``a`` more; RE2 takes as long as reading the path. A
+pattern RE2 refuses (a backreference, a lookaround) is a 400 naming it. URLs are compared
+normalised (:func:`normalised`), so ``/a#top`` and ``/a`` are one page.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.core.public_suffixes import SUFFIXES
 from service.core.schemas import MAX_URL_LENGTH, URL_PATTERN, Whole
+from service.extraction.patterns import Pattern, UnusablePattern, compile_pattern
 
 MAX_PAGES = 10_000
 DEFAULT_PAGES = 100
@@ -35,10 +39,24 @@ MAX_PATTERN_LENGTH = 500
 def _patterns(value: list[str]) -> list[str]:
     for index, pattern in enumerate(value):
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"pattern {index} is not a regular expression: {exc}") from None
+            compile_pattern(pattern)
+        except UnusablePattern as exc:
+            raise ValueError(
+                f"pattern {index} is not a regular expression RE2 runs: {exc}"
+            ) from None
     return value
+
+
+def _compiled(patterns: list[str] | tuple[str, ...]) -> list[Pattern]:
+    """The job's patterns, checked by :func:`_patterns` when it was asked for; one RE2 cannot
+    run (stored by a release that ran Python's ``re``) is searched literally, never by ``re``."""
+    found = []
+    for pattern in patterns:
+        try:
+            found.append(compile_pattern(pattern))
+        except UnusablePattern:
+            found.append(compile_pattern(re.escape(pattern)))
+    return found
 
 
 Patterns = Annotated[
@@ -147,8 +165,8 @@ class Rules:
         self.allow_subdomains = allow_subdomains
         self.include_paths = list(include_paths)
         self.exclude_paths = list(exclude_paths)
-        self._include = [re.compile(pattern) for pattern in include_paths]
-        self._exclude = [re.compile(pattern) for pattern in exclude_paths]
+        self._include = _compiled(include_paths)
+        self._exclude = _compiled(exclude_paths)
         self._domain = registrable(start_host)
 
     @classmethod
