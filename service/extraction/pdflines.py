@@ -91,7 +91,7 @@ def page_lines(textpage: pdfium.PdfTextPage, page: int) -> list[Line]:
     """Each line of the page in pdfium's reading order, measured.
 
     Four pdfium calls a line (three character boxes and a font size, a fifth after a bullet),
-    bound once a page: a third of the CPU this took with a closure per box (docs/documents.md).
+    bound once a page: a quarter less CPU than a closure per box took (docs/documents.md).
     """
     raw = textpage.raw
     text = textpage.get_text_range()
