@@ -61,3 +61,43 @@ def test_a_zip_bomb_is_refused_before_it_is_unpacked() -> None:
     assert len(body) < 2 * 1024 * 1024  # small on the wire
     with pytest.raises(PageTooLarge, match="unpacks to"):
         convert(body, "docx", None, frozenset(), 500)
+
+
+def _typeset(lines: list[str]) -> bytes:
+    """A one-page PDF with ``lines`` set in Helvetica 12, 16 points apart (pdfium writes it)."""
+    import ctypes
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    pdf = pdfium.PdfDocument.new()
+    page = pdf.new_page(595, 842)
+    font = pdfium_c.FPDFText_LoadStandardFont(pdf.raw, b"Helvetica")
+    for row, text in enumerate(lines):
+        obj = pdfium_c.FPDFPageObj_CreateTextObj(pdf.raw, font, 12.0)
+        wide = ctypes.create_string_buffer((text + "\0").encode("utf-16-le"))
+        pdfium_c.FPDFText_SetText(obj, ctypes.cast(wide, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+        pdfium_c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, 50, 800 - 16 * row)
+        pdfium_c.FPDFPage_InsertObject(page.raw, obj)
+    pdfium_c.FPDFPage_GenerateContent(page.raw)
+    out = io.BytesIO()
+    pdf.save(out)
+    return out.getvalue()
+
+
+def test_each_printed_line_is_measured_a_bullet_from_its_text() -> None:
+    import pypdfium2 as pdfium
+
+    from service.extraction.pdflines import page_lines
+
+    pdf = pdfium.PdfDocument(_typeset(["Wireless keyboard", "\u2022 an item", "last"]))
+    lines = page_lines(pdf[0].get_textpage(), 0)
+    assert [line.text for line in lines] == ["Wireless keyboard", "\u2022 an item", "last"]
+    first, item, last = lines
+    assert [first.bullet, item.bullet, last.bullet] == [0, 2, 0]
+    assert first.left == item.left == last.left == pytest.approx(50.0, abs=0.5)
+    assert item.body_left > item.left + 3  # after the bullet and its space
+    assert first.body_left == first.left
+    assert 0 < first.first_word < first.right - first.left  # "Wireless", not the whole line
+    assert first.top - item.top == pytest.approx(16.0, abs=0.5)
+    assert {line.size for line in lines} == {12.0}
