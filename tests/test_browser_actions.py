@@ -190,7 +190,8 @@ def rendering(**settings: Any) -> Any:
     )
 
 
-async def scrape(handler: Any, url: str, *, timeout: float = 10.0, **meta: Any) -> Any:
+async def scrape(handler: Any, url: str, *, timeout: float = 60.0, **meta: Any) -> Any:
+    # a success returns as soon as it is done: the long timeout only gives a loaded machine room
     request = Request(
         url, meta={"playwright": True, "scrapespy_deadline": time.monotonic() + timeout, **meta}
     )
