@@ -14,10 +14,15 @@ run: setup
 	$(VENV)/bin/scrapespy serve --host $(HOST) --port $(PORT)
 
 # The suite runs twice: on SQLite, then the database tests again on a throwaway PostgreSQL
-# database (skipped when the server is unreachable, except under CI where that fails).
+# database (skipped when the server is unreachable, except under CI where that fails). Each run
+# spreads its test files over TEST_WORKERS processes (pytest-xdist; a file stays on one worker,
+# so its module fixtures start once): the tests mostly wait on services, targets and browsers,
+# so two workers halve the wall time on two cores (figures: docs/operations.md).
+TEST_WORKERS ?= 2
+PYTEST_RUN := $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 test: setup chromium js
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
-	SCRAPESPY_TEST_DB=postgresql $(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(PYTEST_RUN) $(PYTEST_ARGS)
+	SCRAPESPY_TEST_DB=postgresql $(PYTEST_RUN) $(PYTEST_ARGS)
 
 setup: $(VENV)/.installed
 

@@ -98,21 +98,37 @@ def test_the_services_429_is_retried_after_its_retry_after(
 def test_the_services_503_at_capacity_is_retried(
     narrow: ServiceProcess, accounts: Accounts, site: TargetSite
 ) -> None:
+    released = threading.Event()
+
     def slow(_h: Any) -> tuple[int, dict[str, str], bytes]:
-        time.sleep(1.5)
+        # held until the other caller has been turned away at least once (not for a fixed
+        # 1.5 s, which a busy machine could spend before the other call even arrived)
+        released.wait(60)
         return 200, {"Content-Type": "text/html"}, b"<html><title>slow</title></html>"
+
+    def release_once_refused() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any(s.status == 503 for s in ahead.requests("POST", "/scrape")):
+                break
+            time.sleep(0.02)
+        released.set()
 
     site.routes["/client-slow"] = slow
     ahead = Front(narrow.base)
+    other_key = accounts.create(credits=GRANT)[1]
     try:
         with client_of(narrow, accounts.create(credits=GRANT)[1]) as busy:
             occupier = threading.Thread(target=busy.scrape, args=(site.url("/client-slow"),))
             occupier.start()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60
             while site.count("/client-slow") == 0 and time.monotonic() < deadline:
                 time.sleep(0.02)  # the one scrape's place is taken
-            with client_of(ahead, accounts.create(credits=GRANT)[1]) as client:
+            releaser = threading.Thread(target=release_once_refused)
+            releaser.start()
+            with client_of(ahead, other_key) as client:
                 result = client.scrape(site.url("/article?capacity=1"))
+            releaser.join()
             occupier.join()
         assert result.ok
         seen = ahead.requests("POST", "/scrape")
@@ -121,6 +137,7 @@ def test_the_services_503_at_capacity_is_retried(
         assert seen[1].at - seen[0].at >= 1.0
         assert seen[-1].status == 200
     finally:
+        released.set()
         ahead.stop()
 
 

@@ -338,8 +338,14 @@ def test_idempotent_retries_answer_the_first_call_and_charge_once(
     # a retry while the first call still runs is told so, and then gets its answer
     slow = {"url": site.url("/slow")}
     with ThreadPoolExecutor(1) as pool:
+        fetched = site.count("/slow")
         running = pool.submit(jobs_service.scrape, key, slow, headers={"Idempotency-Key": "slow-1"})
-        time.sleep(1)
+        # the first call is under way once its page is asked for (which then takes 4 s): no
+        # guess at how long a busy machine takes to get there
+        deadline = time.monotonic() + 30
+        while site.count("/slow") == fetched:
+            assert time.monotonic() < deadline, "the first call never fetched its page"
+            time.sleep(0.02)
         early = jobs_service.scrape(key, slow, headers={"Idempotency-Key": "slow-1"})
         assert early.status == 409 and early.headers["X-Error-Code"] == "idempotency_in_progress"
         assert early.headers["Retry-After"] == "1"

@@ -31,7 +31,10 @@ from tests.dashboard_client import (
 from tests.test_e2e_batch import add_pages
 
 FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
-SLOW = 1.0  # seconds each page of a job meant to be cancelled takes
+# seconds each page of a job meant to be cancelled takes: 30 pages, two at a time, last a minute,
+# longer than a busy machine takes to log in and reach the Cancel button (at 1 s, the job
+# completed first on a loaded machine and its page never showed "cancelled")
+SLOW = 4.0
 
 
 @pytest.fixture(scope="module")

@@ -163,4 +163,5 @@ def test_a_page_of_unclosed_tags_is_searched_for_event_attributes_in_linear_time
     page = "<body>" + "<" * 200_000 + "</body>"
     started = time.perf_counter()
     extract_page(page, URL, None, OutputOptions(frozenset({"html"})))
-    assert time.perf_counter() - started < 2
+    # about 10 ms here; quadratic would take minutes: the bound leaves room for a busy machine
+    assert time.perf_counter() - started < 10

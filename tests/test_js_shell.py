@@ -105,4 +105,5 @@ def test_unclosed_blocks_and_comments() -> None:
 def test_hostile_bodies_are_checked_in_bounded_time(body: bytes) -> None:
     started = time.perf_counter()
     is_js_shell(body)
-    assert time.perf_counter() - started < 0.5
+    # about 10 ms here; quadratic would take minutes: the bound leaves room for a busy machine
+    assert time.perf_counter() - started < 5
