@@ -656,7 +656,7 @@ async def test_dialogs_are_dismissed_and_do_not_hang_the_page(pages):
 
 
 @on_asyncio
-async def test_popups_are_closed_and_downloads_refused(pages):
+async def test_popups_are_closed_and_a_download_is_read_only_as_the_address(pages):
     opened = """async () => {
       const popup = window.open("/act/popup-target");
       for (let i = 0; i < 50 && !popup.closed; i++) await new Promise((r) => setTimeout(r, 20));
@@ -679,11 +679,12 @@ async def test_popups_are_closed_and_downloads_refused(pages):
                 {"type": "wait", "ms": 300},
             ],
         )
-        with pytest.raises(BrowserError, match="the address is a file download"):
-            await scrape(handler, pages.url("/act/file"))
+        # a click's download is not kept; the address itself is read as the file it is
+        _, archive = await scrape(handler, pages.url("/act/file"))
     assert response.css("title::text").get() == "Popup"
     assert request.meta["scrapespy_action_results"][0]["value"] is True
     assert downloads.css("title::text").get() == "Downloads"
+    assert archive.body == b"PK\x03\x04 an archive"
 
 
 # A private address, as seen by a service that refuses them: the page is served from 127.0.0.2
