@@ -198,6 +198,7 @@ def test_without_the_new_fields_the_answer_is_unchanged(service, site, accounts,
             "url", "final_url", "status_code", "success", "engine", "elapsed_ms", "error",
             "blocked", "proxy_used", "title", "meta", "headings", "links", "images", "text",
             "extracted", "error_code", "tier_used", "credits_charged", "cached", "timings",
+            "language",
         ]  # fmt: skip
     for result in (plain, explicit):  # the clock's figures differ from one scrape to the next
         result.pop("elapsed_ms"), result.pop("timings")
