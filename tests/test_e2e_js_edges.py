@@ -9,6 +9,8 @@ Each redirect case runs on both engines and must read the same: the same ``error
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +22,7 @@ import pytest
 
 from harness.procinfo import rss_mb
 from harness.service import Accounts, ServiceProcess
-from tests.test_e2e_documents import PRINT, REPORT
+from tests.test_e2e_documents import CHROMIUM, PRINT, REPORT
 
 pytestmark = pytest.mark.browser
 
@@ -111,12 +113,9 @@ class EdgeSite(ThreadingHTTPServer):
 @pytest.fixture(scope="module")
 def report_pdf(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The documents tests' report, printed by Chromium (in a process of its own)."""
-    import subprocess
-    import sys
-
     out: Path = tmp_path_factory.mktemp("edge-pdf")
     (out / "report.html").write_text(REPORT)
-    subprocess.run([sys.executable, "-c", PRINT, str(out), "/usr/bin/chromium"], check=True)
+    subprocess.run([sys.executable, "-c", PRINT, str(out), CHROMIUM], check=True, timeout=120)
     return (out / "report.pdf").read_bytes()
 
 
