@@ -61,8 +61,10 @@ from twisted.internet.process import Process, ProcessReader
 from twisted.internet.protocol import ProcessProtocol
 
 from service.extraction.bounds import AnswerBounds, PageTooLarge
+from service.extraction.documents import PDF
 from service.extraction.outputs import OutputOptions
 from service.extraction.selectors import CompiledSelectors
+from service.extraction.split import convert_in_shares
 from service.extraction.turns import Turns
 from service.extraction.worker import (
     FRAME_LENGTH,
@@ -88,6 +90,8 @@ READ_SIZE = 64 * 1024
 PIPELINE = 2
 # A page this large is not followed by a second one in its worker: it may take a while.
 PIPELINE_MAX_BYTES = 256 * 1024
+# Idle workers a PDF is shared between at most (service.extraction.split): one a core.
+SHARES = max(1, os.cpu_count() or 1)
 
 
 _CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TMPDIR")
@@ -138,6 +142,9 @@ class _Worker:
     tasks: deque[_Task] = field(default_factory=deque)
     buffer: bytearray = field(default_factory=bytearray)
     alive: bool = True
+    # it has said so with an empty frame, once started: a page's time starts only then, not
+    # while the worker still imports (seconds on a busy machine)
+    ready: bool = False
 
 
 class ExtractionPool:
@@ -188,7 +195,7 @@ class ExtractionPool:
             None,
             None,
             {0: "w", 1: "r", 2: 2},
-        )  # connectionMade then hands it a page that waited, if any
+        )  # once it says it is ready, it is handed a page that waited, if any
 
     def extract(
         self,
@@ -227,9 +234,34 @@ class ExtractionPool:
         background: bool = False,
     ) -> Deferred[dict[str, Any]]:
         """:meth:`extract` for a document's bytes (service.extraction.documents): always in a
-        worker, as even a small PDF may take long; fails with :class:`DocumentFailed` too."""
-        frame = encode_document(body, kind, url, selectors, options)
-        return self._queued(frame, timeout, account, background, document=True)
+        worker, as even a small PDF may take long; fails with :class:`DocumentFailed` too. A PDF
+        that finds workers idle is shared between them (service.extraction.split)."""
+
+        def whole() -> Deferred[dict[str, Any]]:
+            frame = encode_document(body, kind, url, selectors, options)
+            return self._queued(frame, timeout, account, background, document=True)
+
+        parts = self._shares(account) if kind == PDF else 1
+        if parts < 2:
+            return whole()
+
+        def queue(frame: bytes) -> Deferred[dict[str, Any]]:
+            return self._queued(frame, timeout, account, background, document=True)
+
+        return convert_in_shares(queue, whole, body, parts, selectors, options)
+
+    def _shares(self, account: int | None) -> int:
+        """How many workers may convert a PDF together now: the idle ones, when nothing waits,
+        one a core, and the account still held to all workers but one."""
+        if self.queue:
+            return 1
+        idle = held = 0
+        for worker in self.workers:
+            if not worker.tasks:
+                idle += worker.alive and worker.ready
+            elif any(task.account == account for task in worker.tasks):
+                held += 1
+        return min(idle, SHARES, self.size - 1 - held)
 
     def _queued(
         self,
@@ -295,8 +327,8 @@ class ExtractionPool:
                     return
                 if (
                     worker.alive
+                    and worker.ready
                     and len(worker.tasks) < depth
-                    and worker.protocol.transport is not None
                     and (not worker.tasks or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
                 ):
                     task = self.queue.take(partial(self._fits, worker))
@@ -359,6 +391,9 @@ class ExtractionPool:
                 return
             body = bytes(worker.buffer[FRAME_LENGTH.size : FRAME_LENGTH.size + size])
             del worker.buffer[: FRAME_LENGTH.size + size]
+            if not worker.ready:  # its first frame: started, it reads pages now
+                worker.ready = True
+                continue
             if not worker.tasks:
                 continue
             task = worker.tasks.popleft()
@@ -408,6 +443,8 @@ class ExtractionPool:
                     "an extraction worker exited as it started; retrying in %g s", RESPAWN_DELAY
                 )
                 reactor().callLater(RESPAWN_DELAY, self._respawn)
+                if not any(other.ready for other in self.workers):
+                    self._fail_queued()  # no worker can take them: the callers hear it now
             else:
                 log.warning("an extraction worker exited; starting another")
                 self._spawn()
@@ -491,9 +528,6 @@ class _WorkerProcess(Process):
 class _WorkerProtocol(ProcessProtocol):
     def __init__(self, worker: _Worker) -> None:
         self.worker = worker
-
-    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
-        self.worker.pool._dispatch()
 
     def outReceived(self, data: bytes) -> None:  # noqa: N802
         self.worker.pool.received(self.worker, data)
