@@ -17,7 +17,7 @@ Two layers do the work:
 
 The library's errors (``service.egress.addresses``) know no Scrapy; the middleware raises them as
 :class:`BlockedRequest` and :class:`RefusedScheme`, Scrapy's ``IgnoreRequest``: the spider's
-errback takes them, nothing retries them, and the proxy pool does not blame a proxy for them.
+errback takes them, and the proxy pool does not blame a proxy for them.
 
 Switch it on in the Scrapy settings, after ``HttpProxyMiddleware`` (750) so that proxies taken
 from the environment are already in ``request.meta["proxy"]``::
