@@ -58,7 +58,7 @@ def default_chromium_path() -> str:
 DEFAULT_DB_THREADS = min(8, max(2, os.cpu_count() or 2))
 # One account's long pages hold all extraction workers but one (service.extraction.pool), so one
 # more worker than cores lets a lone caller keep every core busy: with two workers on two cores,
-# PDFs at concurrency 4 used one core (docs/decisions/0003-extraction-workers-and-pdf-shares.md)
+# PDFs at concurrency 4 used one core (docs/decisions/0033-extraction-workers-and-pdf-shares.md)
 DEFAULT_EXTRACT_WORKERS = (os.cpu_count() or 2) + 1
 
 MIB = 1024 * 1024
