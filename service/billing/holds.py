@@ -153,7 +153,7 @@ def extend_hold(
     of pages (pipelines.billing). Refused as :func:`hold` refuses, against what is held now:
     OverLimit past ``limit`` in all, KeyCapReached past the key's ``key_cap``,
     InsufficientCredits past the available balance; HoldGone when the hold was settled or
-    expired meanwhile. The rows are changed in :func:`settle`'s order (the hold, then the
+    expired meanwhile. The rows are changed in the settlement's order (the hold, then the
     account; the key's row first, as :func:`hold` locks it), each UPDATE conditional, so no
     interleaving overdraws; a refusal raises, and the caller's transaction rolls back.
     """
