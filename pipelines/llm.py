@@ -28,7 +28,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from service.billing import ledger
-from service.billing.pricing import model_credits, model_reserve
+from service.billing.rules import model_credits, model_reserve
 from service.core.config import Config
 from service.extraction import empty_fields
 from service.extraction.llm import LanguageModel, ModelFailed, Usage

@@ -23,8 +23,9 @@ from sqlalchemy import Connection, select
 from twisted.internet.defer import Deferred
 
 from service.billing import keys, ledger
-from service.billing.pricing import Quote, model_reserve, quote
+from service.billing.pricing import Quote, quote
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
+from service.billing.rules import model_reserve
 from service.core.config import Config
 from service.core.errors import (
     RESIDENTIAL_LOCKED,
