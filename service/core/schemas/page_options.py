@@ -12,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from service.core.errors import BadRequest
 from service.core.places import COUNTRIES, LANGUAGE_PATTERN, MAX_LANGUAGES
 from service.core.schemas.common import (
     COOKIE_DOMAIN_PATTERN,
@@ -22,11 +23,15 @@ from service.core.schemas.common import (
     _matching,
     _Strict,
 )
+from service.extraction.model_schema import InvalidSchema as InvalidModelSchema
+from service.extraction.model_schema import check_schema as check_model_schema
 from service.extraction.records import (
     FIELD_TYPES,
     MAX_DEPTH,
     MAX_FIELDS,
     TRANSFORMS,
+    InvalidSchema,
+    check_schema,
 )
 from service.extraction.records import MAX_SELECTOR_CHARS as MAX_RECORD_SELECTOR
 
@@ -248,3 +253,21 @@ class JsonOptions(_Strict):
         if (self.selectors is None) == (self.prompt is None and self.schema_ is None):
             raise ValueError("exactly one of 'selectors' and 'prompt'/'schema' must be given")
         return self
+
+    def check(self, model: bool) -> None:
+        """The json.selectors schema runs as it is, or a 400 names its bad path; a prompt needs
+        the operator's ``model``, and its schema must be a JSON Schema (a 400 names its path)."""
+        if self.selectors is None:
+            if not model:
+                raise BadRequest(f"invalid request: {NO_LLM}")
+            if self.schema_ is not None:
+                try:
+                    check_model_schema(self.schema_)
+                except InvalidModelSchema as exc:
+                    where = f"json.schema.{exc.path}" if exc.path else "json.schema"
+                    raise BadRequest(f"invalid request: '{where}': {exc}") from None
+            return
+        try:
+            check_schema(self.selectors)
+        except InvalidSchema as exc:
+            raise BadRequest(f"invalid request: {exc}") from None

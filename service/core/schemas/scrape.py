@@ -51,7 +51,6 @@ from service.core.schemas.common import (
 from service.core.schemas.page_options import (
     FORMAT_NEEDS_JSON,
     JSON_NEEDS_FORMAT,
-    NO_LLM,
     Cookie,
     JsonOptions,
     Location,
@@ -64,12 +63,6 @@ from service.extraction import (
     InvalidSelector,
     compile_selectors,
     compile_tags,
-)
-from service.extraction.model_schema import InvalidSchema as InvalidModelSchema
-from service.extraction.model_schema import check_schema as check_model_schema
-from service.extraction.records import (
-    InvalidSchema,
-    check_schema,
 )
 
 
@@ -379,7 +372,7 @@ def checked_scrape(
         if why is not None:
             raise BadRequest(f"invalid request: 'location.country': {why}")
     if request.json_ is not None:
-        _check_json(request.json_, model)
+        request.json_.check(model)
     try:
         compiled = compile_selectors(request.selectors)
         compile_tags("include_tags", request.include_tags)
@@ -387,22 +380,3 @@ def checked_scrape(
     except InvalidSelector as exc:
         raise BadRequest(f"invalid request: {exc}") from None
     return request, compiled
-
-
-def _check_json(options: JsonOptions, model: bool) -> None:
-    """The json.selectors schema runs as it is, or a 400 names its bad path; a prompt needs the
-    operator's model, and its schema must be a JSON Schema (a 400 names its bad path)."""
-    if options.selectors is None:
-        if not model:
-            raise BadRequest(f"invalid request: {NO_LLM}")
-        if options.schema_ is not None:
-            try:
-                check_model_schema(options.schema_)
-            except InvalidModelSchema as exc:
-                where = f"json.schema.{exc.path}" if exc.path else "json.schema"
-                raise BadRequest(f"invalid request: '{where}': {exc}") from None
-        return
-    try:
-        check_schema(options.selectors)
-    except InvalidSchema as exc:
-        raise BadRequest(f"invalid request: {exc}") from None
