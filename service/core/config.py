@@ -206,6 +206,8 @@ class Config:
     llm_base_url: str = default("llm_base_url")
     llm_model: str = default("llm_model")
     llm_api_key: str = field(default=default("llm_api_key"), repr=False)
+    # modules declaring the deployment's own formats (service.core.formats), declared at start
+    format_modules: tuple[str, ...] = default("format_modules")
     llm_timeout_seconds: float = default("llm_timeout_seconds")
     llm_concurrency: int = default("llm_concurrency")
     llm_max_input_tokens: int = default("llm_max_input_tokens")

@@ -35,7 +35,7 @@ from service.extraction import bounds
 #            lines of the file ``<NAME>_FILE``
 #   file     a file's path (read by the row it belongs to)
 #   pairs    comma-separated name=address pairs
-#   list     comma-separated values (Scrapy settings only)
+#   list     comma-separated values
 Kind = Literal["str", "url", "bool", "int", "float", "proxies", "file", "pairs", "list"]
 
 # Debian's chromium-headless-shell is the same Chromium without the desktop browser around it
@@ -319,6 +319,16 @@ SETTINGS: tuple[Setting, ...] = (
         "str",
         "",
         "the model the endpoint runs; needed with `SCRAPESPY_LLM_BASE_URL`",
+    ),
+    _env(
+        "SCRAPESPY_FORMAT_MODULES",
+        "format_modules",
+        "list",
+        (),
+        "comma-separated Python modules that declare more output formats (each a `FORMATS` "
+        "list of `service.core.formats.Output`), declared when the service starts; "
+        "docs/architecture.md, Adding a format",
+        shown="none",
     ),
     _env(
         "SCRAPESPY_LLM_API_KEY",

@@ -51,7 +51,7 @@ from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem, JobSu
 from service.jobs.webhook_spec import take_webhook
 from service.scrape.engine import SHUTTING_DOWN, EngineBridge
 from service.scrape.order import ScrapeOrder
-from service.scrape.results import ACTION_FIELDS, OUTPUTS, TRUNCATED, ScrapeResult
+from service.scrape.results import ACTION_FIELDS, TRUNCATED, ScrapeResult, format_fields
 from service.scrape.scraper import Scraper
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,6 @@ _BULKY: dict[str, Any] = {
     "extracted": {},
 }
 # ... and none of the fields that the request's formats and actions added
-_OUTPUTS = (*OUTPUTS, *ACTION_FIELDS, *TRUNCATED)
 
 
 # what a job's stored options hold besides its pages' scrape options: a crawl's rules
@@ -619,7 +618,7 @@ class Batches:
             return raw.decode()
         small: dict[str, Any] = orjson.loads(raw)
         small.update(_BULKY)
-        for name in _OUTPUTS:
+        for name in (*format_fields(), *ACTION_FIELDS, *TRUNCATED):
             small.pop(name, None)
         note = (
             f"the result was larger than the job result cap of {cap} bytes: its page was left out"
