@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from service.api.account import DEFAULT_LIMIT, MAX_LIMIT
 from service.billing.answers import Account, LedgerEntry, Page, PriceList, UsageRow
 from service.core.answer_schemas import answer_schema
-from service.core.errors import ERROR_CODE_HEADER, ERROR_CODES
+from service.core.errors import ERROR_CODE_HEADER, ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODES
 from service.core.schemas import BuyRequest, ScrapeRequest
 from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem, JobSummary, MapResult
 from service.jobs.batches import JOBS_LIMIT, MAX_URLS
@@ -17,6 +16,7 @@ from service.jobs.crawl_rules import CrawlRules, MapRequest
 from service.jobs.webhook_spec import WebhookSpec
 from service.scrape import results
 from service.scrape.sessions import SessionEnded, SessionList
+from service.web.account import DEFAULT_LIMIT, MAX_LIMIT
 
 _ERROR = {
     "type": "object",
@@ -27,7 +27,6 @@ _ERROR = {
     "header",
 }
 # the header of every error answer, described once (components.headers) and referred to
-ERROR_CODE_HEADER_DESCRIPTION = "what went wrong, for programs: one of the error codes"
 ERROR_CODE_REF = "#/components/headers/ErrorCode"
 _ERROR_CODE = {
     "required": True,
