@@ -23,7 +23,8 @@ from service.core.errors import ApiError, BadRequest, Conflict, NotFound
 from service.core.reactor import running
 from service.core.schemas import parse_json_object
 from service.db import Database
-from service.firecrawl import job_answers, jobs
+from service.firecrawl import job_answers
+from service.firecrawl import jobs as firecrawl_jobs
 from service.firecrawl.ids import native_id, shown_id
 from service.firecrawl.scrape import Version, document, failed, firecrawl_message, native_scrape
 from service.jobs import outcomes
@@ -155,12 +156,14 @@ class FirecrawlApi:
     async def crawl(self, request: Request, version: str) -> bytes:
         crawls = self.jobs.crawls()
         raw = read_json_body(request)
-        body, shown = jobs.native_crawl(parse_json_object(raw), version_of(request), self.config)
+        body, shown = firecrawl_jobs.native_crawl(
+            parse_json_object(raw), version_of(request), self.config
+        )
         webhook = body.pop("webhook", None)  # Firecrawl's flavour: the native body has no such
         try:
             asked, options, url = crawls.parse(orjson.dumps(body))
         except BadRequest as exc:
-            raise jobs.told_by_firecrawl_names(exc) from None
+            raise firecrawl_jobs.told_by_firecrawl_names(exc) from None
         if webhook is not None:
             options["webhook"] = reachable(webhook, self.config)
         caller = await crawls.batches.caller(key_of(request))
@@ -177,7 +180,9 @@ class FirecrawlApi:
     async def batch(self, request: Request, version: str) -> bytes:
         batches = self.jobs.batches()
         raw = read_json_body(request, MAX_BATCH_BODY_BYTES)
-        body, shown, left_out = jobs.native_batch(parse_json_object(raw), version_of(request))
+        body, shown, left_out = firecrawl_jobs.native_batch(
+            parse_json_object(raw), version_of(request)
+        )
         webhook = body.pop("webhook", None)
         options, urls = batches.parse(orjson.dumps(body))
         if webhook is not None:
@@ -225,14 +230,14 @@ class FirecrawlApi:
     async def map(self, request: Request, version: str) -> bytes:
         crawls = self.jobs.crawls()
         data = parse_json_object(read_json_body(request))
-        body, ask = jobs.native_map(data, version_of(request))
+        body, ask = firecrawl_jobs.native_map(data, version_of(request))
         try:
             asked = crawls.parse_map(orjson.dumps(body))
         except BadRequest as exc:
-            raise jobs.told_by_firecrawl_names(exc) from None
+            raise firecrawl_jobs.told_by_firecrawl_names(exc) from None
         caller = await crawls.batches.caller(key_of(request))
         found = await self._map_within(crawls.map(caller, asked), ask.seconds)
-        answer = jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
+        answer = firecrawl_jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
         return render_json(request, answer)
 
     @staticmethod
