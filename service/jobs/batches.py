@@ -180,7 +180,7 @@ class Batches:
         self.database = database
         self.scraper = scraper
         self.bridge = bridge
-        # GET and DELETE /jobs count in the bucket of GET /account (service.api.account): a
+        # GET and DELETE /jobs count in the bucket of GET /account (service.web.account): a
         # client polling its job never takes a scrape's turn
         self.reads_limiter = reads_limiter
         self.instance = instance_name()
