@@ -9,7 +9,8 @@ holds up to ``PIPELINE`` pages, parsing the first, so that it never waits for th
 read a reply before it has another page to parse.
 
 The frames in both directions, and the worker's side of them, are
-:mod:`service.extraction.worker`.
+:mod:`service.extraction.worker`; the worker process as the parent holds it is
+:mod:`service.extraction.worker_process`.
 
 A worker that does not answer within the scrape's remaining time (at least
 ``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
@@ -20,13 +21,8 @@ it also cuts the fields there, so that a padded field never crosses the pipe.
 
 Waiting pages take turns by account, the ones a caller waits on before a job's
 (:mod:`service.extraction.turns`); a worker parsing a large page is sent no second one, which
-would wait behind it. Turns alone still let one account hold every worker: six pages that stay
-under every bound, each a few seconds of a worker, kept another caller's small page waiting
-8.4 to 10 s (5 ms alone). So an account's pages hold at most all workers but one, and a page
-waits behind another account's page at a worker only when that one is light. A light page is
-one that would be parsed in place (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``, no main content,
-no ``json.selectors``: milliseconds): it may take that last worker, so that a lone caller's
-ordinary pages still use them all; only long ones are held to the others.
+would wait behind it, and which worker may take a page is
+:func:`service.extraction.worker_process.fits`.
 
 A small page (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``) is parsed right here when the pool's
 ``alone`` says no other scrape is in flight: a worker then protects no other caller, and the
@@ -42,23 +38,16 @@ ends it (a ``too_large`` failure, unbilled).
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import orjson
 from twisted.internet.defer import Deferred, fail, succeed
-from twisted.internet.main import CONNECTION_DONE, CONNECTION_LOST
-from twisted.internet.process import Process, ProcessReader
-from twisted.internet.protocol import ProcessProtocol
 
 from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.outputs import OutputOptions
@@ -72,6 +61,7 @@ from service.extraction.worker import (
     limit_memory,
     serve,
 )
+from service.extraction.worker_process import Task, Worker, fits, reactor, spawn
 
 log = logging.getLogger(__name__)
 
@@ -81,23 +71,11 @@ PROCESSING_FAILED = "the page could not be processed"
 PROCESSING_TIMED_OUT = "the page took too long to process"
 INLINE_MAX_CHARS = 64 * 1024
 INLINE_MAX_TAGS = 2048
-# A pipe's capacity on Linux: a reply is read in one turn of the reactor loop, not in 8 kB ones.
-READ_SIZE = 64 * 1024
 # Pages sent to a worker before its reply to the first: it reads the next page as soon as it has
 # written a reply, instead of idling until the reactor has read that reply and sent another.
 PIPELINE = 2
 # A page this large is not followed by a second one in its worker: it may take a while.
 PIPELINE_MAX_BYTES = 256 * 1024
-
-
-_CHILD_ENV = ("PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "VIRTUAL_ENV", "TMPDIR")
-
-
-def reactor() -> Any:
-    """The running reactor (installed by the service's entry points, service.core.reactor)."""
-    from twisted.internet import reactor as installed
-
-    return installed
 
 
 class ExtractionFailed(Exception):
@@ -114,30 +92,6 @@ class DocumentFailed(ExtractionFailed):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-@dataclass
-class _Task:
-    frame: bytes
-    timeout: float
-    deferred: Deferred[dict[str, Any]]
-    timer: Any = None
-    account: int | None = None
-    background: bool = False  # a job's page: no caller waits on it
-    document: bool = False  # a document's bytes, converted (service.extraction.documents)
-    capped: bool = False  # ``timeout`` is the page's own bound, not its scrape's time left
-    light: bool = False  # a page ``_small`` says parses in milliseconds
-
-
-@dataclass
-class _Worker:
-    pool: ExtractionPool
-    born: float = field(default_factory=time.monotonic)
-    protocol: Any = None
-    # the page it is parsing first, then the one it reads next (at most ``PIPELINE``)
-    tasks: deque[_Task] = field(default_factory=deque)
-    buffer: bytearray = field(default_factory=bytearray)
-    alive: bool = True
 
 
 class ExtractionPool:
@@ -160,8 +114,8 @@ class ExtractionPool:
             "service.extraction.pool",
             orjson.dumps(self.bounds.to_wire()).decode(),
         ]
-        self.workers: list[_Worker] = []
-        self.queue: Turns[_Task] = Turns()
+        self.workers: list[Worker] = []
+        self.queue: Turns[Task] = Turns()
         self.stopping = False
         self._gone: Deferred[None] | None = None
         self._kill_timer: Any = None
@@ -171,24 +125,9 @@ class ExtractionPool:
             self._spawn()
 
     def _spawn(self) -> None:
-        worker = _Worker(self)
-        protocol = _WorkerProtocol(worker)
-        worker.protocol = protocol
-        # The worker needs none of the service's secrets (database URL, Stripe keys).
-        env = {name: os.environ[name] for name in _CHILD_ENV if name in os.environ}
+        worker = Worker(self)
         self.workers.append(worker)
-        # what the reactor's spawnProcess does on POSIX, with a reader of larger chunks
-        _WorkerProcess(
-            reactor(),
-            self.command[0],
-            self.command,
-            env,
-            None,
-            protocol,
-            None,
-            None,
-            {0: "w", 1: "r", 2: 2},
-        )  # connectionMade then hands it a page that waited, if any
+        spawn(worker, self.command)
 
     def extract(
         self,
@@ -244,7 +183,7 @@ class ExtractionPool:
         left = max(timeout, MIN_SECONDS)
         capped = self.bounds.max_seconds < left
         self.queue.append(
-            _Task(
+            Task(
                 frame,
                 self.bounds.max_seconds if capped else left,
                 d,
@@ -255,7 +194,7 @@ class ExtractionPool:
                 light=light,
             )
         )
-        self._dispatch()
+        self.dispatch()
         return d
 
     @staticmethod
@@ -270,24 +209,7 @@ class ExtractionPool:
     def _inline(self) -> bool:
         return self.alone is not None and not self.queue and self.alone()
 
-    def _fits(self, worker: _Worker, task: _Task) -> bool:
-        """Whether ``task`` may go to ``worker`` now: not behind another account's long page,
-        and not to an account's last worker unless it is light."""
-        if worker.tasks and not worker.tasks[0].light and worker.tasks[0].account != task.account:
-            return False
-        if task.light or self.size < 2:
-            return True
-        account = task.account
-        if any(mine.account == account for mine in worker.tasks):
-            return True
-        held = sum(
-            1
-            for other in self.workers
-            if other is not worker and any(mine.account == account for mine in other.tasks)
-        )
-        return held < self.size - 1
-
-    def _dispatch(self) -> None:
+    def dispatch(self) -> None:
         # an idle worker first, then a second page to each busy one
         for depth in range(1, PIPELINE + 1):
             for worker in self.workers:
@@ -299,7 +221,9 @@ class ExtractionPool:
                     and worker.protocol.transport is not None
                     and (not worker.tasks or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
                 ):
-                    task = self.queue.take(partial(self._fits, worker))
+                    task = self.queue.take(
+                        partial(fits, worker, workers=self.workers, size=self.size)
+                    )
                     if task is None:
                         continue
                     worker.tasks.append(task)
@@ -307,12 +231,12 @@ class ExtractionPool:
                         self._clock(worker)
                     worker.protocol.transport.write(task.frame)
 
-    def _clock(self, worker: _Worker) -> None:
+    def _clock(self, worker: Worker) -> None:
         """Starts the time of the page the worker parses now (the first of its pages)."""
         task = worker.tasks[0]
         task.timer = reactor().callLater(task.timeout, self._overran, worker)
 
-    def _requeue(self, worker: _Worker) -> _Task | None:
+    def _requeue(self, worker: Worker) -> Task | None:
         """Takes the worker's pages back: the one it was parsing is returned, the pages it had
         not started go back to the front of the queue, in order."""
         if not worker.tasks:
@@ -323,7 +247,7 @@ class ExtractionPool:
         worker.tasks.clear()
         return first
 
-    def _overran(self, worker: _Worker) -> None:
+    def _overran(self, worker: Worker) -> None:
         task = self._requeue(worker)
         log.warning("an extraction worker overran its page's time; replacing it")
         self._retire(worker)
@@ -336,9 +260,9 @@ class ExtractionPool:
             )
         elif task is not None:
             task.deferred.errback(ExtractionFailed(PROCESSING_TIMED_OUT))
-        self._dispatch()
+        self.dispatch()
 
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: Worker) -> None:
         if not worker.alive:
             return
         worker.alive = False
@@ -351,7 +275,7 @@ class ExtractionPool:
         if not self.stopping:
             self._spawn()
 
-    def received(self, worker: _Worker, data: bytes) -> None:
+    def received(self, worker: Worker, data: bytes) -> None:
         worker.buffer += data
         while len(worker.buffer) >= FRAME_LENGTH.size:
             (size,) = FRAME_LENGTH.unpack_from(worker.buffer)
@@ -385,9 +309,9 @@ class ExtractionPool:
                 task.deferred.callback(fields)
             if exhausted:
                 break
-        self._dispatch()
+        self.dispatch()
 
-    def ended(self, worker: _Worker, signal_number: int | None = None) -> None:
+    def ended(self, worker: Worker, signal_number: int | None = None) -> None:
         task = self._requeue(worker)
         was_alive = worker.alive
         worker.alive = False
@@ -412,7 +336,7 @@ class ExtractionPool:
                 log.warning("an extraction worker exited; starting another")
                 self._spawn()
         if not self.stopping:
-            self._dispatch()
+            self.dispatch()
             return
         self._fail_queued()  # pages it had not started, on its way out
         if not self.workers and self._gone is not None and not self._gone.called:
@@ -462,44 +386,6 @@ class ExtractionPool:
                 worker.protocol.transport.signalProcess("KILL")
             except Exception:  # already gone
                 pass
-
-
-class _WorkerReader(ProcessReader):
-    """A worker's stdout, read ``READ_SIZE`` bytes at a time.
-
-    Twisted reads a process's output 8 kB at a time, one turn of the reactor loop each: the
-    fields of a 32 kB page (38 kB) took 5 turns, with markdown and the main content's text
-    (69 kB) 9, each costing the reactor thread as much as the read itself.
-    """
-
-    def doRead(self) -> Any:  # noqa: N802 - Twisted's name
-        # twisted.internet.fdesc.readFromFD, with a larger read
-        try:
-            data = os.read(self.fd, READ_SIZE)
-        except OSError as exc:
-            return None if exc.errno in (errno.EAGAIN, errno.EINTR) else CONNECTION_LOST
-        if not data:
-            return CONNECTION_DONE
-        self.dataReceived(data)
-        return None
-
-
-class _WorkerProcess(Process):
-    processReaderFactory = _WorkerReader
-
-
-class _WorkerProtocol(ProcessProtocol):
-    def __init__(self, worker: _Worker) -> None:
-        self.worker = worker
-
-    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
-        self.worker.pool._dispatch()
-
-    def outReceived(self, data: bytes) -> None:  # noqa: N802
-        self.worker.pool.received(self.worker, data)
-
-    def processEnded(self, reason: Any) -> None:  # noqa: N802
-        self.worker.pool.ended(self.worker, getattr(reason.value, "signal", None))
 
 
 if __name__ == "__main__":
