@@ -11,13 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from service.firecrawl.actions import PNG_DATA_URL, action_outputs
-from service.firecrawl.options import (
-    PROXIES,
-    Version,
-    firecrawl_message,
-    format_names,
-    native_scrape,
-)
+from service.firecrawl.formats import format_names
+from service.firecrawl.options import PROXIES, Version, firecrawl_message, native_scrape
 from service.scrape.results import ScrapeResult
 
 __all__ = [
