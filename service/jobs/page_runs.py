@@ -165,7 +165,7 @@ class PageRuns:
         engine, tier, most = request.engine, request.proxy_type, request.max_credits
         params = {
             **batch_hot.claim_params(page_id, self.instance, seen_attempt),
-            **self.scraper.hold_params(terms.key_hash, engine, tier, most, request.country),
+            **self.scraper.holds.hold_params(terms.key_hash, engine, tier, most, request.country),
         }
         row = await self.database.call("pg_start_page", params)
         if row is None:
@@ -173,7 +173,7 @@ class PageRuns:
         claim = self._claim_of(page_id, job_seq, str(row[1]), int(row[2]), terms)
         request = request.model_copy(update={"url": claim.url.strip()})
         try:
-            made = self.scraper.authorized(
+            made = self.scraper.holds.authorized(
                 row[3:] if row[3] is not None else None,
                 terms.key_hash,
                 engine,
@@ -182,7 +182,7 @@ class PageRuns:
                 request.country,
             )
             if made is None:  # auto, and the residential trials went meanwhile: without one
-                made = await self.scraper.hold(
+                made = await self.scraper.holds.hold(
                     terms.key_hash, engine, tier, most, country=request.country
                 )
                 await self.database.run(page_claims.set_hold, page_id, claim.attempt, made[2])
@@ -319,7 +319,7 @@ class PageRuns:
         ``record`` (the hot path's statement or SQLAlchemy's); or the claim with the refusal."""
         request, compiled = self._request(claim)
         try:
-            caller, price, hold_id = self.scraper.hold_in(
+            caller, price, hold_id = self.scraper.holds.hold_in(
                 conn,
                 claim.key_hash,
                 request.engine,
