@@ -44,11 +44,11 @@ from service.scrape.scraper import Scraper
 NOT_SCRAPING = frozenset({"crawl", "firecrawl"})
 
 
-# a claimed page's attempt: its job, or the refusal of its hold (Batches._start)
+# a claimed page's attempt: its job, or the refusal of its hold (PageRuns._start)
 Started = tuple[page_claims.Claim, "ScrapeOrder | ApiError"]
 
 
-_COLD = object()  # Batches._start_hot: not a page the hot path starts
+_COLD = object()  # PageRuns._start_hot: not a page the hot path starts
 
 
 KEY_GONE = "the API key that made this job was revoked; its remaining pages were not scraped"

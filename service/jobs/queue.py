@@ -9,7 +9,7 @@ LOCKED`` and wake on ``LISTEN/NOTIFY``, so the instances on one database share a
 A worker sends a heartbeat; the tasks of a worker whose heartbeat stopped (its instance died)
 are put back in the queue by the other instances, each task by one (``TAKE_OVER``), and the
 page's row tells the new attempt whether the dead one was billed
-(service.jobs.batch_store.claim_page). A task that failed (the database was down, the service
+(service.jobs.page_claims.claim_page). A task that failed (the database was down, the service
 shut down under it) is retried with a backoff, and a worker that stopped on a lost connection
 is started again (service.jobs.queue_worker).
 
