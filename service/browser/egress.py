@@ -42,12 +42,7 @@ from service.browser.dial import (
     public_addresses,
     upstream_tunnel,
 )
-from service.browser.wire import (
-    Upstream,
-    closing_head,
-    parse_request_head,
-    response_status,
-)
+from service.browser.wire import Upstream, closing_head, parse_request_head, response_status
 from service.egress.addresses import parse_host_literal
 
 __all__ = [

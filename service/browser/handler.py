@@ -55,28 +55,12 @@ from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.exceptions import DownloadTimeoutError
 
 from service.browser.actions import after_actions, run_actions, wants_actions
-from service.browser.egress import (
-    EgressRoute,
-)
-from service.browser.failures import (
-    BrowserError,
-    TooLarge,
-    navigation_failure,
-    refused_navigation,
-)
-from service.browser.launch import (
-    HEAVY_RESOURCE_TYPES,
-    IMAGE_TYPES,
-)
+from service.browser.egress import EgressRoute
+from service.browser.failures import BrowserError, TooLarge, navigation_failure, refused_navigation
+from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES
 from service.browser.lifecycle import BrowserLifecycle
 from service.browser.read import read_rendered
-from service.browser.render import (
-    Navigations,
-    Render,
-    browser_cookies,
-    upstream_of,
-    went_away,
-)
+from service.browser.render import Navigations, Render, browser_cookies, upstream_of, went_away
 from service.browser.renderers import MESSAGE as RENDERER_OVER_CAP
 from service.browser.screenshot import (
     SCREENSHOT_RESERVE,

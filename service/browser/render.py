@@ -10,13 +10,8 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 
-from service.browser.egress import (
-    EgressRoute,
-    Upstream,
-)
-from service.browser.failures import (
-    BrowserError,
-)
+from service.browser.egress import EgressRoute, Upstream
+from service.browser.failures import BrowserError
 from service.browser.settle import PageWatch
 from service.browser.spares import Spare
 from service.scrape import meta as scrape_meta

@@ -21,13 +21,7 @@ from service.billing.answers import Page
 from service.billing.idempotency import KEPT_FOR as KEYS_KEPT_FOR
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
 from service.core.config import Config
-from service.core.errors import (
-    ApiError,
-    BadRequest,
-    NotFound,
-    TooManyRequests,
-    Unauthorized,
-)
+from service.core.errors import ApiError, BadRequest, NotFound, TooManyRequests, Unauthorized
 from service.core.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.db import Database
 from service.jobs import batch_store, job_reads
@@ -82,8 +76,6 @@ class Batches(PageRuns):
         # client polling its job never takes a scrape's turn
         self.reads_limiter = reads_limiter
         self.queue: Any = None  # service.jobs.queue: set when the service is built
-
-    # the API ------------------------------------------------------------------------------
 
     def parse(self, body: bytes) -> tuple[dict[str, Any], list[str]]:
         """The options and the URLs of a batch, each URL checked as ``POST /scrape`` checks it

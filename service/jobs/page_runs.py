@@ -19,12 +19,7 @@ from twisted.internet.task import deferLater
 
 from service.billing import ledger
 from service.core.config import Config
-from service.core.errors import (
-    ApiError,
-    Forbidden,
-    PaymentRequired,
-    Unauthorized,
-)
+from service.core.errors import ApiError, Forbidden, PaymentRequired, Unauthorized
 from service.core.escalation import AUTO, Ladder, ladder
 from service.core.reactor import running
 from service.core.schemas import ScrapeRequest, checked_scrape
@@ -42,15 +37,9 @@ from service.scrape.scraper import Scraper
 # what a job's stored options hold besides its pages' scrape options: a crawl's rules
 # (service.jobs.crawls), and how its answers are shown (service.firecrawl.jobs)
 NOT_SCRAPING = frozenset({"crawl", "firecrawl"})
-
-
 # a claimed page's attempt: its job, or the refusal of its hold (PageRuns._start)
 Started = tuple[page_claims.Claim, "ScrapeOrder | ApiError"]
-
-
 _COLD = object()  # PageRuns._start_hot: not a page the hot path starts
-
-
 KEY_GONE = "the API key that made this job was revoked; its remaining pages were not scraped"
 
 
@@ -80,7 +69,7 @@ class PageRuns:
         self._hot_starts = Grouped(database, self._start_hot_all, hot=True)
         self._hot_finishes: Grouped[tuple[batch_store.Finish, int], bool]
         self._hot_finishes = Grouped(database, batch_hot.finish_hot_all, hot=True)
-        # each job's terms (_claim) and checked options (_request), on the database's threads
+        # each job's terms (_terms_of) and checked options (_checked), on the database's threads
         self._terms: JobCache[page_claims.JobTerms] = JobCache()
         self._requests: JobCache[tuple[ScrapeRequest, Any]] = JobCache()
 

@@ -24,12 +24,7 @@ from service.billing import keys
 from service.billing.pricing import model_reserve
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
 from service.core.config import Config
-from service.core.errors import (
-    BadRequest,
-    ServiceUnavailable,
-    TooManyRequests,
-    Unauthorized,
-)
+from service.core.errors import BadRequest, ServiceUnavailable, TooManyRequests, Unauthorized
 from service.core.schemas import ScrapeRequest, checked_scrape, parse_json_object
 from service.db import Database
 from service.db.tables import accounts
