@@ -13,7 +13,11 @@ Two layers do the work:
 * :class:`EgressGuardMiddleware` rejects unsupported schemes and private IP literals up front,
   resolves the *target* itself when the download goes through a proxy (the connection then goes
   to the proxy, so the resolver never sees the target), and turns a connection that failed
-  because the resolver dropped everything into :class:`EgressBlocked`, whose message users see.
+  because the resolver dropped everything into :class:`BlockedRequest`, whose message users see.
+
+The library's errors (``service.egress.addresses``) know no Scrapy; the middleware raises them as
+:class:`BlockedRequest` and :class:`RefusedScheme`, Scrapy's ``IgnoreRequest``: the spider's
+errback takes them, and the proxy pool does not blame a proxy for them.
 
 Switch it on in the Scrapy settings, after ``HttpProxyMiddleware`` (750) so that proxies taken
 from the environment are already in ``request.meta["proxy"]``::
@@ -33,7 +37,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import defer
@@ -69,11 +73,19 @@ try:
 except ImportError:  # Scrapy < 2.14 passes Twisted's DNSLookupError through unchanged
     CannotResolveHostError = DNSLookupError  # type: ignore[assignment,misc]
 
-__all__ = ["STATS_KEY_BLOCKED", "EgressGuardMiddleware"]
+__all__ = ["STATS_KEY_BLOCKED", "BlockedRequest", "EgressGuardMiddleware", "RefusedScheme"]
 
 logger = logging.getLogger(__name__)
 
 STATS_KEY_BLOCKED = "scrapespy/egress_guard/blocked"
+
+
+class BlockedRequest(EgressBlocked, IgnoreRequest):
+    """:class:`EgressBlocked` as Scrapy's ``IgnoreRequest``."""
+
+
+class RefusedScheme(UnsupportedScheme, IgnoreRequest):
+    """:class:`UnsupportedScheme` as Scrapy's ``IgnoreRequest``."""
 
 
 @implementer(IResolutionReceiver)
@@ -159,7 +171,7 @@ class EgressGuardMiddleware:
         scheme = (parsed.scheme or "").lower()
         if scheme not in ("http", "https"):
             self._count()
-            raise UnsupportedScheme(scheme)
+            raise RefusedScheme(scheme)
         host = parsed.hostname or ""
         self._check_target_host(host)
         self._ensure_installed()
@@ -257,4 +269,4 @@ class EgressGuardMiddleware:
     def _block(self, host: str, cause: BaseException | None = None) -> NoReturn:
         self._count()
         logger.debug("egress guard: refused %r", host)
-        raise EgressBlocked(host=host) from cause
+        raise BlockedRequest(host=host) from cause

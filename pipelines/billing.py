@@ -46,8 +46,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from service.billing import ledger
-from service.core.vocabulary import ResidentialTrial
+from service.billing import ledger, rules
 from service.extraction import empty_fields
 from service.scrape.order import ScrapeItem, ScrapeOrder, storable, usage_row
 from service.scrape.results import ScrapeResult
@@ -64,19 +63,24 @@ UNANSWERED = "the scrape's caller got no answer"
 def charge_for(
     order: ScrapeOrder, result: ScrapeResult, tier_used: str, blocks: int = 1, model: int = 0
 ) -> tuple[int, bool]:
-    """(credits to capture, whether a residential trial is consumed). A document costs the
-    price once per started block of pages (``blocks``): more than was held, when the hold is
-    extended first (:meth:`BillingPipeline._cover`). ``model``: what the language model's
-    tokens cost (pipelines.llm), held with the page and captured with it."""
-    if not result.success or result.blocked:
-        return 0, False
-    if ResidentialTrial.used_up(order.trial, tier_used):
-        return model, True
-    if order.ladder is not None:  # auto: the engine that answered (service.core.escalation)
-        price = order.ladder.costs[result.engine][tier_used]
-    else:
-        price = order.costs[tier_used]
-    return price * blocks + model, False
+    """(credits to capture, whether a residential trial is consumed): ``service.billing.rules``'
+    charge of ``result`` at ``tier_used``, priced for the engine that answered an auto request
+    (service.core.escalation). ``blocks``: a document's started blocks of pages, which may cost
+    more than was held (the hold is extended first, :meth:`BillingPipeline._cover`). ``model``:
+    what the language model's tokens cost (pipelines.llm), held with the page and captured
+    with it."""
+    ladder = order.ladder
+    prices = order.costs if ladder is None else ladder.costs.get(result.engine, {})
+    charged = rules.charge(
+        success=result.success,
+        blocked=result.blocked,
+        trial=order.trial,
+        tier_used=tier_used,
+        prices=prices,
+        blocks=blocks,
+        model=model,
+    )
+    return charged.cost, charged.consume_trial
 
 
 def over_budget(order: ScrapeOrder, refusal: Exception) -> str:

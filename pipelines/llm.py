@@ -1,5 +1,6 @@
 """Asks the operator's language model for what a request wants of it: ``json`` from
-``json.prompt``/``json.schema``, and the ``summary`` format (service.extraction.llm).
+``json.prompt``/``json.schema``, and the formats made by the model (``summary``...), each by its
+producer (service.core.formats), ``await ask(model, markdown, within) -> Answer``.
 
 Runs after the page's fields are parsed (pipelines.result.FieldsPipeline leaves the page's
 markdown in ``item.model_input``) and before the billing settles, which then charges the
@@ -28,8 +29,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from service.billing import ledger
-from service.billing.pricing import model_credits, model_reserve
+from service.billing.rules import model_credits, model_reserve
 from service.core.config import Config
+from service.core.formats import OUTPUTS as FORMATS
+from service.core.formats import producer
 from service.extraction import empty_fields
 from service.extraction.llm import LanguageModel, ModelFailed, Usage
 from service.scrape.model_reserve import REFUSALS, extend_for_model
@@ -73,11 +76,13 @@ class ModelPipeline:
                 answer = await self.model.json(page, spec["prompt"], spec["schema"], left)
                 used += answer.usage
                 setattr(result, "json", answer.value)  # noqa: B010 - a result_class field
-            if "summary" in order.formats:
-                left = order.deadline - time.monotonic()
-                answer = await self.model.summary(page, left)
-                used += answer.usage
-                setattr(result, "summary", answer.value)  # noqa: B010
+            for output in FORMATS:  # the formats made by the model, by their producers
+                if output.made_from == "model" and output.name in order.formats:
+                    assert output.producer is not None
+                    ask = producer(output.producer)
+                    answer = await ask(self.model, page, order.deadline - time.monotonic())
+                    used += answer.usage
+                    setattr(result, output.field, answer.value)  # a result_class field
         except ModelFailed as failed:
             used += failed.usage
             self._failed(item, failed.code, str(failed))

@@ -41,19 +41,18 @@ from middlewares.deadline import DeadlineExceeded
 from middlewares.decompression import too_large
 from middlewares.failure_codes import failure_code, tls_failed
 from service.browser.failures import BrowserError
-from service.browser.screenshot import screenshot_of  # noqa: F401 - the screenshot's producer
 from service.core.config import Config
-from service.core.vocabulary import OUTPUTS
+from service.core.formats import OUTPUTS
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.documents import DocumentRefused, document_type
-from service.extraction.pool import (
+from service.extraction.failures import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
     DocumentFailed,
     ExtractionFailed,
-    ExtractionPool,
 )
+from service.extraction.pool import ExtractionPool
 from service.extraction.worker import convert_within, extract_within
 from service.scrape import meta as scrape_meta
 from service.scrape.order import ScrapeItem, ScrapeOrder, new_result, timed_out
@@ -174,15 +173,14 @@ class ResultPipeline:
         return item
 
     def _received(self, item: ScrapeItem, response: Response) -> None:
-        """The formats made from the response (service.core.vocabulary), by their producers:
-        :func:`raw_html_of` and ``service.browser.screenshot``'s."""
+        """The formats made from the response or the rendered page (service.core.formats), by
+        their producers: :func:`raw_html_of`, ``service.browser.screenshot.screenshot_of``..."""
         result = item.result
         made = OUTPUTS.from_response(item.order.formats, response, self.max_raw_html_bytes)
         for field, value in made.items():
             setattr(result, field, value)  # a result_class field
 
 
-@OUTPUTS.produces("raw_html")
 def raw_html_of(response: Response, max_bytes: int) -> str | None:
     """The document as received or rendered; none past ``max_bytes``, a failure (too_large)."""
     if isinstance(response, TextResponse) and len(response.body) <= max_bytes:

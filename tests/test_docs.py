@@ -19,7 +19,12 @@ import pytest
 from harness.service import ROOT
 from service.core.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
 
-DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md", ROOT / "bench" / "README.md"]
+DOCS = [
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "decisions").glob("*.md")),
+    ROOT / "README.md",
+    ROOT / "bench" / "README.md",
+]
 
 # Paths the docs name that are made, not committed.
 GENERATED = {"bench/.venv-scrapyrt"}
@@ -37,6 +42,9 @@ OUTSIDE = re.compile(
 # A commit id: 7 to 40 hex digits with at least one digit and one letter (so neither a number nor
 # a word such as "defaced").
 COMMIT = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+# An issue or pull request by number ("issue 37", "#44"), not an HTML entity ("&#124;"): the
+# docs say what is, and the history of a change is git's.
+ISSUE = re.compile(r"\bissues?\s+#?\d+|(?<![&\w])#\d+\b", re.IGNORECASE)
 
 
 def doc_id(path: Path) -> str:
@@ -128,7 +136,7 @@ def test_every_module_a_doc_names_exists(doc: Path) -> None:
 def notebook_lines(text: str) -> list[str]:
     """What points outside or names a commit, with a little context (a phrase may wrap)."""
     found = []
-    for pattern in (OUTSIDE, COMMIT):
+    for pattern in (OUTSIDE, COMMIT, ISSUE):
         for match in pattern.finditer(text):
             found.append(" ".join(text[max(0, match.start() - 30) : match.end() + 30].split()))
     return found
@@ -145,6 +153,9 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert notebook_lines("kept up with the\n  specification by its authors")
     assert notebook_lines("The reference design parses on the reactor thread.")
     assert not notebook_lines("8388608 bytes, bug-1255978 0.33, a defaced page, sha256 digests")
+    assert notebook_lines("A js page is read as soon as it has settled (issue 37).")
+    assert notebook_lines("measured for #44")
+    assert not notebook_lines("escapes `|` in cells as `&#124;`, see [Results](#results)")
     assert missing_modules("`service/engine.py` and service.scraping") == [
         "service/engine.py",
         "service.scraping",

@@ -4,25 +4,30 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 
 import pytest
 import pytest_twisted
 from twisted.internet import reactor
+from twisted.internet.defer import ensureDeferred
 from twisted.internet.task import deferLater
 
 from harness.pages import article
 from service.extraction import compile_selectors, extract, worker
 from service.extraction import pool as extract_pool
 from service.extraction.bounds import AnswerBounds
-from service.extraction.outputs import OutputOptions
-from service.extraction.pool import (
+from service.extraction.documents import PDF, convert
+from service.extraction.failures import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
+    DocumentFailed,
     ExtractionFailed,
-    ExtractionPool,
     ExtractionTooLarge,
 )
+from service.extraction.outputs import OutputOptions
+from service.extraction.pool import ExtractionPool
+from tests.test_e2e_documents import CHROMIUM, PRINT
 
 PAGE_URL = "http://example.com/news/article.html"
 # Deep enough that lexbor takes a good while on it: the page a hostile target would serve.
@@ -31,13 +36,22 @@ HOSTILE = "<html><body>" + "<div>" * 60_000 + "x" + "</div>" * 60_000 + "</body>
 UNBOUNDED = AnswerBounds(max_depth=10**9, max_elements=10**9, max_seconds=600)
 
 
+async def ready(pool: ExtractionPool) -> ExtractionPool:
+    """``pool`` once each worker has said it is ready (the time of a page sent to a worker
+    starts when it starts on it, not while it still imports)."""
+    while not pool.workers or not all(worker.ready for worker in pool.workers):
+        await deferLater(reactor, 0.05, lambda: None)
+    return pool
+
+
 @pytest.fixture
 def pool():
-    started = ExtractionPool(1, bounds=UNBOUNDED)
-    started.start()
-    yield started
-    if not started.stopping:
-        pytest_twisted.blockon(started.stop())
+    one = ExtractionPool(1, bounds=UNBOUNDED)
+    one.start()
+    pytest_twisted.blockon(ensureDeferred(ready(one)))
+    yield one
+    if not one.stopping:
+        pytest_twisted.blockon(one.stop())
 
 
 def worker_pid(pool: ExtractionPool) -> int:
@@ -153,6 +167,10 @@ async def test_a_worker_that_cannot_start_is_retried_once_a_second_not_in_a_loop
 
     broken._spawn = counting_spawn  # type: ignore[method-assign]
     broken.start()
+    waiting = broken.extract("<p>" + "x" * 70_000, PAGE_URL, None, 30)
+    # no worker can take it: it fails, rather than wait for one
+    with pytest.raises(ExtractionFailed, match=PROCESSING_FAILED):
+        await waiting
     await deferLater(reactor, 2.5, lambda: None)
     await broken.stop()
     # the first start, then about one retry a second
@@ -293,11 +311,60 @@ async def test_a_lone_accounts_light_pages_use_every_worker():
     two = ExtractionPool(2, bounds=UNBOUNDED)
     two.start()
     try:
-        while not all(worker.protocol.transport is not None for worker in two.workers):
-            await deferLater(reactor, 0.05, lambda: None)
+        await ready(two)
         waits = [two.extract(article(1), PAGE_URL, None, 30, account=1) for _ in range(4)]
         assert all(worker.tasks for worker in two.workers)
         for d in waits:
             assert (await d)["title"]
     finally:
         await two.stop()
+
+
+@pytest.fixture(scope="module")
+def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """An article printed by Chromium over several pages: paragraphs cross page breaks."""
+    out = tmp_path_factory.mktemp("pdf")
+    (out / "article.html").write_text(article(2) + article(3))
+    subprocess.run([sys.executable, "-c", PRINT, str(out), CHROMIUM], check=True, timeout=120)
+    return (out / "article.pdf").read_bytes()
+
+
+async def started(size: int) -> ExtractionPool:
+    pool = ExtractionPool(size, bounds=UNBOUNDED)
+    pool.start()
+    return await ready(pool)
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_idle_pool_shares_a_pdf_between_workers_and_joins_it_as_one(long_pdf):
+    markdown = OutputOptions(frozenset({"markdown"}))
+    alone = convert(long_pdf, PDF, None, frozenset({"markdown"}), UNBOUNDED.document_pages)
+    assert alone["document"]["pages"] >= 4
+    pool = await started(3)
+    try:
+        d = pool.convert(long_pdf, PDF, PAGE_URL, None, 30, markdown, account=1)
+        busy = [worker for worker in pool.workers if worker.tasks]
+        # two of the three workers take a share; the account leaves the third to the others
+        assert len(busy) == min(2, extract_pool.SHARES), busy
+        assert await d == alone
+    finally:
+        await pool.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_pdf_shared_between_workers_fails_as_the_whole_would(long_pdf):
+    pool = await started(3)
+    try:
+        with pytest.raises(DocumentFailed) as refused:
+            await pool.convert(b"%PDF-1.7\n" + b"garbage " * 100, PDF, PAGE_URL, None, 30)
+        assert refused.value.code == "document_unreadable"
+        # past the document's page bound: too_large, as one worker says it
+        few = ExtractionPool(3, bounds=AnswerBounds(document_pages=2, max_seconds=600))
+        few.start()
+        try:
+            with pytest.raises(ExtractionTooLarge, match="over the limit of 2"):
+                await few.convert(long_pdf, PDF, PAGE_URL, None, 30)
+        finally:
+            await few.stop()
+    finally:
+        await pool.stop()

@@ -17,12 +17,13 @@ from twisted.web._newclient import ResponseNeverReceived
 
 from middlewares.deadline import DeadlineExceeded
 from middlewares.decompression import too_large
+from middlewares.egress_guard import BlockedRequest
 from middlewares.failure_codes import failure_code
 from pipelines.result import describe_failure
 from service.browser.actions import ActionFailed
-from service.browser.failures import BrowserError
+from service.browser.failures import BrowserError, exception_for
 from service.core.errors import FAILURE_CODES
-from service.egress.addresses import EgressBlocked
+from service.egress.addresses import BLOCKED_MESSAGE, EgressBlocked
 from service.scrape.order import ScrapeOrder
 
 
@@ -48,6 +49,7 @@ def tls_failure() -> DownloadFailedError:
     [
         (DeadlineExceeded("late"), "timeout"),
         (EgressBlocked(), "egress_blocked"),
+        (BlockedRequest(), "egress_blocked"),
         (IgnoreRequest("Forbidden by robots.txt"), "robots_disallowed"),
         (CannotResolveHostError("x"), "dns_error"),
         (tls_failure(), "tls_error"),
@@ -67,6 +69,17 @@ def tls_failure() -> DownloadFailedError:
 def test_each_failure_has_its_documented_code(exc, code):
     assert failure_code(exc) == failure_code(Failure(exc)) == code
     assert code in FAILURE_CODES
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [BlockedRequest(host="127.0.0.1"), exception_for("blocked", "http://127.0.0.1/")],
+    ids=["static", "js"],
+)
+def test_a_refused_target_says_so_whichever_engine_refused_it(exc):
+    order = ScrapeOrder(url="http://127.0.0.1/")
+    assert failure_code(exc) == "egress_blocked"
+    assert describe_failure(Failure(exc), order) == BLOCKED_MESSAGE
 
 
 def test_a_failed_handshake_says_so():

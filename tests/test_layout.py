@@ -167,6 +167,43 @@ def test_no_import_loops() -> None:
     assert loops() == []
 
 
+def distributions_imported(module: str) -> set[str]:
+    """The top-level names of every absolute import in ``module``, type-only ones included."""
+    tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+# What the libraries leave to the parts above them: the crawler and the database.
+NOT_IN_LIBRARIES = (
+    "scrapy",
+    "scrapy_playwright",
+    "playwright",
+    "sqlalchemy",
+    "psycopg2",
+    "psycopg",
+)
+
+
+def test_the_libraries_import_no_scrapy_and_no_database() -> None:
+    """A library's error is its own; a Scrapy component raises it as Scrapy's (the egress guard's
+    ``BlockedRequest`` is the egress library's ``EgressBlocked`` as an ``IgnoreRequest``)."""
+    libraries = [m for m in service_modules() if part_of(m) == 0]
+    assert "service.egress.addresses" in libraries
+    offences = [
+        f"{m} imports {name}"
+        for m in libraries
+        for name in sorted(distributions_imported(m))
+        if name in NOT_IN_LIBRARIES
+    ]
+    assert offences == []
+
+
 def test_the_scrapy_components_do_not_import_one_another_upstream() -> None:
     """Middlewares run before the spider's callbacks and the pipelines: they name neither."""
     offences = [

@@ -19,6 +19,7 @@ from service.extraction.llm import (
     ModelEndpoint,
     ModelFailed,
     bounded,
+    summary,
 )
 from service.extraction.model_schema import InvalidSchema, check_schema
 from tests.llm_standin import API_KEY, SUMMARY, ModelStandin, Reply
@@ -123,7 +124,7 @@ def test_a_summary_is_text(standin: ModelStandin) -> None:
     async def summarize() -> Any:
         model = LanguageModel(endpoint(standin))
         try:
-            return await model.summary(PAGE)
+            return await summary(model, PAGE)
         finally:
             await model.close()
 

@@ -18,18 +18,8 @@ PRODUCT = ("service", "middlewares", "pipelines", "spiders", "clients/python/src
 # the settings table is data, one entry per setting: it stays one file
 DATA = {"service/core/settings.py"}
 # being split in parallel by other changes (emptied once they are in)
-BEING_SPLIT = {
-    "service/core/schemas.py",
-    "service/api/openapi.py",
-    "service/api/app.py",
-    "service/firecrawl/routes.py",
-    "service/billing/ledger.py",
-}
-LONG_FUNCTIONS_BEING_SPLIT = {
-    "service/api/openapi.py:_document",
-    "service/api/openapi.py:_job_paths",
-    "service/billing/ledger.py:settle",
-}
+BEING_SPLIT = {"service/api/app.py", "service/firecrawl/routes.py"}
+LONG_FUNCTIONS_BEING_SPLIT: set[str] = set()
 
 
 def product_modules() -> list[Path]:

@@ -1,9 +1,10 @@
-"""One vocabulary (service.core.vocabulary): every format is made and answered, and whatever
-offers the engines, tiers and formats (the API, the dashboard, the command line, the auto ladder,
-the proxy pools) offers exactly those it declares.
+"""One vocabulary (service.core.vocabulary, service.core.formats): every format is made and
+answered, and whatever offers the engines, tiers and formats (the API, the dashboard, the command
+line, the auto ladder, the proxy pools) offers exactly those it declares.
 
-A new format is three changes: its producer, its line in the vocabulary, its test. The last
-tests here show it with a toy format."""
+A new format is its declaration and its producer, named by its dotted path. The last tests here
+show it with toy formats; tests/test_e2e_format_modules.py adds one of each kind to a running
+service."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ import pytest
 from scrapy.http import HtmlResponse
 from twisted.web.test.requesthelper import DummyRequest
 
-import pipelines.result  # noqa: F401 - the response's producers register on import
 from middlewares import proxy_pool
 from service.core import config as config_module
 from service.core.config import Config
 from service.core.errors import BadRequest
 from service.core.escalation import ladder
+from service.core.formats import producer
 from service.core.schemas import SCREENSHOT_NEEDS_JS, ScrapeRequest, validate
 from service.core.vocabulary import (
     AUTO,
@@ -36,13 +37,7 @@ from service.core.vocabulary import (
 )
 from service.dashboard.forms import scrape_body, shown_try_form
 from service.dashboard.pages import Pages
-from service.extraction.outputs import (
-    CONVERTERS,
-    READERS,
-    Converter,
-    OutputOptions,
-    extract_page,
-)
+from service.extraction.outputs import STANDARD, OutputOptions, PageProducer, extract_page
 from service.process.cli import main
 from service.scrape import results
 
@@ -60,31 +55,30 @@ def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
 @pytest.mark.parametrize("name", FORMATS)
 def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> None:
     output = OUTPUTS[name]
-    if name == "json":  # made from the page's tree by the request's schema
-        assert name not in CONVERTERS and name not in READERS and name not in OUTPUTS.producers
-    elif output.made_from == "model":  # by the operator's language model (pipelines.llm)
-        assert name not in CONVERTERS and name not in OUTPUTS.producers
-    elif output.made_from == "page":
-        # of the cleaned HTML, or of the page's own markup as received
-        assert (name in CONVERTERS) != (name in READERS) and name not in OUTPUTS.producers
+    if name == "json":  # made from the page's tree by the request's schema, or by the model
+        assert output.producer is None
     else:
-        assert name in OUTPUTS.producers and name not in CONVERTERS and name not in READERS
+        assert output.producer is not None and callable(producer(output.producer))
+    if output.made_from == "page" and output.producer is not None:
+        # the extraction library's own producers of its formats are the same
+        assert STANDARD[name] == PageProducer(output.producer, output.reads, output.attributes)
     assert output.field == name  # the API promises "each as a field of the same name"
-    assert output.field in results.OUTPUTS
+    assert output.field in results.format_fields()
     made = results.result_class(results.ScrapeResult, (output.field,))
     assert output.field in {f.name for f in fields(made)}
     assert results.json_schema()["properties"][output.field]["description"] == output.description
 
 
-def test_the_screenshot_is_made_by_the_browser_and_raw_html_by_the_pipeline():
-    assert OUTPUTS.producers["screenshot"].__module__ == "service.browser.screenshot"
-    assert OUTPUTS.producers["raw_html"].__module__ == "pipelines.result"
-    assert {
-        CONVERTERS[name].convert.__module__
-        for name in OUTPUTS.made_from("page")
-        if name in CONVERTERS
-    } == {"service.extraction.outputs"}
-    assert READERS["structured_data"].__module__ == "service.extraction.structured"
+def test_each_kind_of_format_is_made_where_its_input_is():
+    assert OUTPUTS.made_from("response") == ("raw_html",)
+    assert OUTPUTS.made_from("rendered_page") == ("screenshot",)
+    assert OUTPUTS.made_from("page") == ("markdown", "html", "json", "structured_data")
+    assert OUTPUTS.made_from("model") == ("summary",)
+    assert OUTPUTS["screenshot"].producer == "service.browser.screenshot.screenshot_of"
+    assert OUTPUTS["raw_html"].producer == "pipelines.result.raw_html_of"
+    assert OUTPUTS["summary"].producer == "service.extraction.llm.summary"
+    assert OUTPUTS["summary"].price == "model_tokens"
+    assert {OUTPUTS[name].price for name in FORMATS if name != "summary"} == {"page"}
 
 
 def test_the_request_accepts_exactly_the_vocabulary():
@@ -181,6 +175,7 @@ def test_a_residential_trial_is_held_direct_free_through_the_pool_and_billed_dir
 TOY = Output(
     "toy",
     "response",
+    "tests.test_vocabulary.toy_of",
     field="toy",
     description="the response's status, spelled out",
     summary="toy",
@@ -188,29 +183,37 @@ TOY = Output(
 )
 
 
+def toy_of(response: HtmlResponse, max_bytes: int) -> str:
+    return f"status {response.status}"
+
+
+def shout(cleaned: str) -> str:
+    return cleaned.upper()
+
+
 def test_a_new_format_made_from_the_response_is_its_declaration_and_its_producer():
     registry = OUTPUTS.copy(TOY)
-
-    @registry.produces("toy")
-    def toy_of(response: HtmlResponse, max_bytes: int) -> str:
-        return f"status {response.status}"
-
     response = HtmlResponse(URL, body=b"<p>hi</p>", encoding="utf-8")
     made = registry.from_response(["toy", "raw_html", "markdown"], response, 1000)
     assert made == {"toy": "status 200", "raw_html": "<p>hi</p>"}
-    assert "toy" not in OUTPUTS.declared and "toy" not in OUTPUTS.producers
-    with pytest.raises(ValueError, match="has a producer already"):
-        registry.produces("toy")(toy_of)
-    with pytest.raises(ValueError, match="made from the page"):
-        registry.produces("markdown")
+    assert "toy" not in OUTPUTS.declared
+    registry.declare(TOY)  # the same declaration again (a module imported twice) is no change
+    with pytest.raises(ValueError, match="is declared already"):
+        registry.declare(Output("markdown", "page", None, "markdown", "", "", ""))
+    with pytest.raises(ValueError, match="tokens are billed"):
+        Output("ask", "model", "a.b", field="ask", description="", summary="", label="")
 
 
-def test_a_new_format_made_from_the_page_is_a_converter(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(CONVERTERS, "shout", Converter(str.upper))
-    options = OutputOptions(formats=frozenset({"shout", "html"}))
+def test_a_new_format_made_from_the_page_is_a_converter():
+    producers = {
+        "shout": PageProducer("tests.test_vocabulary.shout"),
+        "html": STANDARD["html"],
+    }
+    options = OutputOptions(formats=frozenset(producers), producers=producers)
     page = extract_page("<p>hi <a href='/a'>there</a></p>", URL, options=options)
     assert page["shout"] == '<P>HI <A HREF="HTTPS://EXAMPLE.COM/A">THERE</A></P>'
     assert page["html"] == '<p>hi <a href="https://example.com/a">there</a></p>'
+    assert OutputOptions.from_wire(options.to_wire()) == options
 
 
 def test_the_python_clients_tools_mirror_the_vocabulary():

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from service.billing.ledger import now
+from service.billing.balance import now
 from service.db.tables import accounts
 
 

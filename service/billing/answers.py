@@ -7,13 +7,13 @@ description is the document's.
 
 from __future__ import annotations
 
-from typing import Annotated, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from service.core.config import ENGINES, TIERS
 from service.core.schemas import PACKS
+from service.core.vocabulary import ENGINES, PROXY_TIERS, TIERS
 
 T = TypeVar("T")
 MAX_LIMIT = 1000  # the most rows a page of a listing holds (GET /usage, /ledger, /jobs)
@@ -118,34 +118,29 @@ class LedgerEntry(TypedDict):
     reference: str | None
 
 
-@with_config(_CLOSED)
-class TierCosts(TypedDict):
-    none: Count
-    datacenter: Count
-    residential: Count
-
-
-@with_config(_CLOSED)
-class Costs(TypedDict):
-    static: TierCosts
-    js: TierCosts
+def _closed(name: str, fields: dict[str, object], doc: str | None = None) -> object:
+    """A closed TypedDict ``name`` of ``fields``, for keys that the vocabulary declares."""
+    made = TypedDict(name, fields)  # type: ignore[misc]
+    made.__doc__ = doc
+    return with_config(_CLOSED)(made)
 
 
 CountryCode = Annotated[str, Field(json_schema_extra={"pattern": "^[a-z]{2}$"})]
 
-
-@with_config(_CLOSED)
-class TierCountries(TypedDict):
-    """The countries (ISO 3166-1 alpha-2) each proxy tier's proxies are in: what a request's
-    ``location.country`` may name at that tier (with auto, at any of them)."""
-
-    datacenter: list[CountryCode]
-    residential: list[CountryCode]
-
-
-# the price list is keyed by the engines and tiers that config knows
-assert tuple(Costs.__annotations__) == ENGINES
-assert tuple(TierCosts.__annotations__) == TIERS
+# keyed by the vocabulary's engines and tiers (service.core.vocabulary), in its order
+if TYPE_CHECKING:
+    TierCosts: TypeAlias = dict[str, int]
+    Costs: TypeAlias = dict[str, TierCosts]
+    TierCountries: TypeAlias = dict[str, list[str]]
+else:
+    TierCosts = _closed("TierCosts", {tier: Count for tier in TIERS})
+    Costs = _closed("Costs", {engine: TierCosts for engine in ENGINES})
+    TierCountries = _closed(
+        "TierCountries",
+        {tier: list[CountryCode] for tier in PROXY_TIERS},
+        """The countries (ISO 3166-1 alpha-2) each proxy tier's proxies are in: what a request's
+    ``location.country`` may name at that tier (with auto, at any of them).""",
+    )
 
 
 class PriceList(TypedDict):

@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from service.billing.ledger import month_start, now
+from service.billing.balance import month_start, now
 from service.db.hot import HotConnection, cursor, hot_path, writing
 from service.db.tables import KEY_LABEL_LENGTH, api_keys, usage
 

@@ -1,4 +1,5 @@
-"""What a scrape costs, what is held for it, and the public price list."""
+"""What a request is quoted before it is scraped (its hold, or its refusal), and the public
+price list. The rules themselves are service.billing.rules'."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from typing import cast
 
 from service.billing.answers import Costs, PriceList, TierCountries
 from service.billing.keys import Caller
+from service.billing.rules import hold_terms
 from service.core.config import Config
 from service.core.errors import RESIDENTIAL_LOCKED, Forbidden, max_credits_exceeded
 from service.core.escalation import AUTO, Ladder, ladder
 from service.core.schemas import MIN_AMOUNT_EUR, PACKS
-from service.core.vocabulary import ResidentialTrial
-from service.extraction.model_schema import most_tokens
+from service.core.vocabulary import PROXY_TIERS, ResidentialTrial
 
 CREDITS_PER_EURO = 1000
 
@@ -45,8 +46,8 @@ def quote(
     if engine == AUTO or tier == AUTO:
         return _auto_quote(config, engine, tier, caller, max_credits, country)
     costs = config.costs[engine]
-    account = _trial_of(caller, tier)
-    price = Quote(costs[account.held_at(tier)], account.applies(tier), costs)
+    terms = hold_terms(costs, tier, _trial_of(caller, tier))
+    price = Quote(terms.amount, terms.trial, costs)
     if max_credits is not None and price.hold > max_credits:
         raise max_credits_exceeded(price.hold, max_credits)
     return price
@@ -95,22 +96,7 @@ def price_list(config: Config) -> PriceList:
         "costs": cast(Costs, config.costs),
         "map_credits": config.map_credits,
         "document_pages_per_block": config.document_pages_per_block,
-        "countries": TierCountries(
-            datacenter=list(config.countries["datacenter"]),
-            residential=list(config.countries["residential"]),
+        "countries": cast(
+            TierCountries, {tier: list(config.countries[tier]) for tier in PROXY_TIERS}
         ),
     }
-
-
-def model_credits(config: Config, tokens: int) -> int:
-    """What ``tokens`` of the operator's language model cost: its rate per started 1,000."""
-    return -(-tokens // 1000) * config.llm_credits_per_1k_tokens
-
-
-def model_reserve(config: Config) -> int:
-    """What a scrape that asks the language model holds on top of its page's price: the cost
-    of the most tokens one extraction may use (service.extraction.model_schema.most_tokens),
-    which is also the most it is billed for them."""
-    return model_credits(
-        config, most_tokens(config.llm_max_input_tokens, config.llm_max_output_tokens)
-    )

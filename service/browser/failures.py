@@ -21,9 +21,9 @@ from scrapy.exceptions import (
 )
 from twisted.internet.error import ConnectError, ConnectionRefusedError
 
+from middlewares.egress_guard import BlockedRequest
 from middlewares.redirects import unfollowable_location
 from service.browser.egress import MARKER_HEADER
-from service.egress.addresses import EgressBlocked
 
 if TYPE_CHECKING:
     from playwright.async_api import Error as PlaywrightError
@@ -79,7 +79,7 @@ class RedirectFailed(BrowserError):
 def exception_for(reason: str, url: str) -> Exception:
     """The exception a static download raises for an egress route's ``reason``."""
     if reason == "blocked":
-        return EgressBlocked()
+        return BlockedRequest()
     if reason == "unresolvable":
         return CannotResolveHostError(f"could not resolve the host of {url}")
     if reason == "refused":

@@ -4,7 +4,7 @@ A ``js`` request whose meta has ``scrapespy_screenshot`` (``{"full_page": bool}`
 in ``response.meta["scrapespy_screenshot_png"]``: of the viewport, or of the whole page as wide as
 the viewport and cut at ``SCRAPESPY_SCREENSHOT_MAX_HEIGHT`` CSS pixels. A PNG larger than
 ``SCRAPESPY_MAX_SCREENSHOT_BYTES`` fails the scrape with a :class:`BrowserError` that says so.
-:func:`screenshot_of`, the ``screenshot`` format's producer (service.core.vocabulary), gives
+:func:`screenshot_of`, the ``screenshot`` format's producer (service.core.formats), gives
 the result its base64.
 The shot is taken once the page's fonts are ready, within what is left of the request's deadline,
 in the request's own context, which the handler closes whatever happens here.
@@ -31,7 +31,6 @@ from playwright.async_api import Error as PlaywrightError
 
 from service.browser.failures import BrowserError
 from service.core.settings import scrapy_default
-from service.core.vocabulary import OUTPUTS
 from service.scrape.meta import SCREENSHOT, SCREENSHOT_PNG
 
 if TYPE_CHECKING:
@@ -62,7 +61,6 @@ def wants_screenshot(meta: dict[str, Any]) -> bool:
     return isinstance(meta.get(SCREENSHOT), dict)
 
 
-@OUTPUTS.produces("screenshot")
 def screenshot_of(response: Response, max_bytes: int) -> str | None:
     """The ``screenshot`` format: the base64 of the PNG taken for the response, if one was (its
     size was capped when it was taken)."""

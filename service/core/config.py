@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from service.core.places import countries_of, split_tag
 from service.core.settings import BY_FIELD, SETTINGS, Setting, default
 from service.core.settings import default_chromium_path as default_chromium_path
-from service.core.vocabulary import ENGINES, TIERS
+from service.core.vocabulary import ENGINES, PROXY_TIERS, TIERS
 
 DEFAULT_COSTS: dict[str, dict[str, int]] = {
     engine: {tier: BY_FIELD[f"costs.{engine}.{tier}"].default for tier in TIERS}
@@ -161,16 +161,16 @@ def _costs(found: Mapping[str, int]) -> dict[str, dict[str, int]]:
         for tier in TIERS:
             costs[engine][tier] = found.get(f"costs.{engine}.{tier}", costs[engine][tier])
     for engine in ENGINES:
-        if not costs[engine]["none"] <= costs[engine]["datacenter"] <= costs[engine]["residential"]:
-            raise ConfigError(f"{engine} costs must not decrease from none to residential")
+        prices = [costs[engine][tier] for tier in TIERS]
+        if prices != sorted(prices):
+            raise ConfigError(f"{engine} costs must not decrease from {TIERS[0]} to {TIERS[-1]}")
     return costs
 
 
 @cache
-def _countries(
-    datacenter: tuple[str, ...], residential: tuple[str, ...]
-) -> dict[str, tuple[str, ...]]:
-    return {"datacenter": countries_of(datacenter), "residential": countries_of(residential)}
+def _countries(*proxies: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Each proxy tier's countries, from its proxies (``proxies``, in the tiers' order)."""
+    return {tier: countries_of(its) for tier, its in zip(PROXY_TIERS, proxies, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -206,6 +206,8 @@ class Config:
     llm_base_url: str = default("llm_base_url")
     llm_model: str = default("llm_model")
     llm_api_key: str = field(default=default("llm_api_key"), repr=False)
+    # modules declaring the deployment's own formats (service.core.formats), declared at start
+    format_modules: tuple[str, ...] = default("format_modules")
     llm_timeout_seconds: float = default("llm_timeout_seconds")
     llm_concurrency: int = default("llm_concurrency")
     llm_max_input_tokens: int = default("llm_max_input_tokens")
@@ -327,7 +329,11 @@ class Config:
     @property
     def countries(self) -> dict[str, tuple[str, ...]]:
         """Proxy tier -> the countries its proxies are tagged with (service.core.places)."""
-        return _countries(tuple(self.proxies_datacenter), tuple(self.proxies_residential))
+        return _countries(*(tuple(self.proxies_of(tier)) for tier in PROXY_TIERS))
+
+    def proxies_of(self, tier: str) -> tuple[str, ...]:
+        """The proxies of the proxy tier ``tier`` (its ``SCRAPESPY_PROXIES_<TIER>`` setting)."""
+        return tuple(getattr(self, f"proxies_{tier}"))
 
     def listening_at(self, address: str) -> Config:
         """This configuration for a service listening at ``address`` (``http://host:port``): the

@@ -35,7 +35,7 @@ from service.extraction import bounds
 #            lines of the file ``<NAME>_FILE``
 #   file     a file's path (read by the row it belongs to)
 #   pairs    comma-separated name=address pairs
-#   list     comma-separated values (Scrapy settings only)
+#   list     comma-separated values
 Kind = Literal["str", "url", "bool", "int", "float", "proxies", "file", "pairs", "list"]
 
 # Debian's chromium-headless-shell is the same Chromium without the desktop browser around it
@@ -56,6 +56,10 @@ def default_chromium_path() -> str:
 # contend for the GIL with the reactor thread: on 2 cores, 2 threads served 12% more scrapes at
 # concurrency 32 on PostgreSQL than 8 (alternating 5 s turns of two services). SQLite uses one.
 DEFAULT_DB_THREADS = min(8, max(2, os.cpu_count() or 2))
+# One account's long pages hold all extraction workers but one (service.extraction.pool), so one
+# more worker than cores lets a lone caller keep every core busy: with two workers on two cores,
+# PDFs at concurrency 4 used one core (docs/decisions/0033-extraction-workers-and-pdf-shares.md)
+DEFAULT_EXTRACT_WORKERS = (os.cpu_count() or 2) + 1
 
 MIB = 1024 * 1024
 
@@ -317,6 +321,16 @@ SETTINGS: tuple[Setting, ...] = (
         "the model the endpoint runs; needed with `SCRAPESPY_LLM_BASE_URL`",
     ),
     _env(
+        "SCRAPESPY_FORMAT_MODULES",
+        "format_modules",
+        "list",
+        (),
+        "comma-separated Python modules that declare more output formats (each a `FORMATS` "
+        "list of `service.core.formats.Output`), declared when the service starts; "
+        "docs/architecture.md, Adding a format",
+        shown="none",
+    ),
+    _env(
         "SCRAPESPY_LLM_API_KEY",
         "llm_api_key",
         "str",
@@ -414,9 +428,11 @@ SETTINGS: tuple[Setting, ...] = (
         "SCRAPESPY_EXTRACT_WORKERS",
         "extract_workers",
         "int",
-        2,
+        DEFAULT_EXTRACT_WORKERS,
         "processes that parse fetched pages (and convert them to markdown, cleaned HTML and main "
-        "content); `0` parses everything on the reactor thread",
+        "content); one account's long pages use all but one; `0` parses everything on the "
+        "reactor thread",
+        shown="cores + 1",
     ),
     _env(
         "SCRAPESPY_ROBOTS_TTL_SECONDS",

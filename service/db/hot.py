@@ -7,7 +7,11 @@ connection each database thread keeps (``Database.run_hot``), elsewhere (tests, 
 connection of a Core transaction. On PostgreSQL the hold and the settlement are one call each to
 the functions of service/db/sql (their current text; the ``pg_*`` statements here call them).
 Everything else (the dashboard, payments, migrations, the sweeper) stays on SQLAlchemy Core.
-tests/test_ledger_properties.py drives both ways with the same operations.
+The statements compute nothing of the bill: what to hold and what a settlement does is
+service.billing.rules', and the amounts arrive as parameters (docs/decisions/0003-billing-rules.md
+says which part of the rule the PostgreSQL functions apply to the hold they claim).
+tests/test_ledger_properties.py drives both ways with the same operations, and
+tests/test_billing_backends.py the same sequences through both databases.
 
 The text is written with ``:name`` parameters and translated to each driver's style; dates go
 through SQLAlchemy's own bind processor for the dialect, so rows written here read back the same

@@ -9,15 +9,14 @@ resolves there, a redirect that goes there).
 host spells the way the C library does, and :class:`EgressBlocked` / :class:`UnsupportedScheme`
 carry the messages users see. Both guards use them: the guarded resolver and the downloader
 middleware of ``middlewares.egress_guard`` for static downloads, the browser's forward proxy
-(``service.browser.egress``) for the ``js`` engine.
+(``service.browser.egress``) for the ``js`` engine. The module knows no Scrapy: the middleware
+raises these errors as Scrapy's ``IgnoreRequest`` (``middlewares.egress_guard.BlockedRequest``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-
-from scrapy.exceptions import IgnoreRequest
 
 __all__ = [
     "BLOCKED_MESSAGE",
@@ -35,7 +34,7 @@ UNSUPPORTED_SCHEME_MESSAGE = "unsupported URL scheme"
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class EgressBlocked(IgnoreRequest):
+class EgressBlocked(Exception):
     """The request's target (or its proxy) is on a network the service must not reach."""
 
     def __init__(self, message: str = BLOCKED_MESSAGE, *, host: str | None = None) -> None:
@@ -47,7 +46,7 @@ class EgressBlocked(IgnoreRequest):
         return self.message
 
 
-class UnsupportedScheme(IgnoreRequest):
+class UnsupportedScheme(Exception):
     """Only http and https may be fetched (file:, ftp:, s3:, data: ... are refused)."""
 
     def __init__(self, scheme: str = "") -> None:

@@ -82,6 +82,63 @@ def convert(
             ) from None
     if converted.pages > max_pages:
         raise _too_many(converted.pages, max_pages)
+    return _fields(converted, kind, selectors, formats)
+
+
+def pdf_part(body: bytes, part: int, parts: int, max_pages: int) -> dict[str, Any]:
+    """The measured lines of the ``part``-th of ``parts`` equal runs of a PDF's pages, its page
+    count and (part 0) what it declares: one worker's share of a PDF that several convert at once
+    (service.extraction.split), joined by :func:`convert_parts` exactly as :func:`convert` would."""
+    pdf = _open(body)
+    try:
+        pages = len(pdf)
+        if pages > max_pages:
+            raise _too_many(pages, max_pages)
+        lines = [
+            _wire(line)
+            for index in range(pages * part // parts, pages * (part + 1) // parts)
+            for line in _page_lines(pdf, index)
+        ]
+        declared = pdf.get_metadata_dict(skip_empty=True) if part == 0 else {}
+    except pdfium.PdfiumError:
+        raise _unloadable() from None
+    finally:
+        pdf.close()
+    return {"pages": pages, "lines": lines, "declared": declared}
+
+
+def convert_parts(
+    parts: list[dict[str, Any]], selectors: Any, formats: frozenset[str]
+) -> dict[str, Any]:
+    """:func:`convert`'s fields of a PDF from its :func:`pdf_part` shares, in order."""
+    lines = [Line(*row) for part in parts for row in part["lines"]]
+    converted = _paragraphs(lines, parts[0]["pages"], parts[0]["declared"])
+    return _fields(converted, PDF, selectors, formats)
+
+
+def _wire(line: Line) -> list[Any]:
+    return [
+        line.text,
+        line.size,
+        line.page,
+        line.left,
+        line.right,
+        line.top,
+        line.bottom,
+        line.first_word,
+        line.body_left,
+        line.bullet,
+    ]
+
+
+def _unloadable() -> DocumentRefused:
+    # a page pdfium cannot load (a page tree nested past its bound)
+    return DocumentRefused("the document could not be read (a page pdfium cannot load)")
+
+
+def _fields(
+    converted: Converted, kind: str, selectors: Any, formats: frozenset[str]
+) -> dict[str, Any]:
     if not any(line.strip() for line in converted.lines):
         raise DocumentWithoutText(
             "the document has no text layer (a scanned or image-only PDF); OCR is not offered"
@@ -136,12 +193,15 @@ def _pdf(body: bytes, max_pages: int) -> Converted:
             raise _too_many(pages, max_pages)
         lines = [line for index in range(pages) for line in _page_lines(pdf, index)]
         declared = pdf.get_metadata_dict(skip_empty=True)
-    except pdfium.PdfiumError:  # a page it cannot load (a page tree nested past its bound)
-        raise DocumentRefused(
-            "the document could not be read (a page pdfium cannot load)"
-        ) from None
+    except pdfium.PdfiumError:
+        raise _unloadable() from None
     finally:
         pdf.close()
+    return _paragraphs(lines, pages, declared)
+
+
+def _paragraphs(lines: list[Line], pages: int, declared: dict[str, Any]) -> Converted:
+    """The document's blocks: its measured lines joined into paragraphs and headings."""
     levels = _heading_levels(lines)
     steps = line_steps(lines)
     columns = column_rights(lines)

@@ -168,10 +168,11 @@ class LanguageModel:
             "llm_invalid_answer", f"the language model gave no valid answer twice: {why}", used
         )
 
-    async def summary(self, markdown: str, within: float | None = None) -> Answer:
-        """A few sentences about ``markdown``."""
+    async def text(self, instructions: str, markdown: str, within: float | None = None) -> Answer:
+        """The model's text answer to ``instructions`` about ``markdown`` (a format's producer
+        asks it, service.core.formats)."""
         messages = [
-            {"role": "system", "content": SUMMARY_INSTRUCTIONS},
+            {"role": "system", "content": instructions},
             {"role": "user", "content": bounded(markdown, self.endpoint.max_input_tokens)},
         ]
         text, usage = await self._complete(messages, Usage(), within)
@@ -230,3 +231,8 @@ class LanguageModel:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+async def summary(model: LanguageModel, markdown: str, within: float | None = None) -> Answer:
+    """The ``summary`` format's producer: a few sentences about ``markdown``."""
+    return await model.text(SUMMARY_INSTRUCTIONS, markdown, within)

@@ -13,10 +13,12 @@ event attribute (``on*``); its ``href``, ``src``, ``poster`` and ``srcset`` URLs
 html-to-markdown's GitHub-flavoured rendering of that HTML. ``text`` comes from the same visible
 text walker as the whole page's (:mod:`service.extraction.text`).
 
-A format made from the page (service.core.vocabulary declares which) is a :class:`Converter` of
-that cleaned HTML, registered under its name with :func:`converts`, or, when it reads what the
-cleaning drops (scripts, meta tags: ``structured_data``), a reader of the page as received in
-:data:`READERS`.
+A format made from the page (service.core.formats declares which) is made by its
+:class:`PageProducer`, a function named by its dotted path: a converter of that cleaned HTML
+(``convert(cleaned) -> value``), or, when it reads what the cleaning drops (scripts, meta tags:
+``structured_data``), a reader of the page as received (``read(html, url) -> value``). The
+caller gives each asked format's producer (``OutputOptions.producers``); this library's own
+formats have theirs in :data:`STANDARD`.
 
 Options travel to an extraction worker (:mod:`service.extraction.pool`) as a plain dict:
 :meth:`OutputOptions.to_wire` and :meth:`OutputOptions.from_wire`.
@@ -24,16 +26,17 @@ Options travel to an extraction worker (:mod:`service.extraction.pool`) as a pla
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import html_to_markdown
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from service.extraction import main_content, structured
+from service.extraction import main_content
 from service.extraction.fields import UrlResolver, document_base, empty_fields, fields_of, parse
 from service.extraction.main_content import main_of
 from service.extraction.records_run import extract_records
@@ -43,51 +46,51 @@ if TYPE_CHECKING:
     from service.extraction.selectors import CompiledSelectors
 
 __all__ = [
-    "CONVERTERS",
-    "READERS",
-    "Converter",
+    "STANDARD",
     "OutputOptions",
-    "converts",
+    "PageProducer",
     "extract_page",
     "render",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class Converter:
-    """How a format made from the page is made: from the cleaned HTML of what is kept of it.
-    ``attributes``: it keeps the elements' attributes, which are then all cleaned (markdown
-    writes some URLs only, which are the only attributes cleaned for it)."""
+class PageProducer:
+    """How a format made from the page is made: the dotted path of its function, what it reads
+    (``cleaned``: the cleaned HTML of what is kept of the page; ``received``: the page's markup
+    and URL), and for a converter whether it keeps the elements' attributes, which are then all
+    cleaned (markdown writes some URLs only, which are the only attributes cleaned for it)."""
 
-    convert: Callable[[str], str]
+    path: str
+    reads: Literal["cleaned", "received"] = "cleaned"
     attributes: bool = False
 
+    def to_wire(self) -> list[Any]:
+        return [self.path, self.reads, self.attributes]
 
-#: format -> its converter: the formats made from the page's tree (service.core.vocabulary
-#: declares them; ``raw_html`` and ``screenshot`` are made from the response).
-CONVERTERS: Final[dict[str, Converter]] = {}
-
-
-def converts(
-    name: str, *, attributes: bool = False
-) -> Callable[[Callable[[str], str]], Callable[[str], str]]:
-    """Registers the decorated function as the converter of the format ``name``."""
-
-    def register(convert: Callable[[str], str]) -> Callable[[str], str]:
-        if name in CONVERTERS:
-            raise ValueError(f"{name!r} has a converter already")
-        CONVERTERS[name] = Converter(convert, attributes)
-        return convert
-
-    return register
+    @classmethod
+    def from_wire(cls, wire: list[Any]) -> PageProducer:
+        return cls(wire[0], wire[1], bool(wire[2]))
 
 
-#: format -> its reader: the formats made from the page's own markup as received (its scripts
-#: and meta tags, which the cleaned HTML has not), read as ``reader(html, url)``.
-READERS: Final[dict[str, Callable[[str, str], Any]]] = {
-    "structured_data": structured.structured_data,
+#: the producers of this library's own formats, for a caller that names no others
+STANDARD: Final[Mapping[str, PageProducer]] = {
+    "markdown": PageProducer("service.extraction.outputs.markdown"),
+    "html": PageProducer("service.extraction.outputs.cleaned_html", attributes=True),
+    "structured_data": PageProducer("service.extraction.structured.structured_data", "received"),
 }
-_EMPTY_READ: Final[dict[str, Callable[[], Any]]] = {"structured_data": structured.empty}
+
+_LOADED: dict[str, Callable[..., Any]] = {}
+
+
+def _function(path: str) -> Callable[..., Any]:
+    """The function at the dotted ``path``, imported once (in a worker, at its first page)."""
+    found = _LOADED.get(path)
+    if found is None:
+        module, _, name = path.rpartition(".")
+        found = _LOADED[path] = getattr(importlib.import_module(module), name)
+    return found
+
 
 _UNRENDERED_TAGS: Final = (
     "script", "style", "noscript", "template", "iframe", "object", "embed", "noembed", "noframes",
@@ -126,6 +129,16 @@ class OutputOptions:
     exclude_tags: tuple[str, ...] = ()
     # the request's json.selectors schema, checked (service.extraction.records)
     records: Mapping[str, Any] | None = None
+    # the producer of each format of ``formats`` (those of :data:`STANDARD` by default)
+    producers: Mapping[str, PageProducer] = field(default_factory=lambda: STANDARD)
+
+    def producer(self, name: str) -> PageProducer:
+        return self.producers[name]
+
+    @property
+    def read(self) -> frozenset[str]:
+        """The formats read from the page as received."""
+        return frozenset(n for n in self.formats if self.producers[n].reads == "received")
 
     @property
     def replaces_text(self) -> bool:
@@ -139,6 +152,7 @@ class OutputOptions:
             "include": list(self.include_tags),
             "exclude": list(self.exclude_tags),
             "records": self.records,
+            "producers": {name: self.producers[name].to_wire() for name in sorted(self.formats)},
         }
 
     @classmethod
@@ -151,6 +165,7 @@ class OutputOptions:
             tuple(wire["include"]),
             tuple(wire["exclude"]),
             wire.get("records"),
+            {name: PageProducer.from_wire(made) for name, made in wire["producers"].items()},
         )
 
 
@@ -180,8 +195,8 @@ def extract_page(
             if cut:
                 page["json_cut"] = True
         page.update(render(tree, html, resolve, options))
-        for name in options.formats & READERS.keys():
-            page[name] = READERS[name](html, url)
+        for name in options.read:
+            page[name] = _function(options.producer(name).path)(html, url)
     return page
 
 
@@ -207,10 +222,10 @@ def render(
     out: dict[str, Any] = {}
     if options.replaces_text:
         out["text"] = visible_text(root) or None
-    converted = options.formats - READERS.keys()
+    converted = options.formats - options.read
     if converted:
         # Markdown writes no attribute but some URLs: the rest matters to ``html`` only.
-        full = any(CONVERTERS[name].attributes for name in converted)
+        full = any(options.producer(name).attributes for name in converted)
         events = full and _EVENT_ATTRIBUTE.search(html) is not None
         _clean_attributes(root, resolve, events, full)
         cleaned = root.inner_html if root.tag == "body" else root.html
@@ -220,24 +235,25 @@ def render(
             # ``text``, as article bodies are scored); markdown and html start with it again.
             cleaned = f"<h1>{escape(title, quote=False)}</h1>\n{cleaned}"
         for name in converted:
-            out[name] = CONVERTERS[name].convert(cleaned)
+            out[name] = _function(options.producer(name).path)(cleaned)
     return out
 
 
-@converts("html", attributes=True)
 def cleaned_html(cleaned: str) -> str:
     return cleaned
 
 
-@converts("markdown")
 def markdown(cleaned: str) -> str:
     converted = html_to_markdown.convert(cleaned, main_content.MARKDOWN_OPTIONS)
     return converted.content or ""
 
 
 def _empty_outputs(options: OutputOptions, text: str | None) -> dict[str, Any]:
+    # a page with no tree: its converted formats are empty, a reader reads an empty page
+    read = options.read
     out: dict[str, Any] = {
-        name: _EMPTY_READ[name]() if name in READERS else "" for name in options.formats
+        name: _function(options.producer(name).path)("", "") if name in read else ""
+        for name in options.formats
     }
     if options.replaces_text:
         out["text"] = None

@@ -8,21 +8,19 @@ its stdin and reads the fields back from its stdout; the reactor only moves byte
 holds up to ``PIPELINE`` pages, parsing the first, so that it never waits for the reactor to
 read a reply before it has another page to parse.
 
-The frames in both directions, and the worker's side of them, are
-:mod:`service.extraction.worker`; the worker process as the parent holds it is
-:mod:`service.extraction.worker_process`.
+The frames in both directions, and the worker's side of them, are :mod:`service.extraction.worker`;
+the worker process as the parent holds it is :mod:`service.extraction.worker_process`.
 
-A worker that does not answer within the scrape's remaining time (at least
-``MIN_SECONDS``), or that dies, is killed and replaced; its page gets
-:class:`ExtractionFailed`, which the result pipeline reports as a failed, unbilled scrape. One
-past ``SCRAPESPY_EXTRACT_MAX_SECONDS`` first gets :class:`ExtractionTooLarge`, as does a page past
-the other bounds of :mod:`service.extraction.bounds`, which the worker checks before parsing;
-it also cuts the fields there, so that a padded field never crosses the pipe.
+A worker that does not answer within the scrape's remaining time (at least ``MIN_SECONDS``), or
+that dies, is killed and replaced; its page gets :class:`ExtractionFailed`, which the result
+pipeline reports as a failed, unbilled scrape (:mod:`service.extraction.failures`). One past
+``SCRAPESPY_EXTRACT_MAX_SECONDS`` first gets :class:`ExtractionTooLarge`, as does a page past the
+other bounds of :mod:`service.extraction.bounds`, which the worker checks before parsing; it also
+cuts the fields there, so that a padded field never crosses the pipe.
 
 Waiting pages take turns by account, the ones a caller waits on before a job's
 (:mod:`service.extraction.turns`); a worker parsing a large page is sent no second one, which
-would wait behind it, and which worker may take a page is
-:func:`service.extraction.worker_process.fits`.
+would wait behind it, and which worker may take a page is :func:`.worker_process.fits`.
 
 A small page (``INLINE_MAX_CHARS``, ``INLINE_MAX_TAGS``) is parsed right here when the pool's
 ``alone`` says no other scrape is in flight: a worker then protects no other caller, and the
@@ -39,6 +37,7 @@ ends it (a ``too_large`` failure, unbilled).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -50,8 +49,18 @@ import orjson
 from twisted.internet.defer import Deferred, fail, succeed
 
 from service.extraction.bounds import AnswerBounds, PageTooLarge
+from service.extraction.documents import PDF
+from service.extraction.failures import (
+    PROCESSING_FAILED,
+    PROCESSING_TIMED_OUT,
+    DocumentFailed,
+    ExtractionFailed,
+    ExtractionTooLarge,
+    crash_message,
+)
 from service.extraction.outputs import OutputOptions
 from service.extraction.selectors import CompiledSelectors
+from service.extraction.split import convert_in_shares
 from service.extraction.turns import Turns
 from service.extraction.worker import (
     FRAME_LENGTH,
@@ -61,14 +70,12 @@ from service.extraction.worker import (
     limit_memory,
     serve,
 )
-from service.extraction.worker_process import Task, Worker, fits, reactor, spawn
+from service.extraction.worker_process import Task, Worker, fits, reactor, shares, spawn
 
 log = logging.getLogger(__name__)
 
 MIN_SECONDS = 5.0
 RESPAWN_DELAY = 1.0
-PROCESSING_FAILED = "the page could not be processed"
-PROCESSING_TIMED_OUT = "the page took too long to process"
 INLINE_MAX_CHARS = 64 * 1024
 INLINE_MAX_TAGS = 2048
 # Pages sent to a worker before its reply to the first: it reads the next page as soon as it has
@@ -76,22 +83,8 @@ INLINE_MAX_TAGS = 2048
 PIPELINE = 2
 # A page this large is not followed by a second one in its worker: it may take a while.
 PIPELINE_MAX_BYTES = 256 * 1024
-
-
-class ExtractionFailed(Exception):
-    """The page could not be extracted: its worker timed out or died."""
-
-
-class ExtractionTooLarge(ExtractionFailed, PageTooLarge):
-    """The page is past a bound of service.extraction.bounds: a ``too_large`` failure."""
-
-
-class DocumentFailed(ExtractionFailed):
-    """A document the worker refused (service.extraction.documents); ``code`` says why."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.code = code
+# Idle workers a PDF is shared between at most (service.extraction.split): one a core.
+SHARES = max(1, os.cpu_count() or 1)
 
 
 class ExtractionPool:
@@ -166,9 +159,19 @@ class ExtractionPool:
         background: bool = False,
     ) -> Deferred[dict[str, Any]]:
         """:meth:`extract` for a document's bytes (service.extraction.documents): always in a
-        worker, as even a small PDF may take long; fails with :class:`DocumentFailed` too."""
-        frame = encode_document(body, kind, url, selectors, options)
-        return self._queued(frame, timeout, account, background, document=True)
+        worker, as even a small PDF may take long; fails with :class:`DocumentFailed` too. A PDF
+        that finds workers idle is shared between them (service.extraction.split)."""
+
+        def queue(frame: bytes) -> Deferred[dict[str, Any]]:
+            return self._queued(frame, timeout, account, background, document=True)
+
+        def whole() -> Deferred[dict[str, Any]]:
+            return queue(encode_document(body, kind, url, selectors, options))
+
+        parts = 1 if kind != PDF or self.queue else shares(self.workers, account, self.size, SHARES)
+        if parts < 2:
+            return whole()
+        return convert_in_shares(queue, whole, body, parts, selectors, options)
 
     def _queued(
         self,
@@ -217,8 +220,8 @@ class ExtractionPool:
                     return
                 if (
                     worker.alive
+                    and worker.ready
                     and len(worker.tasks) < depth
-                    and worker.protocol.transport is not None
                     and (not worker.tasks or len(worker.tasks[0].frame) <= PIPELINE_MAX_BYTES)
                 ):
                     task = self.queue.take(
@@ -283,6 +286,9 @@ class ExtractionPool:
                 return
             body = bytes(worker.buffer[FRAME_LENGTH.size : FRAME_LENGTH.size + size])
             del worker.buffer[: FRAME_LENGTH.size + size]
+            if not worker.ready:  # its first frame: started, it reads pages now
+                worker.ready = True
+                continue
             if not worker.tasks:
                 continue
             task = worker.tasks.popleft()
@@ -322,7 +328,9 @@ class ExtractionPool:
             if task.document and signal_number is not None:
                 # pdfium aborts when an allocation fails: past the worker's memory, most likely
                 log.warning("an extraction worker died of signal %d on a document", signal_number)
-                task.deferred.errback(DocumentFailed(self._crashed(), "document_unreadable"))
+                task.deferred.errback(
+                    DocumentFailed(crash_message(self.bounds.max_memory_mb), "document_unreadable")
+                )
             else:
                 task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
         if was_alive and not self.stopping:
@@ -332,6 +340,8 @@ class ExtractionPool:
                     "an extraction worker exited as it started; retrying in %g s", RESPAWN_DELAY
                 )
                 reactor().callLater(RESPAWN_DELAY, self._respawn)
+                if not any(other.ready for other in self.workers):
+                    self._fail_queued()  # no worker can take them: the callers hear it now
             else:
                 log.warning("an extraction worker exited; starting another")
                 self._spawn()
@@ -343,15 +353,6 @@ class ExtractionPool:
             if self._kill_timer is not None and self._kill_timer.active():
                 self._kill_timer.cancel()
             self._gone.callback(None)
-
-    def _crashed(self) -> str:
-        limit = self.bounds.max_memory_mb
-        return "the document could not be converted: its converter stopped " + (
-            f"(it needs more than the {limit} MiB of memory an extraction worker may use, "
-            "SCRAPESPY_EXTRACT_MAX_MEMORY_MB, or the file crashed it)"
-            if limit
-            else "(the file crashed it)"
-        )
 
     def _respawn(self) -> None:
         if not self.stopping and len(self.workers) < self.size:

@@ -4,11 +4,14 @@
 Frames, both directions: a 4-byte big-endian length, then the payload. A request's payload is
 ``orjson(header) + b"\\0" + page`` where the page is the decoded text re-encoded as UTF-8; the
 reply is the orjson of the fields (``service.extraction.fields.extract``) or ``{"error": "..."}``
-(with ``too_large``, the message, for a page past a bound of service.extraction.bounds). A header
+(with ``too_large``, the message, for a page past a bound of service.extraction.bounds); an
+empty frame first says the worker has started. A header
 with ``outputs`` (``service.extraction.outputs.OutputOptions``) asks for markdown, html or main
 content too: the reply's fields then carry them (``extract_page``). A header with ``document``
 (its kind) carries a document's bytes as they were received instead of a page, converted by
 :mod:`service.extraction.documents`; one it refuses is replied ``{"error", "refused", "code"}``.
+A header with ``part`` (``[i, k]``) asks for the measured lines of the i-th of k runs of a PDF's
+pages, one with ``join`` for the fields of a PDF from those shares (service.extraction.split).
 The fields are cut to the worker's bounds here, before they cross the pipe.
 
 A worker's memory is bounded (:func:`limit_memory`, ``SCRAPESPY_EXTRACT_MAX_MEMORY_MB``): a page or
@@ -33,7 +36,7 @@ from service.extraction.bounds import (
     bounded,
     check_parse,
 )
-from service.extraction.documents import DocumentRefused, convert
+from service.extraction.documents import DocumentRefused, convert, convert_parts, pdf_part
 from service.extraction.fields import extract
 from service.extraction.outputs import OutputOptions, extract_page
 from service.extraction.selectors import CompiledSelectors, selectors_from_wire, selectors_to_wire
@@ -43,6 +46,8 @@ __all__ = [
     "answer",
     "convert_within",
     "encode_document",
+    "encode_join",
+    "encode_part",
     "encode_request",
     "extract_within",
     "limit_memory",
@@ -80,6 +85,25 @@ def encode_document(
     return FRAME_LENGTH.pack(len(payload)) + payload
 
 
+def encode_part(body: bytes, part: int, parts: int) -> bytes:
+    """One worker's share of a PDF converted by several (service.extraction.split)."""
+    payload = orjson.dumps({"part": [part, parts]}) + b"\0" + body
+    return FRAME_LENGTH.pack(len(payload)) + payload
+
+
+def encode_join(
+    shares: list[dict[str, Any]],
+    selectors: CompiledSelectors | None,
+    options: OutputOptions | None = None,
+) -> bytes:
+    """The shares of a PDF (:func:`encode_part`'s replies, in order) to join into its fields."""
+    meta: dict[str, Any] = {"selectors": selectors_to_wire(selectors), "join": True}
+    if options is not None:
+        meta["outputs"] = options.to_wire()
+    payload = orjson.dumps(meta) + b"\0" + orjson.dumps(shares)
+    return FRAME_LENGTH.pack(len(payload)) + payload
+
+
 def limit_memory(megabytes: int) -> None:
     """Bounds this process's address space to ``megabytes`` MiB (0: no bound): an allocation
     past it fails (Python raises MemoryError) instead of growing the worker without end."""
@@ -107,7 +131,19 @@ def _answer(payload: bytes, bounds: AnswerBounds) -> tuple[bytes, bool]:
     try:
         header, page = payload.split(b"\0", 1)
         meta = orjson.loads(header)
-        if "document" in meta:
+        if "part" in meta:
+            what = "document"
+            part, parts = meta["part"]
+            fields = pdf_part(page, part, parts, bounds.document_pages)
+        elif "join" in meta:
+            what = "document"
+            options = OutputOptions.from_wire(meta.get("outputs"))
+            formats = options.formats if options is not None else frozenset()
+            shares = orjson.loads(page)
+            fields = bounded(
+                convert_parts(shares, selectors_from_wire(meta["selectors"]), formats), bounds
+            )
+        elif "document" in meta:
             what = "document"
             fields = convert_within(
                 page,
@@ -172,6 +208,8 @@ def serve(stdin: Any, stdout: Any, bounds: AnswerBounds | None = None) -> None:
     """The worker's loop: one request in, one reply out, until the parent closes stdin (or a
     request ran it out of memory)."""
     bounds = bounds or AnswerBounds()
+    stdout.write(FRAME_LENGTH.pack(0))  # ready: the pool sends pages from now on
+    stdout.flush()
     while True:
         head = stdin.read(FRAME_LENGTH.size)
         if len(head) < FRAME_LENGTH.size:

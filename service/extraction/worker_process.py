@@ -31,8 +31,6 @@ def reactor() -> Any:
 class Feeder(Protocol):
     """What feeds a worker its pages and hears what it answers: the pool."""
 
-    def dispatch(self) -> None: ...
-
     def received(self, worker: Worker, data: bytes) -> None: ...
 
     def ended(self, worker: Worker, signal_number: int | None = None) -> None: ...
@@ -60,6 +58,9 @@ class Worker:
     tasks: deque[Task] = field(default_factory=deque)
     buffer: bytearray = field(default_factory=bytearray)
     alive: bool = True
+    # it has said so with an empty frame, once started: a page's time starts only then, not
+    # while the worker still imports (seconds on a busy machine)
+    ready: bool = False
 
 
 def fits(worker: Worker, task: Task, workers: list[Worker], size: int) -> bool:
@@ -89,6 +90,18 @@ def fits(worker: Worker, task: Task, workers: list[Worker], size: int) -> bool:
     return held < size - 1
 
 
+def shares(workers: list[Worker], account: int | None, size: int, most: int) -> int:
+    """How many workers may convert a PDF together now (nothing waits): the idle ones, at most
+    ``most``, and the account still held to all workers but one."""
+    idle = held = 0
+    for worker in workers:
+        if not worker.tasks:
+            idle += worker.alive and worker.ready
+        elif any(task.account == account for task in worker.tasks):
+            held += 1
+    return min(idle, most, size - 1 - held)
+
+
 def spawn(worker: Worker, command: list[str]) -> None:
     """Starts the worker's process running ``command``."""
     protocol = WorkerProtocol(worker)
@@ -106,7 +119,7 @@ def spawn(worker: Worker, command: list[str]) -> None:
         None,
         None,
         {0: "w", 1: "r", 2: 2},
-    )  # connectionMade then hands it a page that waited, if any
+    )  # once it says it is ready, it is handed a page that waited, if any
 
 
 class WorkerReader(ProcessReader):
@@ -136,9 +149,6 @@ class WorkerProcess(Process):
 class WorkerProtocol(ProcessProtocol):
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
-
-    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
-        self.worker.pool.dispatch()
 
     def outReceived(self, data: bytes) -> None:  # noqa: N802
         self.worker.pool.received(self.worker, data)

@@ -9,24 +9,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.core.errors import BadRequest
+from service.core.formats import OUTPUTS
 
 SDK_DEFAULT_FORMATS = ["markdown"]
 
 
-# Firecrawl's format -> the native format that makes it (None: read from the native result)
-FORMATS: dict[str, str | None] = {
-    "markdown": "markdown",
-    "html": "html",
-    "rawHtml": "raw_html",
-    "links": None,
-    "images": None,
-    "screenshot": "screenshot",
-    "json": "json",
-    "summary": "summary",
-    # not one of Firecrawl's: the page's own structured data, in the document's metadata
-    # (service.firecrawl.scrape.IN_METADATA); the SDKs send it as {"type": "structuredData"}
-    "structuredData": "structured_data",
-}
+# Firecrawl's formats read from the native result's own fields rather than made by a format
+FROM_RESULT = ("links", "images")
+# Firecrawl's own formats, in the order of its documentation (a refusal lists them so); a native
+# format's Firecrawl name comes from its declaration (service.core.formats), and those that are
+# not Firecrawl's (structuredData...) follow
+FIRECRAWL_ORDER = ("markdown", "html", "rawHtml", *FROM_RESULT, "screenshot", "json", "summary")
+
+
+def formats() -> dict[str, str | None]:
+    """Firecrawl's format -> the native format that makes it (None: read from the native
+    result), from the declared formats."""
+    made: dict[str, str | None] = {**OUTPUTS.firecrawl(), **dict.fromkeys(FROM_RESULT)}
+    ordered = {name: made.pop(name) for name in FIRECRAWL_ORDER if name in made}
+    return {**ordered, **made}
 
 
 FULL_PAGE_SCREENSHOT = "screenshot@fullPage"
@@ -73,8 +74,9 @@ def format_names(value: Any) -> tuple[list[str], bool]:
                 f"the {name!r} format needs {REFUSED_FORMATS[name]}, which this server does "
                 "not offer",
             )
-        if name not in FORMATS:
-            raise bad("formats", f"{name!r} is not a format (one of {', '.join(FORMATS)})")
+        known = formats()
+        if name not in known:
+            raise bad("formats", f"{name!r} is not a format (one of {', '.join(known)})")
         if isinstance(item, Mapping):
             full_page |= _format_options(item, index)
         names.append(name)
@@ -128,8 +130,9 @@ def model_json(formats: Any, json_options: Any) -> dict[str, Any]:
 
 def native_formats(value: Any) -> dict[str, Any]:
     names, full_page = format_names(value)
+    known = formats()
     native: dict[str, Any] = {
-        "formats": sorted({made for name in names if (made := FORMATS[name]) is not None})
+        "formats": sorted({made for name in names if (made := known[name]) is not None})
     }
     if full_page and "screenshot" in names:
         native["screenshot_full_page"] = True

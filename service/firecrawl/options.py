@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from service.core.errors import BadRequest
+from service.core.formats import OUTPUTS
 from service.firecrawl.actions import native_steps
 from service.firecrawl.formats import bad, model_json, native_formats
 
@@ -267,7 +268,8 @@ def _max_age(value: Any, flags: Mapping[str, bool]) -> dict[str, Any]:
 
 def _engine(native: Mapping[str, Any], mobile: bool) -> str:
     """``js`` when something needs the browser, else ``auto``."""
-    needs_browser = "screenshot" in native["formats"] or native.get("actions")
+    rendered = any(OUTPUTS[name].needs == "js" for name in native["formats"])  # a screenshot...
+    needs_browser = rendered or native.get("actions")
     return "js" if needs_browser or native.get("wait_for") or mobile else "auto"
 
 

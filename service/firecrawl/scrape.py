@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from service.core.formats import OUTPUTS
 from service.firecrawl.actions import PNG_DATA_URL, action_outputs
-from service.firecrawl.formats import format_names
+from service.firecrawl.formats import format_names, formats
 from service.firecrawl.options import PROXIES, Version, firecrawl_message, native_scrape
 from service.scrape.results import ScrapeResult
 
@@ -130,19 +131,24 @@ def _warning(result: ScrapeResult | Mapping[str, Any], data: Mapping[str, Any]) 
 # holds what the page's <head> declares)
 IN_METADATA = "structuredData"
 
-# what each format of the document is read from
+# how a format of the document is read from the result, when it is not its native format's field
+# as it is (service.firecrawl.formats.formats)
 DOCUMENT_FIELDS: dict[str, Callable[[ScrapeResult | Mapping[str, Any]], Any]] = {
-    "markdown": lambda result: _field(result, "markdown"),
-    "html": lambda result: _field(result, "html"),
-    "rawHtml": lambda result: _field(result, "raw_html"),
     "links": _links,
     "images": lambda result: list(_field(result, "images") or ()),
     "screenshot": lambda result: (
         PNG_DATA_URL + shot if (shot := _field(result, "screenshot")) else None
     ),
-    "json": lambda result: _field(result, "json"),
-    "summary": lambda result: _field(result, "summary"),
 }
+
+
+def _document_field(name: str, result: ScrapeResult | Mapping[str, Any]) -> Any:
+    read = DOCUMENT_FIELDS.get(name)
+    if read is not None:
+        return read(result)
+    native = formats()[name]
+    assert native is not None
+    return _field(result, OUTPUTS[native].field)
 
 
 def document(
@@ -155,7 +161,7 @@ def document(
     for name in names:
         if name == IN_METADATA:
             continue
-        value = DOCUMENT_FIELDS[name](result)
+        value = _document_field(name, result)
         if value is not None:
             doc[name] = value
     actions = data.get("actions")

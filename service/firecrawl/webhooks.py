@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from service.core.errors import BadRequest
-from service.firecrawl.formats import FORMATS
+from service.firecrawl.formats import formats
 from service.firecrawl.ids import shown_id
 from service.firecrawl.scrape import Version, document, failed
 from service.jobs.webhook_flavours import Flavour, Outgoing
@@ -49,8 +49,6 @@ PAGE_FAILED = {
     "blocked": "the page is an anti-bot page",
     "failed": "the page could not be scraped",
 }
-# the native format -> Firecrawl's, to describe a page as the job's scrape options asked
-FIRECRAWL_FORMAT = {native: name for name, native in FORMATS.items() if native}
 
 
 def native_webhook(value: Any, version: Version) -> dict[str, Any]:
@@ -138,7 +136,9 @@ def _options(delivery: Delivery) -> Mapping[str, Any]:
         return shown
     if "formats" not in delivery.options:
         return {}
-    names = (FIRECRAWL_FORMAT.get(name) for name in delivery.options["formats"])
+    # the native format -> Firecrawl's, to describe a page as the job's scrape options asked
+    firecrawl = {native: name for name, native in formats().items() if native}
+    names = (firecrawl.get(name) for name in delivery.options["formats"])
     return {"formats": [name for name in names if name]}
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from service.scrape.results import ACTION_FIELDS, OUTPUTS, TRUNCATED, ScrapeResult
+from service.scrape.results import ACTION_FIELDS, TRUNCATED, ScrapeResult, format_fields
 
 # what a result larger than config.job_result_max_bytes keeps: its status, not its page
 _BULKY: dict[str, Any] = {
@@ -18,10 +18,7 @@ _BULKY: dict[str, Any] = {
     "text": None,
     "extracted": {},
 }
-
-
 # ... and none of the fields that the request's formats and actions added
-_OUTPUTS = (*OUTPUTS, *ACTION_FIELDS, *TRUNCATED)
 
 
 def page_status(result: ScrapeResult) -> str:
@@ -38,7 +35,7 @@ def stored_result(result: ScrapeResult, cap: int) -> str:
         return raw.decode()
     small: dict[str, Any] = orjson.loads(raw)
     small.update(_BULKY)
-    for name in _OUTPUTS:
+    for name in (*format_fields(), *ACTION_FIELDS, *TRUNCATED):
         small.pop(name, None)
     note = f"the result was larger than the job result cap of {cap} bytes: its page was left out"
     small["error"] = f"{small['error']}; {note}" if small.get("error") else note

@@ -3,7 +3,7 @@
 once, and the others are being claimed or stored meanwhile (``PAGES_PER_SCRAPE``).
 
 PostgreSQL (:class:`PostgresQueue`): each page is one task of procrastinate, a maintained
-PostgreSQL-backed queue (docs/architecture.md says why this one). Every instance runs a worker
+PostgreSQL-backed queue (docs/decisions/0028 says why this one). Every instance runs a worker
 on the reactor's own asyncio loop; workers take tasks with ``SELECT ... FOR UPDATE SKIP
 LOCKED`` and wake on ``LISTEN/NOTIFY``, so the instances on one database share a job's pages.
 A worker sends a heartbeat; the tasks of a worker whose heartbeat stopped (its instance died)

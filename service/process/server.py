@@ -20,6 +20,7 @@ from service.billing import ledger
 from service.billing.payments.provider import make_provider
 from service.billing.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from service.core.config import Config
+from service.core.formats import OUTPUTS
 from service.core.headers import security_headers
 from service.dashboard.app import Dashboard
 from service.db import Database
@@ -94,6 +95,8 @@ class Service:
 
 
 async def build(config: Config, *, migrate: bool = True) -> Service:
+    # the deployment's own formats, before anything offers or makes one (service.core.formats)
+    OUTPUTS.declare_modules(config.format_modules)
     database = Database(config.database_url, threads=config.db_threads, reactor_calls=True)
     # Before any thread starts: payment settings that would lose money stop the start cleanly.
     payments = make_provider(config, database)

@@ -1,5 +1,5 @@
 """The language model's share of a scrape's hold (json.prompt, summary): its worst case,
-``service.billing.pricing.model_reserve``, added to the page's hold before anything is fetched.
+``service.billing.rules.model_reserve``, added to the page's hold before anything is fetched.
 
 ``POST /scrape`` (and Firecrawl's scrape) extend the hold just made, one more round trip for
 these requests only, and answer a 402 when the balance, the request's ``max_credits`` or the

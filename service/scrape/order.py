@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Any, overload
 
 from twisted.internet.defer import Deferred
 
+from service.core.formats import OUTPUTS as FORMAT_OUTPUTS
 from service.core.places import languages_for
-from service.core.vocabulary import FORMATS
-from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
 from service.db.tables import UsageRow
 from service.extraction.model_schema import ANY_OBJECT
-from service.extraction.outputs import CONVERTERS, READERS, OutputOptions
+from service.extraction.outputs import OutputOptions, PageProducer
 from service.scrape.results import (
     ACTION_FIELDS,
     ATTEMPTS,
@@ -169,9 +168,12 @@ class ScrapeOrder:
 
     @property
     def asks_model(self) -> bool:
-        """Whether the operator's language model makes part of the answer (json.prompt,
-        summary): pipelines.llm then asks it, from the page's markdown."""
-        return self.model_json is not None or "summary" in self.formats
+        """Whether the operator's language model makes part of the answer (json.prompt, a
+        format made by the model): pipelines.llm then asks it, from the page's markdown, and
+        its tokens are billed (the formats' price rule, service.core.formats)."""
+        return self.model_json is not None or any(
+            FORMAT_OUTPUTS[name].price == "model_tokens" for name in self.formats
+        )
 
     @property
     def deadline(self) -> float:
@@ -199,9 +201,16 @@ class ScrapeOrder:
 
     def output_options(self) -> OutputOptions | None:
         """What the extraction computes beyond the standard fields; None when nothing."""
-        converted = frozenset(self.formats & (CONVERTERS.keys() | READERS.keys()))
+        producers = {
+            name: PageProducer(output.producer, output.reads, output.attributes)
+            for name in self.formats
+            if (output := FORMAT_OUTPUTS[name]).made_from == "page" and output.producer
+        }
         if self.asks_model:  # the model's input (pipelines.result.FieldsPipeline keeps it)
-            converted |= {"markdown"}
+            markdown = FORMAT_OUTPUTS["markdown"]
+            assert markdown.producer is not None
+            producers["markdown"] = PageProducer(markdown.producer)
+        converted = frozenset(producers)
         records = self.records if "json" in self.formats else None
         if not (
             converted
@@ -212,7 +221,12 @@ class ScrapeOrder:
         ):
             return None
         return OutputOptions(
-            converted, self.only_main_content, self.include_tags, self.exclude_tags, records
+            converted,
+            self.only_main_content,
+            self.include_tags,
+            self.exclude_tags,
+            records,
+            producers,
         )
 
 
@@ -297,7 +311,7 @@ def new_result(
         or order.country is not None
     ):
         outputs: tuple[str, ...] = tuple(
-            FORMAT_OUTPUTS[name].field for name in FORMATS if name in order.formats
+            FORMAT_OUTPUTS[name].field for name in FORMAT_OUTPUTS.names if name in order.formats
         )
         if order.asks_model:
             outputs = outputs + MODEL_USAGE

@@ -31,9 +31,9 @@ from typing_extensions import TypedDict
 
 from service.core.answer_schemas import answer_schema
 from service.core.errors import FAILURE_CODES
+from service.core.formats import OUTPUTS as FORMAT_OUTPUTS
 from service.core.schemas import ACTION_TYPES
-from service.core.vocabulary import DOCUMENT_TYPES, ENGINES, FORMATS, TIERS
-from service.core.vocabulary import OUTPUTS as FORMAT_OUTPUTS
+from service.core.vocabulary import DOCUMENT_TYPES, ENGINES, TIERS
 from service.scrape.timings import Timings
 
 
@@ -198,7 +198,7 @@ class ScrapeResult:
         self.text = page["text"]
         self.extracted = page["extracted"]
         # fields of the result_class that the request's formats chose
-        for name in _FROM_PAGE:
+        for name in FORMAT_OUTPUTS.made_from("page"):
             if name in page:
                 setattr(self, FORMAT_OUTPUTS[name].field, page[name])
 
@@ -207,7 +207,7 @@ class ScrapeResult:
         ``service.extraction.empty_fields``) and the outputs converted from it: a success
         that became an unbilled failure once read (pipelines.billing) gives nothing away."""
         self.fill(page)
-        for name in _FROM_PAGE:
+        for name in FORMAT_OUTPUTS.made_from("page"):
             field_name = FORMAT_OUTPUTS[name].field
             if hasattr(self, field_name):
                 setattr(self, field_name, None)
@@ -222,8 +222,14 @@ class BlockedResult(ScrapeResult):
 
 
 R = TypeVar("R", bound=ScrapeResult)
-OUTPUTS: Final = tuple(FORMAT_OUTPUTS[name].field for name in FORMATS)
-_FROM_PAGE: Final = FORMAT_OUTPUTS.made_from("page")
+
+
+def format_fields() -> tuple[str, ...]:
+    """The formats' fields, in their order (service.core.formats): read each time, as a
+    deployment's own formats are declared once the process starts."""
+    return tuple(output.field for output in FORMAT_OUTPUTS)
+
+
 COUNTRY: Final = ("country",)
 ATTEMPTS: Final = ("attempts",)
 ACTION_FIELDS: Final = ("actions", "action_results")
@@ -289,32 +295,35 @@ _OUTPUT_TYPES: Final[dict[str, Any]] = {
             "one was"
         ),
     ],
-    # the formats' fields (service.core.vocabulary)
-    **{
-        output.field: Annotated[
-            str | None if output.value_type is None else output.value_type | None,
-            Field(
-                description=output.description,
-                json_schema_extra=dict(output.schema_extra) if output.schema_extra else None,
-            ),
-        ]
-        for output in (FORMAT_OUTPUTS[name] for name in FORMATS)
-    },
 }
+
+
+def _output_type(name: str) -> Any:
+    """The type of the field ``name``: of a format (service.core.formats), or of the others."""
+    for output in FORMAT_OUTPUTS:
+        if output.field == name:
+            return Annotated[
+                str | None if output.value_type is None else output.value_type | None,
+                Field(
+                    description=output.description,
+                    json_schema_extra=dict(output.schema_extra) if output.schema_extra else None,
+                ),
+            ]
+    return _OUTPUT_TYPES[name]
 
 
 @cache
 def result_class(base: type[R], outputs: tuple[str, ...]) -> type[R]:
     """``base`` with the fields of ``outputs`` (in :data:`COUNTRY`, :data:`ATTEMPTS`,
-    :data:`ACTION_FIELDS`, :data:`SESSION`, :data:`OUTPUTS`, :data:`MODEL_USAGE`,
+    :data:`ACTION_FIELDS`, :data:`SESSION`, :func:`format_fields`, :data:`MODEL_USAGE`,
     :data:`DOCUMENT` then
     :data:`TRUNCATED` order) after its own; the lists start empty, the outputs as None."""
     if not outputs:
         return base
     extra: list[tuple[str, Any, Any]] = [
-        (name, _OUTPUT_TYPES[name], field(default_factory=list))
+        (name, _output_type(name), field(default_factory=list))
         if name in ATTEMPTS + ACTION_FIELDS + TRUNCATED
-        else (name, _OUTPUT_TYPES[name], field(default=None))
+        else (name, _output_type(name), field(default=None))
         for name in outputs
     ]
     made: type[R] = make_dataclass(base.__name__, extra, bases=(base,), slots=True)
@@ -357,7 +366,7 @@ def json_schema() -> dict[str, Any]:
             + ATTEMPTS
             + ACTION_FIELDS
             + SESSION
-            + OUTPUTS
+            + format_fields()
             + MODEL_USAGE
             + DOCUMENT
             + TRUNCATED,

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, select
 
 from service.billing import keys
-from service.billing.pricing import model_reserve
 from service.billing.ratelimit import RateLimiter, retry_after_seconds
+from service.billing.rules import model_reserve
 from service.core.config import Config
 from service.core.errors import BadRequest, ServiceUnavailable, TooManyRequests, Unauthorized
 from service.core.schemas import ScrapeRequest, checked_scrape, parse_json_object

@@ -12,7 +12,10 @@ The money moves three ways, and these functions are one of them: ``service.billi
 holds and settles on SQLite through the statements of ``service.db.hot``, and on PostgreSQL
 calls these (``pg_*`` in service.db.hot). tests/test_ledger_properties.py drives the same
 operations through each way and checks they agree, and that a database at the newest migration
-has exactly these definitions.
+has exactly these definitions; tests/test_billing_backends.py compares SQLite's ledger with
+PostgreSQL's after the same random sequences. The amounts come from service.billing.rules;
+what of its settlement rule the functions apply themselves, and why, is
+docs/decisions/0003-billing-rules.md.
 
 To change a function:
 
