@@ -50,7 +50,7 @@ def test_the_package_the_image_installs_carries_everything_it_needs(tmp_path):
         "service/reference/templates/reference.html",  # GET /docs, and its assets
         "service/reference/static/reference.css",
         "service/reference/static/reference.js",
-        "service/dashboard/static/favicon.svg",
+        "service/web/static/favicon.svg",  # the dashboard's and the reference's
     ):
         assert needed in names, needed
     copied = " ".join(re.findall(r"^COPY\s+(.*)$", DOCKERFILE, re.MULTILINE))

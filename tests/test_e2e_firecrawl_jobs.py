@@ -364,6 +364,17 @@ def test_bad_fields_are_a_400_naming_them_and_unknown_jobs_a_404(
     assert call("GET", fc_service.url(f"/v1/crawl/{started.id}"), headers=auth).status == 200
     unauthorized = call("GET", fc_service.url(f"/v2/crawl/{started.id}"))
     assert unauthorized.status == 401
+    # a crawl is cancelled neither through a batch's path nor with another account's key
+    for path, who in (
+        (f"/v2/batch/scrape/{started.id}", key),
+        (f"/v2/crawl/{started.id}", other_key),
+    ):
+        reply = call("DELETE", fc_service.url(path), headers={"Authorization": f"Bearer {who}"})
+        assert (reply.status, reply.json) == (404, {"error": "Job not found"}), (path, reply.body)
+    assert call("GET", fc_service.url(f"/v2/crawl/{started.id}"), headers=auth).json["status"] in (
+        "scraping",
+        "completed",
+    )
 
 
 @pytest.fixture

@@ -90,6 +90,31 @@ def test_the_dashboard_and_the_api_still_route_single_slash_paths(service):
     assert raw_get(service.base, "/payments/demo/checkout/nope").status in (404, 503)
 
 
+def test_each_path_reaches_its_front_percent_encoded_or_not(service):
+    """The dashboard answers ``/`` and ``/dashboard``, the reference ``/docs``, Firecrawl's API
+    ``/v1`` and ``/v2``, the native API the rest; a path reaches the same front however it is
+    percent-encoded, and around the pages every front's errors are the API's JSON ones."""
+    assert raw_get(service.base, "/").headers["Location"] == "/dashboard"
+    assert raw_get(service.base, "/%64ashboard/login").status == 200
+    for path in ("/docs", "/%64ocs"):
+        page = raw_get(service.base, path)
+        assert page.status == 200 and page.headers["Content-Type"].startswith("text/html"), path
+    assert raw_get(service.base, "/docs/").headers["Location"] == "/docs"
+    for method, path, status, allowed in (
+        ("POST", "/", 405, "GET"),
+        ("POST", "/docs", 405, "GET"),
+        ("GET", "/docs/static/nothing.css", 404, None),
+        ("GET", "/docs/no/such/page", 404, None),
+        ("GET", "/v2/crawl", 405, "POST"),
+        ("GET", "/v3/crawl", 404, None),
+    ):
+        reply = raw_get(service.base, path, method=method)
+        assert reply.status == status, (method, path, reply.status)
+        assert reply.headers["Content-Type"] == "application/json", (method, path)
+        assert reply.headers["X-Error-Code"] == ERROR_CODES[status], (method, path)
+        assert allowed is None or allowed in reply.headers["Allow"].split(", "), (method, path)
+
+
 API_ANSWERS = (
     ("GET", "/pricing", 200),
     ("GET", "/openapi.json", 200),

@@ -18,6 +18,7 @@ import pytest
 
 from harness.service import ROOT
 
+FRONTS = ("service.api", "service.firecrawl", "service.dashboard", "service.reference")
 # The parts, lowest first.
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # pure libraries of the scrape: HTML, anti-bot rules, addresses; they know no service
@@ -32,8 +33,11 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scrapy components", ("service.browser", "spiders", "middlewares", "pipelines")),
     # the API's jobs: batch, crawl, map, their queue and webhooks
     ("jobs", ("service.jobs",)),
-    # the HTTP front: the API, the dashboard, the reference page
-    ("front", ("service.api", "service.firecrawl", "service.dashboard", "service.reference")),
+    # what every HTTP front shares: the site, JSON bodies and errors, the root that hands each
+    # path to its front, and the operations the native and the Firecrawl API both call
+    ("web", ("service.web",)),
+    # the HTTP fronts, siblings: the API, Firecrawl's API, the dashboard, the reference page
+    ("front", FRONTS),
     # the running process: CLI, server, daemon, workers, logs and metrics
     ("process", ("service.process", "twisted.plugins")),
 )
@@ -80,9 +84,15 @@ def _resolved(name: str) -> str | None:
 
 def imports_of(module: str) -> set[str]:
     path = modules()[module]
+    return imports_in(module, path, path.read_text(encoding="utf-8"))
+
+
+def imports_in(module: str, path: Path, source: str) -> set[str]:
+    """The modules of the repository that ``source``, the text of ``module`` at ``path``,
+    imports."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -202,6 +212,43 @@ def test_the_libraries_import_no_scrapy_and_no_database() -> None:
         if name in NOT_IN_LIBRARIES
     ]
     assert offences == []
+
+
+def front_of(module: str) -> str | None:
+    return next((f for f in FRONTS if module == f or module.startswith(f + ".")), None)
+
+
+def front_crossings(imports: dict[str, set[str]]) -> list[str]:
+    """Imports from one front into another, of a map of each module's imports."""
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(imports.items())
+        for target in sorted(targets)
+        if front_of(module) is not None
+        and front_of(target) is not None
+        and front_of(target) != front_of(module)
+    ]
+
+
+def test_no_front_imports_another_front() -> None:
+    """The fronts are siblings: what two of them share lives below them (service.web), and the
+    process mounts each one on the site's root (service.process.server)."""
+    assert front_crossings({m: imports_of(m) for m in service_modules()}) == []
+
+
+def test_a_front_importing_another_is_caught() -> None:
+    """The rule sees an import back into another front, a type-only one included, as the
+    native API's app once imported the Firecrawl routes and the reference page."""
+    path = modules()["service.api.app"]
+    source = path.read_text(encoding="utf-8") + (
+        "\nif TYPE_CHECKING:\n    from service.reference.page import Reference\n"
+        "from service.firecrawl import routes\n"
+    )
+    found = imports_in("service.api.app", path, source)
+    assert front_crossings({"service.api.app": found}) == [
+        "service.api.app imports service.firecrawl.routes",
+        "service.api.app imports service.reference.page",
+    ]
 
 
 def test_the_scrapy_components_do_not_import_one_another_upstream() -> None:

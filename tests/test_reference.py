@@ -36,7 +36,8 @@ def config() -> Config:
 
 @pytest.fixture(scope="module")
 def page(config: Config) -> Selector:
-    return Selector(text=Reference(config).body.decode())
+    doc = document(config.public_url, config.countries, config.session_max_idle_seconds)
+    return Selector(text=Reference(config, doc).body.decode())
 
 
 def operations() -> list[tuple[str, str]]:

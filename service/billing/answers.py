@@ -1,6 +1,6 @@
 """The answers of ``GET /account``, ``/usage``, ``/ledger`` and ``/pricing``, typed once.
 
-The reads (service.api.account) and the price list (service.billing.pricing) build these dicts;
+The reads (service.web.account) and the price list (service.billing.pricing) build these dicts;
 ``/openapi.json`` documents them from the same types (service.core.answer_schemas). Each field's
 description is the document's.
 """
@@ -45,7 +45,7 @@ class RateLimits(TypedDict):
 
 @with_config(_CLOSED)
 class Figures(TypedDict):
-    """What the account's row says (service.api.account.figures)."""
+    """What the account's row says (service.web.account.figures)."""
 
     account_id: int
     email: str

@@ -122,6 +122,7 @@ assert set(ERROR_CODES) <= set(ERROR_STATUSES) | set(FAILURE_CODES) | {"map_fail
 
 # An error answer's code: a header, because the error body has one field (docs/api.md).
 ERROR_CODE_HEADER = "X-Error-Code"
+ERROR_CODE_HEADER_DESCRIPTION = "what went wrong, for programs: one of the error codes"
 
 
 class ApiError(Exception):

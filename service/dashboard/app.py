@@ -1,4 +1,4 @@
-"""The dashboard's signed-in pages, mounted at ``/dashboard`` by the API's Klein app.
+"""The dashboard's signed-in pages, mounted at ``/dashboard`` (service.dashboard.mount).
 
 Routes stay thin: read the form, call one business function, render a page. The Klein app, the
 error pages and signing in are ``service.dashboard.entry``, the jobs pages

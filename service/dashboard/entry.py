@@ -40,7 +40,7 @@ class DashboardEntry:
     """The Klein app shared by every dashboard route, its error pages, and the way in."""
 
     app = Klein()
-    app.url_map.merge_slashes = False  # no redirect built from the Host header (service.api.app)
+    app.url_map.merge_slashes = False  # no redirect built from the Host header (service.web.http)
 
     def __init__(
         self,

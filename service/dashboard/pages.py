@@ -7,8 +7,6 @@ allows no script, style or image from anywhere but this service.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,44 +20,16 @@ from service.core.places import COUNTRIES
 from service.core.vocabulary import TIERS
 from service.dashboard.forms import ENGINE_CHOICES, FORMAT_CHOICES, TIER_CHOICES
 from service.dashboard.preview import rendered_markdown
+from service.web.pages import credits_text, load_assets
 
 MOUNT = "/dashboard"
 TEMPLATES = Path(__file__).with_name("templates")
 STATIC = Path(__file__).with_name("static")
 
-CONTENT_TYPES = {
-    ".css": "text/css; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".svg": "image/svg+xml",
-    ".png": "image/png",
-    ".ico": "image/x-icon",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Asset:
-    body: bytes
-    content_type: str
-    version: str
-
-
-def load_assets(folder: Path = STATIC) -> dict[str, Asset]:
-    assets = {}
-    for path in sorted(folder.iterdir()):
-        if path.is_file() and path.suffix in CONTENT_TYPES:
-            body = path.read_bytes()
-            version = hashlib.sha256(body).hexdigest()[:10]
-            assets[path.name] = Asset(body, CONTENT_TYPES[path.suffix], version)
-    return assets
-
 
 def country_name(code: str) -> str:
     """A country's English name, for a code of the proxies' tags (service.core.places)."""
     return COUNTRIES[code].name
-
-
-def credits_text(value: int) -> str:
-    return f"{value:,}".replace(",", "\u202f")
 
 
 def euros_text(credits: int) -> str:
@@ -76,7 +46,7 @@ def when_text(moment: datetime | None) -> str:
 
 class Pages:
     def __init__(self, public_url: str = "") -> None:
-        self.assets = load_assets()
+        self.assets = load_assets(STATIC)
         self.env = Environment(
             loader=FileSystemLoader(TEMPLATES),
             autoescape=True,

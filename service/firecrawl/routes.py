@@ -1,7 +1,9 @@
 """The routes of Firecrawl's API under ``/v1`` and ``/v2``.
 
 ``POST /v{1,2}/scrape`` is served by :meth:`FirecrawlApi.scrape`, which the site's root calls
-directly (as it does native ``POST /scrape``); the other routes go through this Klein app.
+directly (as it does native ``POST /scrape``, service.web.root); the other routes go through
+this Klein app. Each route translates, calls the operation the native route calls
+(service.web.operations, service.web.account) and translates the answer back.
 The key comes from ``Authorization: Bearer spy_...`` (Firecrawl's) or ``X-API-Key``.
 """
 
@@ -11,58 +13,42 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import orjson
-from klein import Klein
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.web.server import Request
-from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
-from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
-from service.api.account import AccountReads
-from service.api.http import (
-    MAX_BODY_BYTES,
-    api_key_of,
-    bearer_token_of,
-    query_of,
-    read_json_body,
-    render_bad_method,
-    render_error,
-    render_json,
-    render_unexpected,
-)
-from service.api.site import request_id_of
-from service.billing import keys, ledger
+from service.billing import keys
 from service.billing.idempotency import Answer, Idempotency, checked_key
-from service.billing.pricing import quote
 from service.core.config import Config
-from service.core.errors import (
-    ApiError,
-    BadRequest,
-    Conflict,
-    NotFound,
-    ServiceUnavailable,
-    insufficient_credits,
-)
+from service.core.errors import ApiError, BadRequest, Conflict, NotFound
 from service.core.reactor import running
-from service.core.schemas import ScrapeRequest, parse_json_object
+from service.core.schemas import parse_json_object
 from service.db import Database
-from service.firecrawl import job_answers, jobs
+from service.firecrawl import job_answers
+from service.firecrawl import jobs as firecrawl_jobs
 from service.firecrawl.ids import native_id, shown_id
 from service.firecrawl.scrape import Version, document, failed, firecrawl_message, native_scrape
-from service.jobs import batch_store, outcomes
+from service.jobs import outcomes
 from service.jobs.answers import JobAccepted, MapResult
 from service.jobs.batch_store import ACTIVE
-from service.jobs.batches import MAX_URLS
-from service.jobs.crawls import Crawls
 from service.jobs.webhook_spec import reachable
 from service.scrape.scraper import Scraper
+from service.web import operations
+from service.web.account import AccountReads
+from service.web.http import (
+    api_key_of,
+    bearer_token_of,
+    json_routes,
+    query_of,
+    read_json_body,
+    render_json,
+)
+from service.web.operations import MAX_BATCH_BODY_BYTES, Jobs
 
 VERSIONS: dict[bytes, Version] = {b"v1": 1, b"v2": 2}
 # a job's path under /v{n}/ by its kind
 JOB_PATHS = {"crawl": "crawl", "batch": "batch/scrape"}
 ERRORS_LIMIT = 1000  # pages /crawl/{id}/errors lists
 FIRECRAWL_PAGE_BYTES = 10 * 1024 * 1024  # a page of a job's documents, as Firecrawl bounds it
-# a batch's URLs may each be as long as a scrape's (8 KiB), besides the options
-MAX_BATCH_BODY_BYTES = MAX_URLS * 8 * 1024 + MAX_BODY_BYTES
 
 
 class MapTimedOut(ApiError):
@@ -84,8 +70,8 @@ def version_of(request: Request) -> Version:
 
 
 class FirecrawlApi:
-    app = Klein()
-    app.url_map.merge_slashes = False
+    # errors: scrapespy's JSON body; the SDKs map the status to their exceptions
+    app = json_routes()
 
     def __init__(
         self,
@@ -93,35 +79,17 @@ class FirecrawlApi:
         config: Config,
         database: Database,
         reads: AccountReads,
-        crawls: Crawls | None = None,
+        jobs: Jobs,
     ) -> None:
         self.scraper = scraper
         self.config = config
         self.database = database
         self.reads = reads
-        self.crawls = crawls
+        self.jobs = jobs
         self.idempotency = Idempotency(database)
 
     def resource(self) -> Any:
         return self.app.resource()
-
-    # errors: scrapespy's body; the SDKs map the status to their exceptions --------------------
-
-    @app.handle_errors(ApiError)
-    def api_error(self, request: Request, failure: Any) -> bytes:
-        return render_error(request, failure.value)
-
-    @app.handle_errors(WerkzeugNotFound)
-    def _not_found(self, request: Request, failure: Any) -> bytes:
-        return render_error(request, NotFound())
-
-    @app.handle_errors(WerkzeugMethodNotAllowed)
-    def _bad_method(self, request: Request, failure: Any) -> bytes:
-        return render_bad_method(request, failure)
-
-    @app.handle_errors(Exception)
-    def unexpected(self, request: Request, failure: Any) -> bytes:
-        return render_unexpected(request, failure)
 
     # scrape ------------------------------------------------------------------------------------
 
@@ -132,14 +100,11 @@ class FirecrawlApi:
         data = parse_json_object(read_json_body(request))
         native = native_scrape(data, version)
         try:
-            result, remaining = await self.scraper.answer(
-                key_of(request), orjson.dumps(native), request_id=request_id_of(request)
+            result = await operations.scrape(
+                self.scraper, request, key_of(request), orjson.dumps(native)
             )
         except BadRequest as error:  # a native validation message: Firecrawl's field names
             raise BadRequest(firecrawl_message(error.message)) from None
-        request.setHeader(b"X-Credits-Charged", b"%d" % result.credits_charged)
-        if remaining is not None:
-            request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
         doc = document(result, data, version)
         if failed(result):
             body = {"success": False, "error": doc["metadata"].get("error"), "data": doc}
@@ -181,27 +146,6 @@ class FirecrawlApi:
 
     # jobs: crawl, batch scrape, map (service.firecrawl.jobs) -----------------------------------
 
-    def _crawls(self) -> Crawls:
-        if self.crawls is None:
-            raise ServiceUnavailable("jobs are not available on this instance")
-        return self.crawls
-
-    async def _affordable(self, caller: keys.Caller, options: dict[str, Any]) -> None:
-        """A 402 before anything is fetched when the balance cannot pay for one page, which
-        the native job would find only at its first page (and after a crawl's sitemaps)."""
-        defaults = ScrapeRequest.model_fields
-        price = quote(
-            self.config,
-            options.get("engine", defaults["engine"].default),
-            options.get("proxy_type", defaults["proxy_type"].default),
-            caller,
-            options.get("max_credits"),
-            ((options.get("location") or {}).get("country") or "").lower() or None,
-        ).hold
-        available = await self.database.run(ledger.available, caller.account_id)
-        if available < price:
-            raise insufficient_credits(price, available)
-
     def _accepted(self, request: Request, made: JobAccepted, kind: str) -> dict[str, Any]:
         version = version_of(request)
         job_id = shown_id(made["id"])
@@ -210,30 +154,35 @@ class FirecrawlApi:
 
     @app.route("/<any(v1,v2):version>/crawl", methods=["POST"])
     async def crawl(self, request: Request, version: str) -> bytes:
-        crawls = self._crawls()
+        crawls = self.jobs.crawls()
         raw = read_json_body(request)
-        body, shown = jobs.native_crawl(parse_json_object(raw), version_of(request), self.config)
+        body, shown = firecrawl_jobs.native_crawl(
+            parse_json_object(raw), version_of(request), self.config
+        )
         webhook = body.pop("webhook", None)  # Firecrawl's flavour: the native body has no such
         try:
             asked, options, url = crawls.parse(orjson.dumps(body))
         except BadRequest as exc:
-            raise jobs.told_by_firecrawl_names(exc) from None
+            raise firecrawl_jobs.told_by_firecrawl_names(exc) from None
         if webhook is not None:
             options["webhook"] = reachable(webhook, self.config)
         caller = await crawls.batches.caller(key_of(request))
 
         async def made() -> dict[str, Any]:
-            await self._affordable(caller, options)
-            job = await crawls.create(caller, asked, {**options, "firecrawl": shown}, url)
+            job = await self.jobs.create_crawl(
+                caller, asked, {**options, "firecrawl": shown}, url, paid_ahead=True
+            )
             return self._accepted(request, job, "crawl")
 
         return await self._once(request, caller, "crawl", raw, made)
 
     @app.route("/<any(v1,v2):version>/batch/scrape", methods=["POST"])
     async def batch(self, request: Request, version: str) -> bytes:
-        batches = self._crawls().batches
+        batches = self.jobs.batches()
         raw = read_json_body(request, MAX_BATCH_BODY_BYTES)
-        body, shown, left_out = jobs.native_batch(parse_json_object(raw), version_of(request))
+        body, shown, left_out = firecrawl_jobs.native_batch(
+            parse_json_object(raw), version_of(request)
+        )
         webhook = body.pop("webhook", None)
         options, urls = batches.parse(orjson.dumps(body))
         if webhook is not None:
@@ -241,8 +190,9 @@ class FirecrawlApi:
         caller = await batches.caller(key_of(request))
 
         async def made() -> dict[str, Any]:
-            await self._affordable(caller, options)
-            job = await batches.create(caller, {**options, "firecrawl": shown}, urls)
+            job = await self.jobs.create_batch(
+                caller, {**options, "firecrawl": shown}, urls, paid_ahead=True
+            )
             answer = self._accepted(request, job, "batch")
             if left_out is not None:  # ignoreInvalidURLs: the list, even when empty
                 answer["invalidURLs"] = left_out
@@ -271,28 +221,23 @@ class FirecrawlApi:
             return 200, orjson.dumps(await made())
 
         endpoint = f"v{version_of(request)}/{what}"
-        (status, payload), replayed = await self.idempotency.run(
-            caller.account_id, key, endpoint, body, answer
+        payload, _ = await operations.answered_once(
+            self.idempotency, request, caller.account_id, key, endpoint, body, answer
         )
-        if replayed:
-            request.setHeader(b"Idempotent-Replayed", b"true")
-        request.setResponseCode(status)
-        request.setHeader(b"Content-Type", b"application/json")
-        request.setHeader(b"Cache-Control", b"no-store")
         return payload
 
     @app.route("/<any(v1,v2):version>/map", methods=["POST"])
     async def map(self, request: Request, version: str) -> bytes:
-        crawls = self._crawls()
+        crawls = self.jobs.crawls()
         data = parse_json_object(read_json_body(request))
-        body, ask = jobs.native_map(data, version_of(request))
+        body, ask = firecrawl_jobs.native_map(data, version_of(request))
         try:
             asked = crawls.parse_map(orjson.dumps(body))
         except BadRequest as exc:
-            raise jobs.told_by_firecrawl_names(exc) from None
+            raise firecrawl_jobs.told_by_firecrawl_names(exc) from None
         caller = await crawls.batches.caller(key_of(request))
         found = await self._map_within(crawls.map(caller, asked), ask.seconds)
-        answer = jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
+        answer = firecrawl_jobs.map_answer(ask(found["urls"]), found["error"], version_of(request))
         return render_json(request, answer)
 
     @staticmethod
@@ -320,12 +265,12 @@ class FirecrawlApi:
 
     @app.route("/<any(v1,v2):version>/crawl/active", methods=["GET"])
     async def active_crawls(self, request: Request, version: str) -> bytes:
-        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        caller = await self.jobs.batches().caller(key_of(request), reading=True)
         found = await self.database.run(outcomes.active, caller.account_id, "crawl")
         return render_json(request, job_answers.active_answer(found, str(caller.account_id)))
 
     async def _status(self, request: Request, job_id: str, kind: str) -> bytes:
-        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        caller = await self.jobs.batches().caller(key_of(request), reading=True)
         query = query_of(request)
         after = _number(query.get(b"cursor"), "cursor", -1)
         limit = _number(query.get(b"limit"), "limit", self.config.firecrawl_page_documents)
@@ -354,12 +299,12 @@ class FirecrawlApi:
         return render_json(request, answer)
 
     async def _cancel(self, request: Request, job_id: str, kind: str) -> bytes:
-        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        caller = await self.jobs.batches().caller(key_of(request), reading=True)
         public_id = native_id(job_id)
         found = await self.database.run(outcomes.kind_of, caller.account_id, public_id)
         if found != kind:
             raise NotFound("Job not found")
-        summary = await self.database.run(batch_store.cancel, caller.account_id, public_id)
+        summary = await self.jobs.cancel(caller, public_id)
         if summary is None:  # purged meanwhile
             raise NotFound("Job not found")
         if summary["status"] != "cancelled":
@@ -368,7 +313,7 @@ class FirecrawlApi:
         return render_json(request, {"success": True, "status": "cancelled"})
 
     async def _errors(self, request: Request, job_id: str, kind: str) -> bytes:
-        caller = await self._crawls().batches.caller(key_of(request), reading=True)
+        caller = await self.jobs.batches().caller(key_of(request), reading=True)
         public_id = native_id(job_id)
         found = await self.database.run(
             outcomes.unscraped, caller.account_id, public_id, kind, ERRORS_LIMIT, False

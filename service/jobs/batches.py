@@ -72,7 +72,7 @@ class Batches(PageRuns):
         reads_limiter: RateLimiter | None = None,
     ):
         super().__init__(config, database, scraper, bridge)
-        # GET and DELETE /jobs count in the bucket of GET /account (service.api.account): a
+        # GET and DELETE /jobs count in the bucket of GET /account (service.web.account): a
         # client polling its job never takes a scrape's turn
         self.reads_limiter = reads_limiter
         self.queue: Any = None  # service.jobs.queue: set when the service is built

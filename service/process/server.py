@@ -1,4 +1,5 @@
-"""Assembles the running service: database, crawler, limits, payments and the HTTP front.
+"""Assembles the running service: database, crawler, limits, payments and the HTTP fronts,
+mounted side by side on the site's root (which front answers which path is said here, once).
 
 Import this only after the asyncio reactor is installed (``service.core.reactor.install``).
 """
@@ -13,29 +14,35 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 
-from service.api.account import AccountReads
 from service.api.app import ScrapespyApp
-from service.api.site import ObservedSite
 from service.billing import ledger
-from service.billing.payments.provider import make_provider
+from service.billing.payments.provider import PaymentProvider, make_provider
 from service.billing.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from service.core.config import Config
 from service.core.formats import OUTPUTS
 from service.core.headers import security_headers
+from service.dashboard import mount
 from service.dashboard.app import Dashboard
 from service.db import Database
+from service.firecrawl.routes import FirecrawlApi, is_firecrawl
 from service.firecrawl.webhooks import FLAVOURS as FIRECRAWL_WEBHOOKS
 from service.jobs.batches import Batches
 from service.jobs.queue import LocalQueue, PostgresQueue
 from service.jobs.webhooks import WebhookSender
+from service.reference import routes as reference
+from service.reference.page import Reference
 from service.scrape import sessions
 from service.scrape.engine import EngineBridge
 from service.scrape.scraper import Scraper
+from service.web.account import AccountReads
+from service.web.operations import Jobs
+from service.web.root import Root
+from service.web.site import ObservedSite
 
 log = logging.getLogger(__name__)
 
 
-# GET /account, /usage and /ledger count in a bucket of their own (service.api.account).
+# GET /account, /usage and /ledger count in a bucket of their own (service.web.account).
 READS_REDIS_PREFIX = "scrapespy:rl-reads:"
 
 
@@ -57,13 +64,15 @@ class Service:
     database: Database
     bridge: EngineBridge
     scraper: Scraper
-    http: ScrapespyApp
+    root: Root
     sweeper: LoopingCall
+    payments: PaymentProvider | None = None
+    dashboard: Dashboard | None = None
     batches: Batches | None = None
     webhooks: WebhookSender | None = None
 
     def site(self) -> ObservedSite:
-        site = ObservedSite(self.http.resource(), security_headers(self.config.public_url))
+        site = ObservedSite(self.root, security_headers(self.config.public_url))
         site.displayTracebacks = False
         site.noisy = False
         return site
@@ -87,10 +96,10 @@ class Service:
         if queue is not None:
             await queue.stop()
         await self.bridge.stop()
-        if self.http.payments is not None:
-            self.http.payments.stop()
-        if self.http.dashboard is not None:
-            self.http.dashboard.stop()
+        if self.payments is not None:
+            self.payments.stop()
+        if self.dashboard is not None:
+            self.dashboard.stop()
         self.database.stop()
 
 
@@ -133,20 +142,35 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
         for worker in (getattr(batches.queue, "worker", None), webhooks.worker)
         if worker is not None
     ]
-    http = ScrapespyApp(
-        config,
-        database,
-        scraper,
-        payments,
-        dashboard=dashboard,
-        reads=reads,
-        batches=batches,
-        workers=workers,
-    )
+    jobs = Jobs(config, database, batches)
+    api = ScrapespyApp(config, database, scraper, payments, reads=reads, jobs=jobs, workers=workers)
+    root = site_root(api, FirecrawlApi(scraper, config, database, reads, jobs), dashboard)
     sweeper = LoopingCall(_sweep, database, batches)
     sweeper.clock = reactor  # type: ignore[assignment]
     sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)
-    return Service(config, database, bridge, scraper, http, sweeper, batches, webhooks)
+    return Service(
+        config, database, bridge, scraper, root, sweeper, payments, dashboard, batches, webhooks
+    )
+
+
+def site_root(api: ScrapespyApp, firecrawl: FirecrawlApi, dashboard: Dashboard) -> Root:
+    """Which front answers which path: Firecrawl's API ``/v1/`` and ``/v2/``, the reference
+    ``/docs``, the dashboard ``/`` and ``/dashboard``, the native API the rest. The scrapes go
+    straight to their routes (service.web.root)."""
+    docs = reference.ReferenceRoutes(Reference(api.config, api.openapi_document))
+    return Root(
+        scrapes={
+            b"/scrape": api.scrape,
+            b"/v1/scrape": firecrawl.scrape,
+            b"/v2/scrape": firecrawl.scrape,
+        },
+        fronts=[
+            (lambda request: is_firecrawl(request.path), firecrawl.resource()),
+            (reference.claims, docs.resource()),
+            (mount.claims, mount.DashboardMount(dashboard).resource()),
+        ],
+        rest=api.resource(),
+    )
 
 
 def _sweep(database: Database, batches: Batches) -> Any:

@@ -1,5 +1,6 @@
-"""``GET /docs``: the API reference for people, rendered once from the OpenAPI document
-(service.api.openapi), the error codes (service.core.errors) and the running configuration's prices.
+"""``GET /docs``: the API reference for people, rendered once from the OpenAPI document the
+API serves (handed over where the process assembles the service), the error codes
+(service.core.errors) and the running configuration's prices.
 
 Rendered when the service starts and kept as bytes; answers carry an ``ETag`` and may be cached
 for a few minutes. Its stylesheet and script are this package's own, served under
@@ -18,16 +19,20 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from twisted.web.server import Request
 
-from service.api.openapi import ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODE_REF, document
 from service.billing.pricing import price_list
 from service.core.config import Config
-from service.core.errors import ERROR_CODES, ERROR_STATUSES, FAILURE_CODES
+from service.core.errors import (
+    ERROR_CODE_HEADER,
+    ERROR_CODE_HEADER_DESCRIPTION,
+    ERROR_CODES,
+    ERROR_STATUSES,
+    FAILURE_CODES,
+)
 from service.core.headers import CONTENT_SECURITY_POLICY
 from service.core.vocabulary import ENGINES, TIERS
-from service.dashboard.pages import STATIC as DASHBOARD_STATIC
-from service.dashboard.pages import Asset, credits_text, load_assets
 from service.reference import examples as examples_module
 from service.reference.fields import Fields, Kind, fields_of, kind_of, ref_name
+from service.web.pages import Asset, credits_text, load_assets
 
 MOUNT = "/docs"
 TEMPLATES = Path(__file__).with_name("templates")
@@ -98,16 +103,16 @@ def _parameter(raw: dict[str, Any]) -> Parameter:
     )
 
 
-def _header_text(raw: dict[str, Any]) -> str:
-    # every error answer's X-Error-Code: its codes are in the page's table, once
-    if raw.get("$ref") == ERROR_CODE_REF:
+def _header_text(name: str, raw: dict[str, Any]) -> str:
+    # every error answer's X-Error-Code, described once: its codes are in the page's table
+    if name == ERROR_CODE_HEADER and "$ref" in raw:
         return f"{ERROR_CODE_HEADER_DESCRIPTION} (see the table of error codes)"
     return str(raw.get("description", ""))
 
 
 def _response(status: str, raw: dict[str, Any]) -> Response:
     schema = raw.get("content", {}).get("application/json", {}).get("schema")
-    headers = [(name, _header_text(h)) for name, h in raw.get("headers", {}).items()]
+    headers = [(name, _header_text(name, h)) for name, h in raw.get("headers", {}).items()]
     if schema is None:
         return Response(status, raw["description"], None, None, headers)
     kind = kind_of(schema)
@@ -179,9 +184,9 @@ def euros_of(credits: int, per_euro: int) -> str:
 class Reference:
     """The page, rendered once, and its assets."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, doc: dict[str, Any]) -> None:
+        """``doc``: the OpenAPI document the API serves, which the page shows for people."""
         self.assets: dict[str, Asset] = load_assets(STATIC)
-        self.assets["favicon.svg"] = load_assets(DASHBOARD_STATIC)["favicon.svg"]
         env = Environment(
             loader=FileSystemLoader(TEMPLATES),
             autoescape=True,
@@ -192,7 +197,6 @@ class Reference:
         env.globals["static_url"] = self.static_url
         env.filters["credits"] = credits_text
         env.filters["euros"] = euros_of
-        doc = document(config.public_url, config.countries, config.session_max_idle_seconds)
         request_bodies = set()
         ops = operations(doc, config.public_url)
         for op in ops:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.api.account import DEFAULT_LIMIT, MAX_LIMIT
 from service.billing.answers import Page
 from service.core.answer_schemas import answer_schema
-from service.core.errors import ERROR_CODE_HEADER, ERROR_CODES
+from service.core.errors import ERROR_CODE_HEADER, ERROR_CODE_HEADER_DESCRIPTION, ERROR_CODES
+from service.web.account import DEFAULT_LIMIT, MAX_LIMIT
 
 ERROR_ANSWER = {
     "type": "object",
@@ -19,7 +19,6 @@ ERROR_ANSWER = {
     "header",
 }
 # the header of every error answer, described once (components.headers) and referred to
-ERROR_CODE_HEADER_DESCRIPTION = "what went wrong, for programs: one of the error codes"
 ERROR_CODE_REF = "#/components/headers/ErrorCode"
 ERROR_CODE_SCHEMA = {
     "required": True,

@@ -1,5 +1,6 @@
-"""What every route of the HTTP front shares: reading a JSON body and the caller's key, and
-rendering a JSON answer or an error (``{"error": message}``, its code in ``X-Error-Code``)."""
+"""What every route of every HTTP front shares: reading a JSON body and the caller's key, and
+rendering a JSON answer or an error (``{"error": message}``, its code in ``X-Error-Code``); and
+the Klein app of a front whose errors are those JSON errors."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import logging
 from typing import Any
 
 import orjson
+from klein import Klein
+from twisted.python.failure import Failure
 from twisted.web.server import Request
+from werkzeug.exceptions import MethodNotAllowed as WerkzeugMethodNotAllowed
+from werkzeug.exceptions import NotFound as WerkzeugNotFound
 
-from service.core.errors import ApiError, BadRequest, MethodNotAllowed
+from service.core.errors import ApiError, BadRequest, MethodNotAllowed, NotFound
 
 MAX_BODY_BYTES = 256 * 1024
 
@@ -85,3 +90,43 @@ def render_unexpected(request: Request, failure: Any) -> bytes:
         exc_info=(failure.type, failure.value, failure.getTracebackObject()),
     )
     return render_error(request, ApiError())
+
+
+def render_failure(request: Request, failure: Failure) -> bytes:
+    """The answer to a route's failure: an ApiError as itself, anything else as a 500."""
+    if failure.check(ApiError):
+        return render_error(request, failure.value)  # type: ignore[arg-type]
+    return render_unexpected(request, failure)
+
+
+def json_routes() -> Klein:
+    """A front's Klein app, whose errors are the JSON errors every front answers: an ApiError
+    as itself, an unknown path as a 404, a known path asked with another method as a 405, and
+    anything else as a 500 whose traceback goes to the log."""
+    app = Klein()
+    # werkzeug answers "//" in a path with a redirect to a URL built from the Host header
+    app.url_map.merge_slashes = False
+    app.handle_errors(ApiError)(_api_error)
+    app.handle_errors(WerkzeugNotFound)(_not_found)
+    app.handle_errors(WerkzeugMethodNotAllowed)(_bad_method)
+    app.handle_errors(Exception)(_unexpected)
+    return app
+
+
+# Klein calls a handler with the front's instance first, as it calls a method
+
+
+def _api_error(self: Any, request: Any, failure: Failure) -> bytes:
+    return render_error(request, failure.value)  # type: ignore[arg-type]
+
+
+def _not_found(self: Any, request: Any, failure: Failure) -> bytes:
+    return render_error(request, NotFound())
+
+
+def _bad_method(self: Any, request: Any, failure: Failure) -> bytes:
+    return render_bad_method(request, failure)
+
+
+def _unexpected(self: Any, request: Any, failure: Failure) -> bytes:
+    return render_unexpected(request, failure)
