@@ -46,13 +46,13 @@ from service.core.formats import OUTPUTS
 from service.extraction import empty_fields
 from service.extraction.bounds import AnswerBounds, PageTooLarge
 from service.extraction.documents import DocumentRefused, document_type
-from service.extraction.pool import (
+from service.extraction.failures import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
     DocumentFailed,
     ExtractionFailed,
-    ExtractionPool,
 )
+from service.extraction.pool import ExtractionPool
 from service.extraction.worker import convert_within, extract_within
 from service.scrape import meta as scrape_meta
 from service.scrape.order import ScrapeItem, ScrapeOrder, new_result, timed_out

@@ -22,9 +22,10 @@ from service.core.config import Config
 from service.db import Database
 from service.db.hot import _SQL as hot_sql
 from service.db.tables import holds, jobs
-from service.jobs import batch_store, crawl_store
-from service.jobs.batches import Batches, instance_name, is_dead
+from service.jobs import batch_hot, batch_store, crawl_store, job_reads, page_claims
+from service.jobs.batches import Batches
 from service.jobs.crawl_rules import CrawlRules, Rules
+from service.jobs.instances import instance_name, is_dead
 from service.scrape.order import ScrapeOrder
 from service.scrape.results import ScrapeResult
 from tests.conftest import a_database_of_its_own
@@ -78,12 +79,12 @@ def new_job(db: Database, urls: int = 3, credits: int = 10) -> tuple[int, int, i
 
 def held_page(db: Database, account_id: int, key_id: int, seq: int) -> tuple[int, Any]:
     """A page claimed by an attempt that made its hold: (the hold, the claim)."""
-    page_id = db.run_sync(batch_store.page_ids, seq)[0]
-    claim = db.run_sync(batch_store.claim_page, page_id, "dead")
+    page_id = db.run_sync(page_claims.page_ids, seq)[0]
+    claim = db.run_sync(page_claims.claim_page, page_id, "dead")
 
     def hold(conn: Any) -> int:
         hold_id = ledger.hold(conn, account_id, 1, trial=False, ttl_seconds=300, key_id=key_id)
-        assert batch_store.set_hold(conn, page_id, claim.attempt, hold_id)
+        assert page_claims.set_hold(conn, page_id, claim.attempt, hold_id)
         return hold_id
 
     return db.run_sync(hold), claim
@@ -99,7 +100,7 @@ def test_a_page_billed_before_its_attempt_died_is_not_billed_again(db: Database)
     hold_id, dead = held_page(db, account_id, key_id, seq)
     # the dead attempt's settlement went through; its result was never stored
     db.run_sync(ledger.settle, hold_id, cost=1, usage_row=a_success(account_id))
-    taken = db.run_sync(batch_store.claim_page, dead.page_id, "alive")
+    taken = db.run_sync(page_claims.claim_page, dead.page_id, "alive")
     assert (taken.attempt, taken.paid_hold) == (2, hold_id)  # billed: scrape without a hold
     assert balance_and_held(db, account_id) == (9, 0)
     # the dead attempt cannot store its result over the new one's
@@ -114,7 +115,7 @@ def test_a_page_whose_attempt_died_holding_is_released_and_scraped_afresh(db: Da
     account_id, key_id, seq = new_job(db)
     hold_id, dead = held_page(db, account_id, key_id, seq)
     assert balance_and_held(db, account_id) == (10, 1)
-    taken = db.run_sync(batch_store.claim_page, dead.page_id, "alive")
+    taken = db.run_sync(page_claims.claim_page, dead.page_id, "alive")
     assert (taken.attempt, taken.paid_hold) == (2, None)
     assert balance_and_held(db, account_id) == (10, 0)
     status = db.run_sync(
@@ -129,10 +130,10 @@ def test_a_page_whose_attempt_died_holding_is_released_and_scraped_afresh(db: Da
 
 def test_a_stopped_jobs_pages_are_skipped_and_not_claimed(db: Database) -> None:
     account_id, _, seq = new_job(db)
-    pages = db.run_sync(batch_store.page_ids, seq)
+    pages = db.run_sync(page_claims.page_ids, seq)
     assert db.run_sync(batch_store.stop_job, seq, "insufficient_credits", "short")
-    assert db.run_sync(batch_store.page_ids, seq) == []
-    assert [db.run_sync(batch_store.claim_page, page, "late") for page in pages] == [None] * 3
+    assert db.run_sync(page_claims.page_ids, seq) == []
+    assert [db.run_sync(page_claims.claim_page, page, "late") for page in pages] == [None] * 3
     summary = db.run_sync(batch_store.cancel, account_id, db.run_sync(_public_id, seq))
     assert summary["status"] == "insufficient_credits"  # a cancel changes a finished job not
     assert summary["counts"]["skipped"] == 3
@@ -232,9 +233,7 @@ async def test_a_batch_page_settles_with_its_result_in_one_call(store_url: str) 
             finish = batch_store.Finish(claim.page_id, claim.attempt, "done", stored)
             await batches._finish_hot(finish, seq, job, result)
         # what GET /jobs/{id} answers
-        seen = orjson.loads(
-            orjson.dumps(db.run_sync(batch_store.view, account_id, public_id, -1, 9))
-        )
+        seen = orjson.loads(orjson.dumps(db.run_sync(job_reads.view, account_id, public_id, -1, 9)))
         assert balance_and_held(db, account_id) == (9, 0)
     finally:
         db.stop()
@@ -256,7 +255,7 @@ def test_a_batch_pages_settlement_with_its_result_commits_durably(db: Database) 
     finish = batch_store.Finish(claim.page_id, claim.attempt, "done", "{}")
     params = {
         **ledger.settle_params(hold_id, 1, False, a_success(account_id)),
-        **batch_store.finish_call_params(finish, seq),
+        **batch_hot.finish_call_params(finish, seq),
     }
     with db.engine.connect() as conn, conn.begin():
         row = conn.execute(text(hot_sql["pg_settle_finish_page"]), params).one()
@@ -284,8 +283,8 @@ def test_a_jobs_last_two_pages_finishing_at_once_complete_it(db: Database) -> No
     by SQLAlchemy (as a crawl's pages do), each waiting for the job's row; on SQLite the second
     waits for the first's write lock."""
     _, _, seq = new_job(db, urls=2)
-    first, second = db.run_sync(batch_store.page_ids, seq)
-    claims = [db.run_sync(batch_store.claim_page, page, "here") for page in (first, second)]
+    first, second = db.run_sync(page_claims.page_ids, seq)
+    claims = [db.run_sync(page_claims.claim_page, page, "here") for page in (first, second)]
     postgres = db.engine.dialect.name == "postgresql"
     done: list[Any] = []
 
@@ -351,15 +350,15 @@ def test_a_crawls_pages_finishing_in_one_call_add_links_within_max_pages(db: Dat
     waits for the first's lock on the crawl's row); the new pages are queued four to a task,
     the tasks' locks taking the crawl's slots in turn; and the last page completes it."""
     seq, crawl = new_crawl(db, max_pages=12, slots=2)
-    seed = db.run_sync(batch_store.page_ids, seq)[0]
-    claim = db.run_sync(batch_store.claim_page, seed, "here")
+    seed = db.run_sync(page_claims.page_ids, seq)[0]
+    claim = db.run_sync(page_claims.claim_page, seed, "here")
     links = [f"http://127.0.0.1/a/{n}" for n in range(7)] + ["http://example.org/x"]
     finish = batch_store.Finish(seed, claim.attempt, "done", "{}")
     params = crawl_store.finish_crawl_params(finish, seq, crawl, links, 2)
     call = text(hot_sql["pg_finish_crawl_page"])  # the statement the service sends
     assert tuple(db.run_sync(lambda conn: conn.execute(call, params).one())) == (True, False, 7)
-    pages = db.run_sync(batch_store.page_ids, seq)
-    first, second = (db.run_sync(batch_store.claim_page, page, "here") for page in pages[1:3])
+    pages = db.run_sync(page_claims.page_ids, seq)
+    first, second = (db.run_sync(page_claims.claim_page, page, "here") for page in pages[1:3])
     added: list[Any] = []
 
     def finish_second() -> None:

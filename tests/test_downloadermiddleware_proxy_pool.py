@@ -27,7 +27,8 @@ from twisted.internet.error import DNSLookupError
 from twisted.internet.error import TimeoutError as TxTimeoutError
 from twisted.web.client import ResponseNeverReceived
 
-from middlewares.proxy_pool import Proxy, ProxyPoolMiddleware, classify
+from middlewares.proxies import Proxy
+from middlewares.proxy_pool import ProxyPoolMiddleware, classify
 from service.scrape.meta import PROXIES_FAILED, PROXY_IN_USE, TIER_USED
 from service.scrape.scrapy_settings import default_settings
 

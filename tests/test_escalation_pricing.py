@@ -1,6 +1,6 @@
 """Tests for service.core.escalation and service.billing.pricing.quote: what auto may try, what is
 held, and
-what PostgreSQL's authorize-and-hold is sent (service.scrape.scraper), no database."""
+what PostgreSQL's authorize-and-hold is sent (service.scrape.holds), no database."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from service.billing.keys import Caller
 from service.billing.pricing import quote
 from service.core.config import Config
 from service.core.errors import Forbidden, PaymentRequired
-from service.scrape.scraper import UNHOLDABLE, Scraper
+from service.scrape.holds import UNHOLDABLE
+from service.scrape.scraper import Scraper
 
 POOLS = {"proxies_datacenter": ["http://dc:3128"], "proxies_residential": ["http://resi:8000"]}
 UNLOCKED = Caller(1, "h", True, 0, 1)
@@ -115,9 +116,9 @@ def test_postgresql_is_sent_what_quote_prices(
     engine: str, tier: str, cap: int | None, caller: Caller
 ) -> None:
     scraper = Scraper(config(), None, None, None)  # type: ignore[arg-type]
-    held = what_postgresql_holds(scraper._hold_terms(engine, tier, cap), caller)
+    held = what_postgresql_holds(scraper.holds._hold_terms(engine, tier, cap), caller)
     if held is None and tier == "auto":  # no trial after all: held again without residential
-        held = what_postgresql_holds(scraper._hold_terms(engine, tier, cap, False), caller)
+        held = what_postgresql_holds(scraper.holds._hold_terms(engine, tier, cap, False), caller)
         caller = dataclasses.replace(caller, residential_trials_left=0)
     try:
         price = quote(config(), engine, tier, caller, cap)
@@ -164,9 +165,11 @@ def test_postgresql_is_sent_what_quote_prices_for_a_country(
 ) -> None:
     placed = config(**PLACED)
     scraper = Scraper(placed, None, None, None)  # type: ignore[arg-type]
-    held = what_postgresql_holds(scraper._hold_terms("static", "auto", cap, True, country), caller)
+    held = what_postgresql_holds(
+        scraper.holds._hold_terms("static", "auto", cap, True, country), caller
+    )
     if held is None:  # no trial after all: held again without residential
-        terms = scraper._hold_terms("static", "auto", cap, False, country)
+        terms = scraper.holds._hold_terms("static", "auto", cap, False, country)
         held = what_postgresql_holds(terms, caller)
         caller = dataclasses.replace(caller, residential_trials_left=0)
     try:

@@ -18,15 +18,15 @@ from service.extraction import compile_selectors, extract, worker
 from service.extraction import pool as extract_pool
 from service.extraction.bounds import AnswerBounds
 from service.extraction.documents import PDF, convert
-from service.extraction.outputs import OutputOptions
-from service.extraction.pool import (
+from service.extraction.failures import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
     DocumentFailed,
     ExtractionFailed,
-    ExtractionPool,
     ExtractionTooLarge,
 )
+from service.extraction.outputs import OutputOptions
+from service.extraction.pool import ExtractionPool
 from tests.test_e2e_documents import CHROMIUM, PRINT
 
 PAGE_URL = "http://example.com/news/article.html"

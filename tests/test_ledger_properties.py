@@ -338,7 +338,7 @@ def new_account(db: Database, path: str, cap: int | None, pages: int) -> Account
     assert caller is not None
     account = Account(account_id, caller.key_id, caller.key_hash, cap)
     if path == "page":
-        from service.jobs import batch_store
+        from service.jobs import batch_store, page_claims
 
         account.job_seq = db.run_sync(
             batch_store.create_job,
@@ -350,7 +350,7 @@ def new_account(db: Database, path: str, cap: int | None, pages: int) -> Account
             urls=[f"http://127.0.0.1/{n}" for n in range(pages + 1)],
             limit=100,
         )
-        account.pages = db.run_sync(batch_store.page_ids, account.job_seq)
+        account.pages = db.run_sync(page_claims.page_ids, account.job_seq)
     return account
 
 

@@ -29,20 +29,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from service.browser.wire import (
-    Upstream,
-    authority,
-    closing_head,
-    parse_request_head,
-    response_status,
+from service.browser.dial import (
+    HEAD_LIMIT,
+    Refusal,
+    connect_any,
+    connect_one,
+    public_addresses,
+    upstream_tunnel,
 )
-from service.egress.addresses import is_public_address, parse_host_literal
+from service.browser.wire import Upstream, closing_head, parse_request_head, response_status
+from service.egress.addresses import parse_host_literal
 
 __all__ = [
     "MARKER_HEADER",
@@ -56,7 +57,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MARKER_HEADER = "X-Scrapespy-Egress"
-HEAD_LIMIT = 64 * 1024
 CHUNK = 64 * 1024
 MAX_REMEMBERED_FAILURES = 64
 
@@ -76,12 +76,6 @@ _ANSWERS: dict[str, tuple[int, str]] = {
 
 class _Stats(Protocol):
     def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
-
-
-class _Refusal(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def target_key(host: str, port: int) -> str:
@@ -224,11 +218,11 @@ class BrowserEgressGuard:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
                 method, host, port, forward = parse_request_head(head)
             except (ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
-                raise _Refusal("bad_request") from None
+                raise Refusal("bad_request") from None
             except TimeoutError:
                 return
             if route.closed:
-                raise _Refusal("unrouted")
+                raise Refusal("unrouted")
             target_reader, target_writer = await self._open(
                 route, host, port, connect=method == b"CONNECT"
             )
@@ -240,7 +234,7 @@ class BrowserEgressGuard:
             await self._relay(
                 route, reader, writer, target_reader, target_writer, plain=method != b"CONNECT"
             )
-        except _Refusal as refusal:
+        except Refusal as refusal:
             self._answer(route, writer, host, port, refusal.reason)
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
             pass
@@ -271,94 +265,28 @@ class BrowserEgressGuard:
         addresses = await self._addresses(host, port)
         upstream = route.upstream
         if upstream is None:
-            return await self._connect_any(addresses, port)
+            return await connect_any(addresses, port, self.connect_timeout)
         # The operator's own proxy may sit on a private network; the target was checked above.
         try:
-            reader, writer = await self._connect_one(upstream.host, upstream.port)
-        except _Refusal:
-            raise _Refusal("proxy") from None
+            reader, writer = await connect_one(upstream.host, upstream.port, self.connect_timeout)
+        except Refusal:
+            raise Refusal("proxy") from None
         if connect:
-            await self._upstream_tunnel(upstream, reader, writer, host, port)
+            await upstream_tunnel(upstream, reader, writer, host, port, self.connect_timeout)
         return reader, writer
 
     async def _addresses(self, host: str, port: int) -> list[str]:
-        """The public addresses ``host`` stands for; refuses when none is left."""
+        """The public addresses ``host`` stands for (service.browser.dial); refuses when none
+        is left."""
         name = host.lower().rstrip(".")
         if name in self.test_public_hosts:
             return [self.test_public_hosts[name]]
-        literal = parse_host_literal(host)
-        if literal is not None:
-            if not (self.allow_private or is_public_address(literal)):
-                raise _Refusal("blocked")
-            return [str(literal)]
-        if not name or any(c in name for c in "/\\@ \t"):
-            raise _Refusal("bad_request")
-        loop = asyncio.get_running_loop()
-        try:
-            infos = await asyncio.wait_for(
-                loop.getaddrinfo(name, port, type=socket.SOCK_STREAM), self.connect_timeout
-            )
-        except (OSError, UnicodeError, TimeoutError):
-            raise _Refusal("unresolvable") from None
-        found = list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in infos))
-        allowed = [a for a in found if self.allow_private or is_public_address(a)]
-        if found and not allowed:
-            raise _Refusal("blocked")
-        if len(allowed) != len(found):
-            self._inc("scrapespy/browser_egress/dropped_addresses", len(found) - len(allowed))
-        if not allowed:
-            raise _Refusal("unresolvable")
-        return allowed
-
-    async def _connect_any(
-        self, addresses: list[str], port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        reason = "unreachable"
-        for address in addresses:
-            try:
-                return await self._connect_one(address, port)
-            except _Refusal as refusal:
-                reason = refusal.reason
-        raise _Refusal(reason)
-
-    async def _connect_one(
-        self, host: str, port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        try:
-            return await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=HEAD_LIMIT), self.connect_timeout
-            )
-        except ConnectionRefusedError:
-            raise _Refusal("refused") from None
-        except TimeoutError:
-            raise _Refusal("timeout") from None
-        except OSError:
-            raise _Refusal("unreachable") from None
-
-    async def _upstream_tunnel(
-        self,
-        upstream: Upstream,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        host: str,
-        port: int,
-    ) -> None:
-        target = authority(host, port).encode()
-        head = b"CONNECT " + target + b" HTTP/1.1\r\nHost: " + target + b"\r\n"
-        if upstream.authorization:
-            head += b"Proxy-Authorization: " + upstream.authorization + b"\r\n"
-        writer.write(head + b"\r\n")
-        try:
-            answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.connect_timeout)
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
-            writer.transport.abort()
-            raise _Refusal("proxy") from None
-        status = response_status(answer)
-        if status != 200:
-            writer.transport.abort()
-            # 407: our credentials were refused (the proxy's fault); anything else may be the
-            # target's, as for a static download's TunnelError.
-            raise _Refusal("proxy" if status == 407 else "proxy_midway")
+        addresses, dropped = await public_addresses(
+            host, port, allow_private=self.allow_private, timeout=self.connect_timeout
+        )
+        if dropped:
+            self._inc("scrapespy/browser_egress/dropped_addresses", dropped)
+        return addresses
 
     async def _relay(
         self,
@@ -376,7 +304,7 @@ class BrowserEgressGuard:
             if plain:
                 head = await self._final_head(target_reader, client_writer)
                 if route.upstream is not None and response_status(head) == 407:
-                    raise _Refusal("proxy")
+                    raise Refusal("proxy")
                 # Each proxied plain-http request gets its own connection: say so to the
                 # browser, or it would send its next request, for any host, down this one.
                 client_writer.write(closing_head(head))

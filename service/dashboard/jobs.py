@@ -18,7 +18,8 @@ from service.dashboard.preview import shown_json
 from service.dashboard.usage import PAGE_SIZE, Page, page_bounds
 from service.db.tables import job_pages, jobs, usage
 from service.db.times import as_utc
-from service.jobs.batch_store import ACTIVE, DONE_PAGE
+from service.jobs.batch_store import ACTIVE
+from service.jobs.job_reads import DONE_PAGE
 
 RESULTS_PAGE_SIZE = 50
 # a stored result up to this many bytes is shown in the page (indented, bulky fields cut);

@@ -105,10 +105,33 @@ def main_node(body: LexborNode) -> LexborNode:
     good: dict[int, float] = {}
     bad: dict[int, float] = {}
     nodes: dict[int, LexborNode] = {}
+    link_chars, teaser_blocks = _links_of_blocks(body, block_ids, bad, nodes)
+    _score_blocks(body, blocks, block_ids, link_chars, teaser_blocks, good, bad, nodes)
+    # Text outside any block counts for the element that holds it and that element's ancestors.
+    for holder, length, linked in scoring.loose_text(body, block_ids).values():
+        is_good = (
+            length >= scoring.GOOD_MIN_CHARS and linked / length < scoring.MAX_GOOD_LINK_DENSITY
+        )
+        target = good if is_good else bad
+        scoring.credit(holder, length, target, nodes, body.mem_id)
+    best, best_score = _best(body, nodes, good, bad)
+    hinted = scoring.article_body(body)
+    if hinted is not None:
+        return hinted
+    titled = scoring.titled_article(best)
+    if titled is not best or best.mem_id == body.mem_id:
+        return titled
+    return scoring.merge_siblings(best, best_score, good, bad)
+
+
+def _links_of_blocks(
+    body: LexborNode, block_ids: set[int], bad: dict[int, float], nodes: dict[int, LexborNode]
+) -> tuple[dict[int, int], set[int]]:
+    """Each block's link text, summed once from the links up (as ``scoring.link_len`` would),
+    and the blocks that a teaser's title starts (a card in a list item: not article text),
+    whose titles' holders are charged in ``bad``."""
     body_id = body.mem_id
-    # A block that a teaser's title starts (a card in a list item) is not article text.
     teaser_blocks: set[int] = set()
-    # Each block's link text, summed once from the links up (as ``scoring.link_len`` would).
     link_chars: dict[int, int] = {}
     headed = scoring.links_holding_headings(body)
     for link in body.css("a"):
@@ -128,6 +151,21 @@ def main_node(body: LexborNode) -> LexborNode:
         teaser_blocks.add(block_id)
         if link.parent is not None:
             scoring.credit(link.parent, scoring.TEASER_TITLE_COST, bad, nodes, body_id)
+    return link_chars, teaser_blocks
+
+
+def _score_blocks(
+    body: LexborNode,
+    blocks: list[LexborNode],
+    block_ids: set[int],
+    link_chars: dict[int, int],
+    teaser_blocks: set[int],
+    good: dict[int, float],
+    bad: dict[int, float],
+    nodes: dict[int, LexborNode],
+) -> None:
+    """Credits each outermost block's text to its ancestors, as good text or bad."""
+    body_id = body.mem_id
     for block in blocks:
         # A table cell of a table layout can be the whole article, so it competes too.
         ancestors: list[LexborNode] = [block] if block.tag in ("td", "th") else []
@@ -160,13 +198,15 @@ def main_node(body: LexborNode) -> LexborNode:
             nid = node.mem_id
             target[nid] = target.get(nid, 0.0) + length
             nodes.setdefault(nid, node)
-    # Text outside any block counts for the element that holds it and that element's ancestors.
-    for holder, length, linked in scoring.loose_text(body, block_ids).values():
-        is_good = (
-            length >= scoring.GOOD_MIN_CHARS and linked / length < scoring.MAX_GOOD_LINK_DENSITY
-        )
-        target = good if is_good else bad
-        scoring.credit(holder, length, target, nodes, body_id)
+
+
+def _best(
+    body: LexborNode,
+    nodes: dict[int, LexborNode],
+    good: dict[int, float],
+    bad: dict[int, float],
+) -> tuple[LexborNode, float]:
+    """The candidate of the highest score (the body when none has good text), and its score."""
     best, best_score = body, float("-inf")
     for nid, candidate in nodes.items():
         g = good.get(nid, 0.0)
@@ -180,13 +220,7 @@ def main_node(body: LexborNode) -> LexborNode:
             score += scoring.POS_BONUS * g
         if score > best_score:
             best, best_score = candidate, score
-    hinted = scoring.article_body(body)
-    if hinted is not None:
-        return hinted
-    titled = scoring.titled_article(best)
-    if titled is not best or best.mem_id == body_id:
-        return titled
-    return scoring.merge_siblings(best, best_score, good, bad)
+    return best, best_score
 
 
 def prune(node: LexborNode) -> None:

@@ -39,7 +39,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from service.extraction import main_content
 from service.extraction.fields import UrlResolver, document_base, empty_fields, fields_of, parse
 from service.extraction.main_content import main_of
-from service.extraction.records import extract_records
+from service.extraction.records_run import extract_records
 from service.extraction.text import visible_text
 
 if TYPE_CHECKING:

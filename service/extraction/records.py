@@ -24,20 +24,17 @@ would only fail once it met them on a page. lxml cannot stop a query (``//i[coun
 worker, whose time limit applies (service.extraction.pool).
 
 :func:`check_schema` runs while the request is validated, before anything is fetched (a 400 names
-the schema's path); :func:`extract_records` runs in the extraction workers with lxml.
-The output is bounded: at most ``budget`` characters of values, then the records stop there.
+the schema's path); :func:`service.extraction.records_run.extract_records` runs the compiled schema
+in the extraction workers with lxml.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Final
 
-import orjson
 from cssselect import SelectorError
 from lxml import etree
 from parsel.csstranslator import HTMLTranslator
@@ -57,24 +54,19 @@ __all__ = [
     "TRANSFORMS",
     "InvalidSchema",
     "check_schema",
-    "extract_records",
 ]
 
 MAX_DEPTH: Final = 10
 MAX_FIELDS: Final = 200
 MAX_SELECTOR_CHARS: Final = 4096
 MAX_PATTERN_CHARS: Final = 1024
-MAX_RECORDS: Final = 10_000  # per list, the records at the top included
-BUDGET_CHARS: Final = 2 * 1024 * 1024  # the values' characters in all (TEXT_CHARS)
 FIELD_TYPES: Final = ("text", "attribute", "html", "regex", "nested", "list", "nested_list")
-_GROUPS: Final = frozenset({"nested", "list", "nested_list"})
+GROUPS: Final = frozenset({"nested", "list", "nested_list"})
 _FIELD_KEYS: Final = frozenset(
     {"name", "selector", "type", "attribute", "fields", "pattern", "default", "transform"}
 )
 _SCHEMA_KEYS: Final = frozenset({"name", "baseSelector", "baseFields", "fields"})
-_URL_ATTRIBUTES: Final = frozenset({"href", "src"})
 _NUMBER: Final = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+")
-_SPACE: Final = re.compile(r"\s+")
 
 
 class InvalidSchema(ValueError):
@@ -135,7 +127,7 @@ def _checked(xpath: etree.XPath, selector: str, path: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Field:
+class Field:
     name: str
     xpath: etree.XPath | None
     type: str
@@ -143,14 +135,14 @@ class _Field:
     pattern: Pattern | None = None
     default: Any = None
     transforms: tuple[str, ...] = ()
-    fields: tuple[_Field, ...] = ()
+    fields: tuple[Field, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
-class _Schema:
+class Schema:
     base: etree.XPath
-    base_fields: tuple[_Field, ...]
-    fields: tuple[_Field, ...]
+    base_fields: tuple[Field, ...]
+    fields: tuple[Field, ...]
 
 
 class _Counter:
@@ -160,10 +152,10 @@ class _Counter:
 
 def check_schema(schema: Any, path: str = "json.selectors") -> None:
     """Raises :class:`InvalidSchema` naming the first bad place in ``schema``."""
-    _compile_schema(schema, path)
+    compile_schema(schema, path)
 
 
-def _compile_schema(schema: Any, path: str) -> _Schema:
+def compile_schema(schema: Any, path: str) -> Schema:
     if not isinstance(schema, Mapping):
         raise InvalidSchema(path, "must be an object")
     for key in schema:
@@ -179,10 +171,10 @@ def _compile_schema(schema: Any, path: str) -> _Schema:
     counter = _Counter()
     base_fields = _compile_fields(schema.get("baseFields", []), f"{path}.baseFields", 1, counter)
     fields = _compile_fields(schema["fields"], f"{path}.fields", 1, counter)
-    return _Schema(base, base_fields, fields)
+    return Schema(base, base_fields, fields)
 
 
-def _compile_fields(fields: Any, path: str, depth: int, counter: _Counter) -> tuple[_Field, ...]:
+def _compile_fields(fields: Any, path: str, depth: int, counter: _Counter) -> tuple[Field, ...]:
     if depth > MAX_DEPTH:
         raise InvalidSchema(path, f"at most {MAX_DEPTH} levels of fields")
     if not isinstance(fields, list):
@@ -196,7 +188,7 @@ def _compile_fields(fields: Any, path: str, depth: int, counter: _Counter) -> tu
     return tuple(compiled)
 
 
-def _compile_field(field: Any, path: str, depth: int, counter: _Counter) -> _Field:
+def _compile_field(field: Any, path: str, depth: int, counter: _Counter) -> Field:
     if not isinstance(field, Mapping):
         raise InvalidSchema(path, "must be an object")
     for key in field:
@@ -209,7 +201,7 @@ def _compile_field(field: Any, path: str, depth: int, counter: _Counter) -> _Fie
     if kind not in FIELD_TYPES:
         raise InvalidSchema(f"{path}.type", "must be one of " + ", ".join(FIELD_TYPES))
     selector = field.get("selector")
-    if kind in _GROUPS and selector is None:
+    if kind in GROUPS and selector is None:
         raise InvalidSchema(f"{path}.selector", f"is required for a {kind} field")
     xpath = None if selector is None else _compile(selector, f"{path}.selector", inside=True)
     attribute = field.get("attribute", "")
@@ -226,13 +218,13 @@ def _compile_field(field: Any, path: str, depth: int, counter: _Counter) -> _Fie
     if isinstance(default, (dict, list)):
         raise InvalidSchema(f"{path}.default", "must be a string, number, boolean or null")
     transforms = _transforms(field.get("transform"), f"{path}.transform")
-    if kind in _GROUPS:
+    if kind in GROUPS:
         sub = _compile_fields(field.get("fields"), f"{path}.fields", depth + 1, counter)
     elif "fields" in field:
         raise InvalidSchema(f"{path}.fields", f"is for nested, list and nested_list, not {kind}")
     else:
         sub = ()
-    return _Field(name, xpath, kind, attribute, pattern, default, transforms, sub)
+    return Field(name, xpath, kind, attribute, pattern, default, transforms, sub)
 
 
 def _pattern(pattern: Any, path: str) -> Pattern:
@@ -262,9 +254,6 @@ def _transforms(transform: Any, path: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-# running -----------------------------------------------------------------------------------
-
-
 def _number(value: str, _: Callable[[str], str | None]) -> int | float | None:
     """The first number in ``value``: ``"$1,299.50"`` is 1299.5; thousands commas dropped."""
     found = _NUMBER.search(value)
@@ -281,130 +270,3 @@ TRANSFORMS: Final[dict[str, Callable[[str, Callable[[str], str | None]], Any]]] 
     "lowercase": lambda value, _: value.lower(),
     "uppercase": lambda value, _: value.upper(),
 }
-
-
-def _nodes(xpath: etree.XPath, element: Any) -> list[Any]:
-    """What ``xpath`` selects from ``element``: a list (an XPath may also give a string, a
-    number or a boolean, which count as one node)."""
-    if not isinstance(element, etree._Element):
-        return []
-    try:
-        found = xpath(element)
-    except etree.XPathEvalError:  # what check_schema could not see: count(1) on a match
-        return []
-    return found if isinstance(found, list) else [found]
-
-
-def _parse(html: str) -> Any:
-    """``html``'s tree, parsed by lxml as parsel parses it (huge pages allowed: the bounds are
-    checked before, service.extraction.bounds), without lxml.html's element classes."""
-    parser = etree.HTMLParser(recover=True, huge_tree=True, collect_ids=False)
-    try:
-        root = etree.fromstring(html.replace("\x00", ""), parser=parser)
-    except (etree.ParserError, ValueError):
-        root = None
-    return root if root is not None else etree.fromstring("<html></html>", parser=parser)
-
-
-@lru_cache(maxsize=64)
-def _compiled(schema: bytes, thread: int) -> _Schema:
-    """A worker compiles the schema of a job's pages once (checked by the API already); per
-    thread, as lxml's XPath objects are not to be shared between threads."""
-    return _compile_schema(orjson.loads(schema), "json.selectors")
-
-
-class _Run:
-    """One page's extraction: the URL resolver and what is left of the character budget."""
-
-    def __init__(self, resolve: Callable[[str], str | None], budget: int) -> None:
-        self.resolve = resolve
-        self.left = budget
-        self.cut = False
-
-    def spend(self, value: Any) -> Any:
-        """``value``, cut to what is left of the budget (the last value the records keep)."""
-        if isinstance(value, str):
-            if len(value) > self.left:
-                value = value[: self.left]
-                self.cut = True
-            self.left -= len(value)
-        return value
-
-    def item(self, element: Any, fields: tuple[_Field, ...]) -> dict[str, Any]:
-        item: dict[str, Any] = {}
-        for field in fields:
-            if self.cut:
-                break
-            value = self.field(element, field)
-            if value is not None:
-                item[field.name] = value
-        return item
-
-    def many(self, elements: list[Any], fields: tuple[_Field, ...], skip_empty: bool) -> list:
-        items = []
-        for element in elements[:MAX_RECORDS]:
-            if self.cut:
-                break
-            item = self.item(element, fields)
-            if item or not skip_empty:
-                items.append(item)
-        return items
-
-    def field(self, element: Any, field: _Field) -> Any:
-        if field.type in _GROUPS:
-            assert field.xpath is not None
-            found = _nodes(field.xpath, element)
-            if field.type == "nested":
-                return self.item(found[0], field.fields) if found else field.default
-            return self.many(found, field.fields, skip_empty=field.type == "list")
-        if field.xpath is not None:
-            found = _nodes(field.xpath, element)
-            if not found:
-                return field.default
-            element = found[0]
-        value = self.value(element, field)
-        for name in field.transforms:
-            if value is None:
-                break
-            value = TRANSFORMS[name](str(value), self.resolve)
-        return self.spend(value if value is not None else field.default)
-
-    def value(self, root: Any, field: _Field) -> str | None:
-        if not isinstance(root, etree._Element):  # a text or attribute node of an XPath
-            return str(root)
-        if field.type == "attribute":
-            value = root.get(field.attribute)
-            if value is not None and field.attribute.lower() in _URL_ATTRIBUTES:
-                return self.resolve(value.strip())
-            return value
-        if field.type == "html":
-            return etree.tostring(root, encoding="unicode", method="html", with_tail=False)
-        text = _SPACE.sub(" ", "".join(root.itertext())).strip()
-        if field.type == "text":
-            return text
-        assert field.pattern is not None
-        found = field.pattern.search(text)
-        if found is None:
-            return None
-        return found.group(1) if field.pattern.groups else found.group()
-
-
-def extract_records(
-    schema: Mapping[str, Any],
-    html: str,
-    resolve: Callable[[str], str | None],
-    budget: int = BUDGET_CHARS,
-) -> tuple[list[dict[str, Any]], bool]:
-    """The records of ``html`` through ``schema`` (checked), and whether the budget cut them."""
-    compiled = _compiled(orjson.dumps(schema), threading.get_ident())
-    root = _parse(html)
-    run = _Run(resolve, budget)
-    records = []
-    for element in _nodes(compiled.base, root)[:MAX_RECORDS]:
-        if run.cut:
-            break
-        record = run.item(element, compiled.base_fields)
-        record.update(run.item(element, compiled.fields))
-        if record:
-            records.append(record)
-    return records, run.cut

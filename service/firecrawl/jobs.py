@@ -5,7 +5,7 @@ Each Firecrawl field becomes the native field that does the same, is accepted wh
 what scrapespy does anyway (the SDKs send several by default), or is a 400 naming it when it
 asks for what scrapespy cannot do; nothing is accepted and then ignored. A job's pages are
 shown with the Firecrawl scrape options it was made with, kept in its stored options under
-``firecrawl`` (service.jobs.batches.NOT_SCRAPING).
+``firecrawl`` (service.jobs.page_runs.NOT_SCRAPING).
 """
 
 from __future__ import annotations

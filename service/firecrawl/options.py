@@ -45,47 +45,15 @@ from typing import Any, Literal
 from service.core.errors import BadRequest
 from service.core.formats import OUTPUTS
 from service.firecrawl.actions import native_steps
+from service.firecrawl.formats import bad, model_json, native_formats
 
 Version = Literal[1, 2]
 
 MAX_TIMEOUT_MS = 120_000  # the native bound, 120 s
-SDK_DEFAULT_FORMATS = ["markdown"]
 
 # what the SDKs add to every request for their own bookkeeping: accepted, ignored
 BOOKKEEPING = frozenset({"origin", "integration"})
 
-# Firecrawl's formats read from the native result's own fields rather than made by a format
-FROM_RESULT = ("links", "images")
-# Firecrawl's own formats, in the order of its documentation (a refusal lists them so); a native
-# format's Firecrawl name comes from its declaration (service.core.formats), and those that are
-# not Firecrawl's (structuredData...) follow
-FIRECRAWL_ORDER = ("markdown", "html", "rawHtml", *FROM_RESULT, "screenshot", "json", "summary")
-
-
-def formats() -> dict[str, str | None]:
-    """Firecrawl's format -> the native format that makes it (None: read from the native
-    result), from the declared formats."""
-    made: dict[str, str | None] = {**OUTPUTS.firecrawl(), **dict.fromkeys(FROM_RESULT)}
-    ordered = {name: made.pop(name) for name in FIRECRAWL_ORDER if name in made}
-    return {**ordered, **made}
-
-
-FULL_PAGE_SCREENSHOT = "screenshot@fullPage"
-# formats Firecrawl makes and this server does not, by what they would need
-REFUSED_FORMATS = {
-    "extract": "a language model",
-    "query": "a language model",
-    "question": "a language model",
-    "highlights": "a language model",
-    "branding": "a language model",
-    "product": "a language model",
-    "menu": "a language model",
-    "changeTracking": "a history of earlier scrapes",
-    "attributes": "Firecrawl's attribute extraction",
-    "audio": "media downloads",
-    "video": "media downloads",
-    "content": "its removal in v1 (use markdown)",
-}
 
 PROXIES = {
     "basic": "datacenter",
@@ -152,90 +120,14 @@ _NATIVE_NAME = re.compile(
 )
 
 
-def _bad(where: str, message: str) -> BadRequest:
-    return BadRequest(f"invalid request: '{where}': {message}")
-
-
 def _milliseconds(value: Any, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise _bad(name, "must be a whole number of milliseconds, 0 or more")
+        raise bad(name, "must be a whole number of milliseconds, 0 or more")
     return value
-
-
-def format_names(value: Any) -> tuple[list[str], bool]:
-    """Firecrawl's ``formats`` (strings, or v2's objects) as names, and whether the screenshot
-    is of the full page."""
-    if value is None:
-        return list(SDK_DEFAULT_FORMATS), False
-    if not isinstance(value, list):
-        raise _bad("formats", "must be a list")
-    names, full_page = [], False
-    for index, item in enumerate(value):
-        name = item.get("type") if isinstance(item, Mapping) else item
-        if name == FULL_PAGE_SCREENSHOT:
-            name, full_page = "screenshot", True
-        if not isinstance(name, str):
-            raise _bad(f"formats[{index}]", "a format name or an object with 'type'")
-        if name in REFUSED_FORMATS:
-            raise _bad(
-                "formats",
-                f"the {name!r} format needs {REFUSED_FORMATS[name]}, which this server does "
-                "not offer",
-            )
-        known = formats()
-        if name not in known:
-            raise _bad("formats", f"{name!r} is not a format (one of {', '.join(known)})")
-        if isinstance(item, Mapping):
-            full_page |= _format_options(item, index)
-        names.append(name)
-    return names, full_page
-
-
-def _format_options(item: Mapping[str, Any], index: int) -> bool:
-    """A v2 format object's options: a screenshot's ``fullPage``, json's prompt and schema
-    (read by :func:`model_json`)."""
-    for option, value in item.items():
-        if option == "type":
-            continue
-        if item["type"] == "screenshot" and option == "fullPage" and isinstance(value, bool):
-            continue
-        if item["type"] == "json" and option in JSON_KEYS:
-            continue
-        if item["type"] == "json" and option in UNCHECKED and not value:
-            continue
-        raise _bad(f"formats[{index}].{option}", "is not offered by this server")
-    return bool(item.get("fullPage"))
-
-
-# what a json format (v2) or jsonOptions (v1) may hold: the native json.prompt and json.schema
-JSON_KEYS = frozenset({"prompt", "schema"})
-# what the SDKs send in it with a null or false value, the server's own behaviour
-UNCHECKED = frozenset({"checkPromptInjection", "check_prompt_injection", "systemPrompt"})
-
-
-def model_json(formats: Any, json_options: Any) -> dict[str, Any]:
-    """The native ``json`` of a json format: v2's object, or v1's ``jsonOptions``; a 400 when
-    it names neither a prompt nor a schema."""
-    found: Any = json_options
-    where = "jsonOptions"
-    for index, item in enumerate(formats if isinstance(formats, list) else ()):
-        if isinstance(item, Mapping) and item.get("type") == "json":
-            found, where = item, f"formats[{index}]"
-    if found is None:
-        return {}
-    if not isinstance(found, Mapping):
-        raise _bad(where, 'must be an object {"prompt": string, "schema": JSON Schema}')
-    for option, value in found.items():
-        if option not in JSON_KEYS | UNCHECKED | {"type"} or (option in UNCHECKED and value):
-            raise _bad(f"{where}.{option}", "is not offered by this server")
-    asked = {name: found[name] for name in JSON_KEYS if found.get(name) is not None}
-    if not asked:
-        raise _bad(where, "the json format needs a prompt or a schema")
-    return {"json": asked}
 
 
 def _checked_flags(options: dict[str, Any]) -> dict[str, bool]:
@@ -244,10 +136,10 @@ def _checked_flags(options: dict[str, Any]) -> dict[str, bool]:
     for name in [name for name in options if name in FLAGS or name in ONLY_VALUES]:
         value = options.pop(name)
         if type(value) is not bool:
-            raise _bad(name, "must be true or false")
+            raise bad(name, "must be true or false")
         accepted, why = ONLY_VALUES.get(name, ((True, False), ""))
         if value not in accepted:
-            raise _bad(name, why)
+            raise bad(name, why)
         flags[name] = value
     return flags
 
@@ -263,7 +155,7 @@ def _location(options: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if not isinstance(value, Mapping):
-            raise _bad(where, "must be an object")
+            raise bad(where, "must be an object")
         for name in value:
             if name not in ("country", "languages"):
                 raise BadRequest(f"unknown field '{where}.{name}'")
@@ -274,7 +166,7 @@ def _location(options: dict[str, Any]) -> dict[str, Any]:
 def _headers(options: dict[str, Any]) -> dict[str, Any]:
     headers = options.pop("headers", None) or {}
     if not isinstance(headers, Mapping):
-        raise _bad("headers", "must be an object of header names to values")
+        raise bad("headers", "must be an object of header names to values")
     return dict(headers)
 
 
@@ -283,7 +175,7 @@ def _timeout(value: Any) -> dict[str, Any]:
     if timeout is None:
         return {}
     if not 0 < timeout <= MAX_TIMEOUT_MS:
-        raise _bad("timeout", f"must be more than 0 and at most {MAX_TIMEOUT_MS} ms")
+        raise bad("timeout", f"must be more than 0 and at most {MAX_TIMEOUT_MS} ms")
     return {"timeout": timeout / 1000}
 
 
@@ -296,7 +188,7 @@ def _proxy(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if value not in PROXIES:
-        raise _bad("proxy", f"must be one of {', '.join(PROXIES)}")
+        raise bad("proxy", f"must be one of {', '.join(PROXIES)}")
     return {"proxy_type": PROXIES[value]}
 
 
@@ -306,7 +198,7 @@ def _parsers(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, list):
-        raise _bad("parsers", "must be a list")
+        raise bad("parsers", "must be a list")
     for parser in value:
         if parser == "pdf":
             continue
@@ -317,7 +209,7 @@ def _parsers(value: Any) -> dict[str, Any]:
             and parser.get("mode", "fast") in ("fast", "auto")
         ):
             continue
-        raise _bad(
+        raise bad(
             "parsers",
             'only "pdf" (its text layer, mode "fast" or "auto") is offered: no OCR, maxPages '
             "or image parsing",
@@ -347,11 +239,11 @@ def _profile(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        raise _bad("profile", 'must be an object {"name": string, "saveChanges": boolean}')
+        raise bad("profile", 'must be an object {"name": string, "saveChanges": boolean}')
     for key in sorted(set(value) - PROFILE_KEYS):
-        raise _bad(f"profile.{key}", "unknown field")
+        raise bad(f"profile.{key}", "unknown field")
     if value.get("saveChanges", True) is not True:
-        raise _bad("profile.saveChanges", READ_ONLY_PROFILE)
+        raise bad("profile.saveChanges", READ_ONLY_PROFILE)
     return {"session": value["name"]}
 
 
@@ -366,17 +258,6 @@ FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "parsers": _parsers,
     "profile": _profile,
 }
-
-
-def _formats(value: Any) -> dict[str, Any]:
-    names, full_page = format_names(value)
-    known = formats()
-    native: dict[str, Any] = {
-        "formats": sorted({made for name in names if (made := known[name]) is not None})
-    }
-    if full_page and "screenshot" in names:
-        native["screenshot_full_page"] = True
-    return native
 
 
 def _max_age(value: Any, flags: Mapping[str, bool]) -> dict[str, Any]:
@@ -398,11 +279,11 @@ def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
     options = {k: v for k, v in data.items() if k not in BOOKKEEPING}
     for name, what in REFUSED_FIELDS.items():
         if name in options:
-            raise _bad(name, f"{what} is not offered by this server")
+            raise bad(name, f"{what} is not offered by this server")
     flags = _checked_flags(options)
     formats = options.pop("formats", None)
     native: dict[str, Any] = {
-        **_formats(formats),
+        **native_formats(formats),
         **model_json(formats, options.pop("jsonOptions", None)),
         "only_main_content": flags.get("onlyMainContent", True),
         "proxy_type": "none",

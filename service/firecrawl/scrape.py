@@ -12,14 +12,8 @@ from typing import Any
 
 from service.core.formats import OUTPUTS
 from service.firecrawl.actions import PNG_DATA_URL, action_outputs
-from service.firecrawl.options import (
-    PROXIES,
-    Version,
-    firecrawl_message,
-    format_names,
-    formats,
-    native_scrape,
-)
+from service.firecrawl.formats import format_names, formats
+from service.firecrawl.options import PROXIES, Version, firecrawl_message, native_scrape
 from service.scrape.results import ScrapeResult
 
 __all__ = [
@@ -138,7 +132,7 @@ def _warning(result: ScrapeResult | Mapping[str, Any], data: Mapping[str, Any]) 
 IN_METADATA = "structuredData"
 
 # how a format of the document is read from the result, when it is not its native format's field
-# as it is (service.firecrawl.options.formats)
+# as it is (service.firecrawl.formats.formats)
 DOCUMENT_FIELDS: dict[str, Callable[[ScrapeResult | Mapping[str, Any]], Any]] = {
     "links": _links,
     "images": lambda result: list(_field(result, "images") or ()),

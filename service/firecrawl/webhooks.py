@@ -26,8 +26,8 @@ from typing import Any
 import orjson
 
 from service.core.errors import BadRequest
+from service.firecrawl.formats import formats
 from service.firecrawl.ids import shown_id
-from service.firecrawl.options import formats
 from service.firecrawl.scrape import Version, document, failed
 from service.jobs.webhook_flavours import Flavour, Outgoing
 from service.jobs.webhook_spec import EVENTS, checked_webhook

@@ -24,7 +24,8 @@ from sqlalchemy import Connection, insert, select, text, update
 
 from service.billing import ledger
 from service.db.tables import job_pages, jobs
-from service.jobs.batch_store import ACTIVE, Finish, finish_call_params, room_for_a_job
+from service.jobs.batch_hot import finish_call_params
+from service.jobs.batch_store import ACTIVE, Finish, room_for_a_job
 from service.jobs.crawl_rules import Rules, url_key
 from service.scrape.order import storable
 

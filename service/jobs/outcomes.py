@@ -20,7 +20,8 @@ from sqlalchemy.dialects.postgresql import JSON
 from service.db.tables import job_pages, jobs
 from service.db.times import timestamp
 from service.jobs.answers import JobSummary
-from service.jobs.batch_store import ACTIVE, summary_of
+from service.jobs.batch_store import ACTIVE
+from service.jobs.job_reads import summary_of
 
 UNSCRAPED = ("failed", "blocked")
 HTTP_ERROR = "http_error"  # the error_code of a target's 4xx or 5xx page (pipelines.result)

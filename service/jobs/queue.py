@@ -9,7 +9,7 @@ LOCKED`` and wake on ``LISTEN/NOTIFY``, so the instances on one database share a
 A worker sends a heartbeat; the tasks of a worker whose heartbeat stopped (its instance died)
 are put back in the queue by the other instances, each task by one (``TAKE_OVER``), and the
 page's row tells the new attempt whether the dead one was billed
-(service.jobs.batch_store.claim_page). A task that failed (the database was down, the service
+(service.jobs.page_claims.claim_page). A task that failed (the database was down, the service
 shut down under it) is retried with a backoff, and a worker that stopped on a lost connection
 is started again (service.jobs.queue_worker).
 
@@ -33,8 +33,10 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.task import LoopingCall, deferLater
 
 from service.core.reactor import running
-from service.jobs import batch_store
-from service.jobs.batches import Batches, PageInterrupted, is_dead
+from service.jobs import page_claims
+from service.jobs.batches import Batches
+from service.jobs.instances import is_dead
+from service.jobs.page_runs import PageInterrupted
 from service.jobs.queue_worker import QueueWorker, alive_workers, reason_of
 
 log = logging.getLogger(__name__)
@@ -125,7 +127,7 @@ class LocalQueue:
             if room >= self.refill or not self.busy:
                 try:
                     pages = await self.batches.database.run(
-                        batch_store.next_pages,
+                        page_claims.next_pages,
                         set(self.busy),
                         room,
                         self._dead,
@@ -263,14 +265,14 @@ class PostgresQueue:
         """The task: one page (a crawl's, service.jobs.crawl_store) or a few of a batch with their
         job, one after the other; runs on the worker, on the reactor's asyncio loop. Pages a
         run of the task already finished are not scraped again when it is retried
-        (batch_store.claim_page)."""
+        (page_claims.claim_page)."""
         loop = asyncio.get_running_loop()
         for page in [page_id] if page_id is not None else page_ids or []:
             run = self.batches.run_page(page, job_seq=job_seq)
             await Deferred.fromCoroutine(run).asFuture(loop)
 
     async def enqueue(self, job_seq: int) -> None:
-        pages = await self.batches.database.run(batch_store.page_ids, job_seq)
+        pages = await self.batches.database.run(page_claims.page_ids, job_seq)
         size = pages_per_task(len(pages), self.batches.config.job_pages_in_flight)
         tasks: list[dict[str, Any]] = [
             {"page_ids": pages[start : start + size], "job_seq": job_seq}
@@ -278,7 +280,7 @@ class PostgresQueue:
         ]
         for start in range(0, len(tasks), 500):
             await _await(self.task.batch_defer_async(*tasks[start : start + 500]))
-        await self.batches.database.run(batch_store.mark_enqueued, job_seq)
+        await self.batches.database.run(page_claims.mark_enqueued, job_seq)
 
     async def _recover(self) -> None:
         """Puts back the tasks of dead workers, and queues the jobs a dead instance stored but
@@ -290,7 +292,7 @@ class PostgresQueue:
 
     async def _put_back(self) -> None:
         await _await(take_over(self.app, self.stalled, alive_workers(self.app)))
-        seqs = await self.batches.database.run(batch_store.not_enqueued, NOT_ENQUEUED_AFTER)
+        seqs = await self.batches.database.run(page_claims.not_enqueued, NOT_ENQUEUED_AFTER)
         for seq in seqs:
             await self.enqueue(seq)
 

@@ -7,7 +7,7 @@ thus stopped every background job until the service was restarted, while ``/heal
 200. :class:`QueueWorker` starts a new worker after each stop, with a backoff: the new one
 opens its own LISTEN connection and polls again; the tasks the old one held are put back by
 the job queue's recovery once its heartbeat is old (service.jobs.queue), and each page's row
-says whether it was billed (service.jobs.batch_store.claim_page). ``trouble`` says why the queue
+says whether it was billed (service.jobs.page_claims.claim_page). ``trouble`` says why the queue
 cannot work, for ``/healthz``.
 
 A worker that keeps running may still lose a connection under one of its tasks: the task's end

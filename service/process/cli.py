@@ -63,10 +63,19 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, sort_keys=True))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line: the service's own commands, the admin's, and the client's."""
     parser = argparse.ArgumentParser(prog="scrapespy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_service_commands(sub)
+    _add_account_commands(sub)
+    _add_key_commands(sub)
+    _add_client_commands(sub)
+    _add_credit_commands(sub)
+    return parser
 
+
+def _add_service_commands(sub: Any) -> None:
     p_serve = sub.add_parser("serve", help="run the HTTP service")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8080)
@@ -78,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_db = sub.add_parser("db", help="database schema")
     p_db.add_argument("action", choices=["upgrade"])
 
+
+def _add_account_commands(sub: Any) -> None:
     p_acc = sub.add_parser("accounts", help="manage accounts")
     acc = p_acc.add_subparsers(dest="action", required=True)
     p_create = acc.add_parser("create")
@@ -89,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_unlock = acc.add_parser("unlock-residential")
     p_unlock.add_argument("email")
 
+
+def _add_key_commands(sub: Any) -> None:
     p_keys = sub.add_parser("keys", aliases=["key"], help="API keys (several per account)")
     k = p_keys.add_subparsers(dest="action", required=True)
     p_list = k.add_parser("list", help="the account's keys: id, label, prefix, cap, use")
@@ -115,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_revoke.add_argument("email")
     p_revoke.add_argument("key", help="the key's id or prefix")
 
+
+def _add_client_commands(sub: Any) -> None:
     p_scrape = sub.add_parser(
         "scrape",
         help="scrape a page through the API (SCRAPESPY_API_KEY, SCRAPESPY_URL); print markdown",
@@ -141,13 +156,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     sub.add_parser("mcp", help="serve the MCP server over stdio (SCRAPESPY_API_KEY, SCRAPESPY_URL)")
 
+
+def _add_credit_commands(sub: Any) -> None:
     p_credits = sub.add_parser("credits", help="credits")
     c = p_credits.add_subparsers(dest="action", required=True)
     p_grant = c.add_parser("grant")
     p_grant.add_argument("email")
     p_grant.add_argument("credits", type=int)
 
-    args = parser.parse_args(argv)
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.command == "scrape":
         from service.process.client_commands import scrape
 

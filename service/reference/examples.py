@@ -54,6 +54,11 @@ def _plain_python(base: str, *lines: str) -> str:
 
 def examples(base: str) -> dict[tuple[str, str], Example]:
     """Each operation's examples by (method, path), as in the OpenAPI document's ``paths``."""
+    return {**_scrape_examples(base), **_job_examples(base), **_account_examples(base)}
+
+
+def _scrape_examples(base: str) -> dict[tuple[str, str], Example]:
+    """Scraping: one page, a batch, a crawl, a site's map."""
     page = f"{TARGET}/"
     about = f"{TARGET}/about"
     return {
@@ -97,6 +102,13 @@ def examples(base: str) -> dict[tuple[str, str], Example]:
                 "print(found.count, found.urls)",
             ),
         ),
+    }
+
+
+def _job_examples(base: str) -> dict[tuple[str, str], Example]:
+    """The jobs and the sessions a caller made."""
+    page = f"{TARGET}/"
+    return {
         ("get", "/jobs"): Example(
             _curl(base, "get", "/jobs?limit=10"),
             _python(
@@ -130,6 +142,12 @@ def examples(base: str) -> dict[tuple[str, str], Example]:
             _curl(base, "delete", f"/sessions/{SESSION_ID}"),
             _python(base, f'client.end_session("{SESSION_ID}")'),
         ),
+    }
+
+
+def _account_examples(base: str) -> dict[tuple[str, str], Example]:
+    """The account, its usage, ledger and credits, and the public endpoints."""
+    return {
         ("get", "/account"): Example(
             _curl(base, "get", "/account"),
             _python(

@@ -119,6 +119,16 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
             "`job_status` spends prepaid credits."
         ),
     )
+    _add_page_tools(server, client, prices, base_url)
+    _add_site_tools(server, client, prices, base_url)
+    _add_free_tools(server, client, prices, base_url)
+    return server
+
+
+def _add_page_tools(
+    server: MCPServer, client: AsyncScrapespy, prices: Prices, base_url: str
+) -> None:
+    """``scrape`` and ``batch_scrape``: pages the agent names, billed per page."""
     page_cost = prices.page_cost()
 
     @server.tool(
@@ -193,6 +203,13 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
         job = await api_call(lambda: client.batch(list(urls), **options), base_url)
         return job_started(dump(job), len(urls))
 
+
+def _add_site_tools(
+    server: MCPServer, client: AsyncScrapespy, prices: Prices, base_url: str
+) -> None:
+    """``crawl`` and ``map``: the pages of a site the service finds."""
+    page_cost = prices.page_cost()
+
     @server.tool(
         description="Crawl a site from one URL, following its links (and its sitemap) on the same "
         "site, scraping each page in the background; answers a job id at once: read the pages "
@@ -266,6 +283,12 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
         text = f"{len(urls)} URLs:\n" + "\n".join(urls)
         return answered(text, answer)
 
+
+def _add_free_tools(
+    server: MCPServer, client: AsyncScrapespy, prices: Prices, base_url: str
+) -> None:
+    """``job_status`` and ``account``: reading what the account has, free."""
+
     @server.tool(
         description="A batch_scrape or crawl job's status, counts, credits charged so far and one "
         "page of its results (each page's markdown); follow next_cursor for more. Free.",
@@ -309,8 +332,6 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
         answer: dict[str, Any] = dump(await api_call(client.account, base_url))
         answer["prices"] = {"page": prices.costs, "map": prices.map_credits}
         return answer
-
-    return server
 
 
 async def serve(base_url: str) -> None:
