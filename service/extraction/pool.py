@@ -40,7 +40,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -334,7 +333,7 @@ class ExtractionPool:
             else:
                 task.deferred.errback(ExtractionFailed(PROCESSING_FAILED))
         if was_alive and not self.stopping:
-            if time.monotonic() - worker.born < RESPAWN_DELAY:
+            if not worker.ready:
                 # one that cannot even start would otherwise be started again in a tight loop
                 log.error(
                     "an extraction worker exited as it started; retrying in %g s", RESPAWN_DELAY

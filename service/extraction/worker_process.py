@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import errno
 import os
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -52,7 +51,6 @@ class Task:
 @dataclass
 class Worker:
     pool: Feeder
-    born: float = field(default_factory=time.monotonic)
     protocol: Any = None
     # the page it is parsing first, then the one it reads next (at most ``PIPELINE``)
     tasks: deque[Task] = field(default_factory=deque)
