@@ -25,7 +25,7 @@ from service.core.errors import ApiError, BadRequest, NotFound, TooManyRequests,
 from service.core.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.db import Database
 from service.jobs import batch_store, job_reads
-from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem, JobSummary
+from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem
 from service.jobs.page_runs import PageRuns
 from service.jobs.webhook_spec import take_webhook
 from service.scrape.engine import EngineBridge
@@ -180,13 +180,6 @@ class Batches(PageRuns):
         before = _cursor(query.get(b"cursor"))
         limit = _count("limit", query.get(b"limit"), JOBS_LIMIT, JOBS_LIMIT)
         return await self.database.run(job_reads.listing, caller.account_id, before, limit)
-
-    async def cancel(self, api_key: str | None, public_id: str) -> JobSummary:
-        caller = await self.caller(api_key, reading=True)
-        found = await self.database.run(batch_store.cancel, caller.account_id, public_id[:64])
-        if found is None:
-            raise NotFound("no such job")
-        return found
 
     async def purge(self) -> int:
         """Deletes what is past the retention time (config.job_retention_days)."""
