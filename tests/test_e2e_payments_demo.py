@@ -47,7 +47,8 @@ def test_the_service_refuses_payment_settings_that_would_lose_money(
     began = time.monotonic()
     with pytest.raises(RuntimeError, match="did not start"):
         proc.start()
-    assert time.monotonic() - began < 30, "the refusing service did not exit promptly"
+    # well before the start's own timeout (harness START_TIMEOUT, 300 s): it exits, not hangs
+    assert time.monotonic() - began < 150, "the refusing service did not exit promptly"
     assert any(message in line for line in proc.output), proc.log_text()
     assert proc.process is not None and proc.process.returncode != 0
 
