@@ -76,8 +76,9 @@ def ladder(
         if not tiers:
             raise Forbidden(RESIDENTIAL_LOCKED)
     elif tier == AUTO:
-        pools = {"datacenter": config.proxies_datacenter, "residential": config.proxies_residential}
-        tiers = tuple(t for t in TIERS if (t == DIRECT or pools[t]) and account.allows(t))
+        tiers = tuple(
+            t for t in TIERS if (t == DIRECT or config.proxies_of(t)) and account.allows(t)
+        )
     else:
         tiers = (tier,)
     every = {(e, t): config.costs[e][account.held_at(t)] for e in engines for t in tiers}
