@@ -159,9 +159,7 @@ class ExtractionPool:
     ) -> Deferred[dict[str, Any]]:
         """:meth:`extract` for a document's bytes (service.extraction.documents): always in a
         worker, as even a small PDF may take long; fails with :class:`DocumentFailed` too. A PDF
-        that is the only scrape in flight and finds workers idle is shared between them
-        (service.extraction.split): under concurrency the cores are busy anyway, and sharing
-        costs a tenth more CPU."""
+        alone in flight is shared between idle workers (service.extraction.split)."""
 
         def queue(frame: bytes) -> Deferred[dict[str, Any]]:
             return self._queued(frame, timeout, account, background, document=True)

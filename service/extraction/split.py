@@ -1,8 +1,9 @@
 """A PDF converted by several idle extraction workers at once.
 
 Alone, a PDF's conversion was most of its scrape's time, on one core while the other idled
-(docs/decisions/0033-extraction-workers-and-pdf-shares.md). When nothing waits and workers are
-idle, the pool sends a PDF to several of them: each measures the lines of its equal run of pages
+(docs/decisions/0033-extraction-workers-and-pdf-shares.md). When a PDF is the only scrape in flight
+and workers are idle, the pool sends it to several of them (under concurrency the cores are busy
+anyway, and sharing costs about a tenth more CPU): each measures the lines of its equal run of pages
 (:func:`service.extraction.documents.pdf_part`), and one more task joins the shares into
 paragraphs, headings and fields exactly as one worker's whole conversion does (the paragraphs
 cross page breaks, so the join needs every page's lines). A share that fails fails the document
