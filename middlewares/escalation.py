@@ -3,9 +3,12 @@
 An auto order carries its ladder (service.core.escalation): the (engine, tier) steps it may
 try, those over its ``max_credits`` left out. :func:`start_escalation` (spiders.feed) puts the
 first step in the meta. Each answer or failure of an attempt is recorded in ``order.attempts``
-(tier used, engine, status, blocked, block reason, error code, elapsed time), and the next
-attempt is the same request, from its URL again, for:
+(tier used, engine, fingerprint, status, blocked, block reason, error code, elapsed time), and
+the next attempt is the same request, from its URL again, for:
 
+* Chrome's fingerprint at the same tier, before the next tier, when a ``static`` attempt that
+  presented Scrapy's own (``SCRAPESPY_STATIC_FINGERPRINT=scrapy``) met what follows: many
+  sites tell a client by its TLS and HTTP/2 fingerprint before any HTML (service.impersonation);
 * the next tier, when the answer is an anti-bot page (``meta["scrapespy_block_reason"]``, set
   by the anti-bot middleware before this one sees the response), a 403 or a 429, or the
   connection was reset or cut short (what a proxy can help with; a refused connection or an
@@ -22,7 +25,8 @@ middleware one dictionary lookup per answer.
 
 Below the anti-bot middleware (580): Scrapy hands responses down from the highest number, so
 this one sees them marked, and failures after the proxy pool (740) has retried its own proxies.
-Stats: ``scrapespy/escalation/tier``, ``scrapespy/escalation/js``.
+Stats: ``scrapespy/escalation/tier``, ``scrapespy/escalation/js``,
+``scrapespy/escalation/fingerprint``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from service.scrape.meta import (
     ATTEMPT_STARTED,
     BLOCK_REASON,
     LADDER,
+    PRESENTED,
     PROXIES_FAILED,
     PROXY_IN_USE,
     PROXY_TIER,
@@ -64,6 +69,7 @@ _STALE = (
     PROXY_IN_USE,
     PROXIES_FAILED,
     BLOCK_REASON,
+    PRESENTED,
     "proxy",
     "redirect_times",
     "redirect_ttl",
@@ -71,6 +77,7 @@ _STALE = (
     "redirect_reasons",
 )
 STATS_PREFIX = "scrapespy/escalation"
+BROWSER_FINGERPRINT = "chrome"  # what an attempt blocked with Scrapy's own tries next
 
 
 def start_escalation(order: ScrapeOrder, meta: dict[str, Any]) -> str:
@@ -86,14 +93,18 @@ def start_escalation(order: ScrapeOrder, meta: dict[str, Any]) -> str:
 
 class EscalationMiddleware:
     def __init__(
-        self, stats: StatsCollector | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        stats: StatsCollector | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        fingerprint: str = BROWSER_FINGERPRINT,
     ):
         self.stats = stats
         self.clock = clock
+        self.fingerprint = fingerprint  # a static attempt's when its meta names none
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler.stats)
+        return cls(crawler.stats, fingerprint=crawler.settings.get("SCRAPESPY_STATIC_FINGERPRINT"))
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
         ladder = scrape_meta.ladder(request)
@@ -106,6 +117,8 @@ class EscalationMiddleware:
         code = "blocked" if reason else ("http_error" if status >= 400 else None)
         self._record(request, engine, status, reason, code)
         if reason or status in RETRY_STATUSES:
+            if self._presents_scrapy(request, engine):
+                return self._next(request, engine, tier, "fingerprint") or response
             higher = ladder.next_tier(engine, tier)
             if higher is not None:
                 return self._next(request, engine, higher, "tier") or response
@@ -121,6 +134,8 @@ class EscalationMiddleware:
         engine = scrape_meta.engine(request)
         self._record(request, engine, 0, None, failure_code(exception))
         if classify(exception) == MIDWAY:
+            if self._presents_scrapy(request, engine):
+                return self._next(request, engine, scrape_meta.attempt_tier(request), "fingerprint")
             higher = ladder.next_tier(engine, scrape_meta.attempt_tier(request))
             if higher is not None:
                 return self._next(request, engine, higher, "tier")
@@ -135,6 +150,7 @@ class EscalationMiddleware:
             {
                 "tier": scrape_meta.tier_used(request, scrape_meta.attempt_tier(request)),
                 "engine": engine,
+                "fingerprint": self._fingerprint(request, engine),
                 "status_code": status,
                 "blocked": reason is not None,
                 "block_reason": reason,
@@ -144,6 +160,16 @@ class EscalationMiddleware:
                 ),
             }
         )
+
+    def _fingerprint(self, request: Request, engine: str) -> str:
+        # the js engine is Chromium itself: its network stack is Chrome's, and the identity its
+        # context presented says which (service.browser.identity)
+        if engine == "js":
+            return scrape_meta.presented(request) or BROWSER_FINGERPRINT
+        return scrape_meta.fingerprint(request, self.fingerprint)
+
+    def _presents_scrapy(self, request: Request, engine: str) -> bool:
+        return engine == "static" and self._fingerprint(request, engine) != BROWSER_FINGERPRINT
 
     def _next(self, request: Request, engine: str, tier: str, why: str) -> Request | None:
         """The order's request again, for ``engine`` at ``tier``, unless its time is up."""
@@ -156,6 +182,8 @@ class EscalationMiddleware:
             retry.meta.pop(key, None)
         scrape_meta.set_proxy_tier(retry, tier)
         scrape_meta.set_attempt_started(retry, self.clock())
+        if why == "fingerprint":
+            scrape_meta.set_fingerprint(retry, BROWSER_FINGERPRINT)
         if engine == "js" and not scrape_meta.renders(retry):
             # as spiders.feed asks for js; every attempt renders in a fresh context
             for_browser(retry.meta, order, attempt=len(order.attempts or ()))

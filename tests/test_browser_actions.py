@@ -468,7 +468,7 @@ async def test_screenshot_and_evaluate_steps_produce_results(pages):
         (4, "evaluate"),
     ]
     assert results[0]["value"] == "Load more"
-    assert png_size(base64.b64decode(results[1]["screenshot"])) == (1280, 720)
+    assert png_size(base64.b64decode(results[1]["screenshot"])) == (1366, 654)
     assert results[2]["value"] == {"n": 4}
     assert results[3]["value"] is None
     assert results[4]["value"] == 2

@@ -343,3 +343,39 @@ def test_test_public_hosts_are_name_address_pairs():
     for bad in ("page.test", "page.test=", "=127.0.0.2", "page.test=not-an-ip"):
         with pytest.raises(ValueError):
             parse_test_public_hosts([bad])
+
+
+def test_a_guard_that_authenticates_lets_in_only_its_route_s_credentials(loop, origin):
+    # a guard other hosts can reach (browser servers): each route has credentials of its own
+    guard = make_guard(loop, authenticate=True)
+    route, other = open_route(loop, guard), open_route(loop, guard)
+    assert route.secret and other.secret and route.secret != other.secret
+    assert route.credentials == {
+        "server": route.url,
+        "username": "scrapespy",
+        "password": route.secret,
+    }
+    request = b"GET http://origin.test:%d/page HTTP/1.1\r\nHost: origin.test\r\n" % origin.port
+
+    def basic(secret: str) -> bytes:
+        return base64.b64encode(f"scrapespy:{secret}".encode())
+
+    for credentials in (b"", b"Proxy-Authorization: Basic " + basic(other.secret) + b"\r\n"):
+        answer = ask(route.port, request + credentials + b"\r\n")
+        assert answer.startswith(b"HTTP/1.1 407 ")
+        assert b'Proxy-Authenticate: Basic realm="scrapespy egress"' in answer
+    tunnel = b"CONNECT origin.test:%d HTTP/1.1\r\n\r\n" % origin.port
+    assert ask(route.port, tunnel).startswith(b"HTTP/1.1 407 ")
+    assert origin.connections == 0 and route.failures == {}
+    answer = ask(
+        route.port,
+        request + b"Proxy-Authorization: Basic " + basic(route.secret) + b"\r\n\r\n",
+    )
+    assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"hello from /page")
+    (seen,) = origin.received
+    assert b"Proxy-" not in seen  # the credentials stay between the browser and the guard
+
+
+def test_a_guard_on_loopback_asks_for_no_credentials(loop):
+    route = open_route(loop, make_guard(loop))
+    assert route.secret is None and route.credentials == {"server": route.url}

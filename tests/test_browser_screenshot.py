@@ -33,7 +33,7 @@ from service.scrape.scrapy_settings import default_settings
 pytestmark = pytest.mark.browser
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-VIEWPORT = (1280, 720)  # Playwright's default for a new context
+VIEWPORT = (1366, 654)  # the desktop identity's (service.browser.identity)
 
 SHORT = """<!doctype html><html><head><title>Short</title></head>
 <body style="margin:0;background:#fff"><h1>Hello</h1></body></html>"""

@@ -82,6 +82,7 @@ def test_a_blocked_answer_goes_to_the_next_tier_from_the_url_again() -> None:
         {
             "tier": "none",
             "engine": "static",
+            "fingerprint": "chrome",
             "status_code": 200,
             "blocked": True,
             "block_reason": "datadome",
@@ -89,6 +90,35 @@ def test_a_blocked_answer_goes_to_the_next_tier_from_the_url_again() -> None:
             "elapsed_ms": 500,
         }
     ]
+
+
+def test_blocked_with_scrapys_fingerprint_tries_chromes_on_the_same_tier_first() -> None:
+    middleware = EscalationMiddleware(clock=Clock(), fingerprint="scrapy")
+    request, order = auto_request()
+    request.meta.update({"scrapespy_tier_used": "none", "scrapespy_block_reason": "cloudflare"})
+    retry = middleware.process_response(request, answered(request, 403))
+    assert isinstance(retry, Request)
+    assert (retry.meta["scrapespy_proxy_tier"], retry.meta["scrapespy_fingerprint"]) == (
+        "none",
+        "chrome",
+    )
+    # blocked again with Chrome's: the next tier, still Chrome's
+    retry.meta.update({"scrapespy_tier_used": "none", "scrapespy_block_reason": "cloudflare"})
+    again = middleware.process_response(retry, answered(retry, 403))
+    assert isinstance(again, Request)
+    assert (again.meta["scrapespy_proxy_tier"], again.meta["scrapespy_fingerprint"]) == (
+        "datacenter",
+        "chrome",
+    )
+    assert [a["fingerprint"] for a in order.attempts or ()] == ["scrapy", "chrome"]
+
+
+def test_a_js_attempt_presents_chromes_fingerprint() -> None:
+    middleware = EscalationMiddleware(clock=Clock(), fingerprint="scrapy")
+    request, order = auto_request(engine="js")
+    request.meta.update({"scrapespy_tier_used": "none", "playwright": True})
+    middleware.process_response(request, answered(request, 500))
+    assert [(a["engine"], a["fingerprint"]) for a in order.attempts or ()] == [("js", "chrome")]
 
 
 def test_403_and_429_climb_other_errors_do_not() -> None:

@@ -151,6 +151,8 @@ def steps(result: dict[str, Any]) -> list[tuple[str, str, int, bool, str | None,
 
 
 BLOCKED_DIRECT = ("none", "static", 403, True, "cloudflare", "blocked")
+# the default fingerprint is Scrapy's: blocked with it, an attempt tries Chrome's on the same
+# tier before the next tier (docs/decisions/0037)
 BLOCKED_DATACENTER = ("datacenter", "static", 403, True, "cloudflare", "blocked")
 
 
@@ -165,12 +167,14 @@ def test_auto_climbs_to_residential_and_bills_residential_once(
     assert result["engine"] == "static" and "block_reason" not in result
     assert steps(result) == [
         BLOCKED_DIRECT,
+        BLOCKED_DIRECT,
         BLOCKED_DATACENTER,
         ("residential", "static", 200, False, None, None),
     ]
+    assert [a["fingerprint"] for a in result["attempts"]] == ["scrapy"] + ["chrome"] * 3
     assert all(a["elapsed_ms"] >= 0 for a in result["attempts"])
     assert sum(a["elapsed_ms"] for a in result["attempts"]) <= result["elapsed_ms"] + 5
-    assert pages.count(GUARDED) == 3
+    assert pages.count(GUARDED) == 4
     assert [p.targets().count(url) for p in pools.values()] == [1, 1]
     # Only the attempt that answered is billed, at its tier, once.
     assert charges(laddered, key) == [-COST["residential"]]
@@ -191,8 +195,8 @@ def test_max_credits_leaves_residential_out_and_the_block_is_unbilled(
     result = scrape_ok(laddered, key, body)
     assert result["success"] is False and result["blocked"] is True
     assert result["block_reason"] == "cloudflare" and result["status_code"] == 403
-    assert steps(result) == [BLOCKED_DIRECT, BLOCKED_DATACENTER]
-    assert pages.count(path) == 2
+    assert steps(result) == [BLOCKED_DIRECT, BLOCKED_DIRECT, BLOCKED_DATACENTER]
+    assert pages.count(path) == 3
     assert charges(laddered, key) == []
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"]) == (100, 0)
@@ -238,7 +242,7 @@ def test_a_residential_trial_ends_the_climb_free(
     path = f"{GUARDED}-trial"
     result = scrape_ok(laddered, key, {"url": pages.url(path), "proxy_type": "auto"})
     assert result["success"] is True and result["title"] == GUARDED_TITLE
-    assert [a["tier"] for a in result["attempts"]] == ["none", "datacenter", "residential"]
+    assert [a["tier"] for a in result["attempts"]] == ["none", "none", "datacenter", "residential"]
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"]) == (100, 0)
     assert summary["residential_trials_left"] == trials - 1
@@ -263,8 +267,9 @@ def test_without_trials_auto_stops_before_residential(
     )
     path = f"{GUARDED}-no-trial"
     result = scrape_ok(laddered, key, {"url": pages.url(path), "proxy_type": "auto"})
-    assert result["success"] is False and steps(result) == [BLOCKED_DIRECT, BLOCKED_DATACENTER]
-    assert pages.count(path) == 2
+    assert result["success"] is False
+    assert steps(result) == [BLOCKED_DIRECT, BLOCKED_DIRECT, BLOCKED_DATACENTER]
+    assert pages.count(path) == 3
     summary = accounts.summary(account_id)
     assert (summary["balance"], summary["held"], summary["residential_trials_left"]) == (100, 0, 0)
 
@@ -278,6 +283,7 @@ def test_a_reset_connection_climbs_and_the_proxy_that_answered_is_billed(
     assert result["success"] is True and result["title"] == "through a proxy"
     assert steps(result) == [
         ("none", "static", 0, False, None, "connection_error"),
+        ("none", "static", 0, False, None, "connection_error"),
         ("datacenter", "static", 200, False, None, None),
     ]
     assert charges(laddered, key) == [-COST["datacenter"]]
@@ -285,7 +291,7 @@ def test_a_reset_connection_climbs_and_the_proxy_that_answered_is_billed(
     # Without auto the same reset is the answer, unbilled.
     result = scrape_ok(laddered, key, {"url": resetting.url, "respect_robots": False})
     assert result["success"] is False and result["status_code"] == 0
-    assert resetting.hits == 3
+    assert resetting.hits == 4
     assert "attempts" not in result and charges(laddered, key) == [-COST["datacenter"]]
 
 

@@ -211,7 +211,7 @@ def test_bombs_huge_and_endless_bodies_are_too_large_at_once_with_memory_bounded
     with PeakMemory(service.process.pid) as memory, ThreadPoolExecutor(4) as pool:
         started = time.monotonic()
         hostile_calls = [
-            pool.submit(service.scrape, key, js(hostile.url(path), timeout=60)) for path in paths
+            pool.submit(service.scrape, key, js(hostile.url(path), timeout=120)) for path in paths
         ]
         other = service.scrape(other_key, {"url": hostile.url("/ok"), "respect_robots": False})
         results = [(call.result().json, time.monotonic() - started) for call in hostile_calls]
@@ -220,7 +220,7 @@ def test_bombs_huge_and_endless_bodies_are_too_large_at_once_with_memory_bounded
         assert result["success"] is False, path
         assert result["error_code"] == "too_large", (path, result["error"])
         assert "download limit of 16777216 bytes" in result["error"]
-        assert took < 20, (path, took)  # the timeout is 60 s; before, each used all of it
+        assert took < 60, (path, took)  # the timeout is 120 s; before, each used all of it
     # before: the renderers grew about 300 MB a second each, several GB by the timeout
     assert memory.peak - memory.before < 1500, (memory.before, memory.peak)
     assert unbilled(accounts, account_id, 100)

@@ -181,14 +181,14 @@ def test_a_screenshot_is_a_base64_png_of_the_viewport_or_the_page(service, pages
     shot = service.scrape(key, body).json
     assert shot["success"] is True, shot["error"]
     assert "made by javascript" in shot["text"]
-    assert png_size(base64.b64decode(shot["screenshot"])) == (1280, 720)
+    assert png_size(base64.b64decode(shot["screenshot"])) == (1366, 654)
     assert "markdown" not in shot and "raw_html" not in shot
     tall = "<p style='height: 3000px'>top</p><p>bottom</p>"
     pages.page("/tall", f"<!doctype html><html><body style='margin:0'>{tall}</body></html>")
     whole = {"url": pages.url("/tall"), "engine": "js", "formats": ["screenshot"]}
     full = service.scrape(key, {**whole, "screenshot_full_page": True}).json
     width, height = png_size(base64.b64decode(full["screenshot"]))
-    assert width == 1280 and height > 3000
+    assert width == 1366 and height > 3000
     # the same js price as a scrape without a screenshot
     assert balance(accounts, account_id) == (100 - 2 * JS_PRICE, 0)
 

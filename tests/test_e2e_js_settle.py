@@ -35,7 +35,7 @@ addEventListener("load", () => {
 
 # Fills itself 3 s after load: what a read right after load must not see, with room for a busy
 # machine between the load event and the read.
-LATER_DOM = LATE_DOM.replace("50 ms after load\"), 50)", "3 s after load\"), 3000)")
+LATER_DOM = LATE_DOM.replace('50 ms after load"), 50)', '3 s after load"), 3000)')
 
 ON_LOAD = """<!doctype html><html><head><title>On load</title></head><body>
 <article><h1>On load</h1><p>first paragraph</p></article>

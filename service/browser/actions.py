@@ -29,9 +29,11 @@ What the steps do:
   infinite list loads more once it is there: follow with a ``wait_for`` of what it loads);
 * ``screenshot``: a PNG as :mod:`service.browser.screenshot` takes it (same size cap and
   full-page height bound), base64 in the results;
-* ``evaluate``: the script is a JavaScript **expression**, evaluated in the page's own world
-  (its globals are visible). If its value is a function, the function is called with no
-  arguments; a promise is awaited. The result is that value, serialised with
+* ``evaluate``: the script is a JavaScript **expression**, evaluated in the page's isolated
+  world (:mod:`service.browser.world`): it sees and changes the page's DOM, cookies and
+  storage, not the page's JavaScript variables, and the page does not see it. If its value
+  is a function, the function is called with no arguments; a promise is awaited. The result
+  is that value, serialised with
   ``JSON.stringify`` (``undefined`` gives ``null``), at most :data:`MAX_EVALUATE_BYTES` bytes
   and :data:`MAX_EVALUATE_DEPTH` levels deep, both checked in the page.
   Statements need a function: ``() => { const n = 2; return n * 2; }``, not ``return 4``.
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from playwright.async_api import Page
 
     from service.browser.settle import PageWatch
+    from service.browser.world import PageWorld
 
 MAX_EVALUATE_BYTES = 64 * 1024
 # Arrays and objects within one another in an evaluate step's value: the answer's JSON writer
@@ -75,7 +78,7 @@ MAX_EVALUATE_DEPTH = 64
 GRACE = 0.2
 
 # An evaluate step in one evaluation: the script (an argument, evaluated as an expression in the
-# page's global scope, as Playwright evaluates a string), its value called if a function and
+# isolated world's global scope), its value called if a function and
 # awaited, then JSON text, checked in the page: only text under the caps, or why not, crosses to
 # the service (a 100 MB string sent back whole killed the browser's connection).
 _EVALUATE = """async ([script, cap, deepest]) => {
@@ -97,27 +100,9 @@ _EVALUATE = """async ([script, cap, deepest]) => {
   }
   return text;
 }"""
-# Counts the fetches and XHRs the page starts from the steps on: the browser reports a request
-# to the service (PageWatch) only once its route has it, which under load can come after the
-# page has gone on; the count says whether one is on its way. (A navigation the steps start is
-# followed without it: the test with its report held back passes either way.)
-_COUNT_REQUESTS = """() => {
-  if (Object.hasOwn(window, "__scrapespyRequests")) return;
-  let started = 0;
-  Object.defineProperty(window, "__scrapespyRequests", {get: () => started});
-  const fetch = window.fetch;
-  if (fetch) {
-    window.fetch = function (...args) { started += 1; return fetch.apply(this, args); };
-  }
-  const send = XMLHttpRequest.prototype.send;
-  XMLHttpRequest.prototype.send = function (...args) {
-    started += 1;
-    return send.apply(this, args);
-  };
-}"""
-# the page's next task, and how many requests it had started by then
-_NEXT_TASK = """() => new Promise((resolve) => setTimeout(
-  () => resolve(window.__scrapespyRequests || 0), 0))"""
+# the page's next task (scheduler.postTask, not setTimeout: timer ids are the window's, and a
+# timer of the service's would show as a gap in the page's own)
+_NEXT_TASK = "() => scheduler.postTask(() => 0)"
 _SCROLL_BY = "(dy) => window.scrollBy({top: dy, left: 0, behavior: 'instant'})"
 _SCROLL_TO_BOTTOM = """() => {
   const root = document.scrollingElement || document.documentElement;
@@ -141,14 +126,17 @@ async def run_actions(
     page: Page,
     meta: dict[str, Any],
     *,
+    world: PageWorld,
     budget: Callable[[], float],
     screenshot_limits: ScreenshotLimits,
 ) -> None:
-    """The request's ``wait_for``, then its steps; ``budget()`` is the time they may still use."""
+    """The request's ``wait_for``, then its steps; ``budget()`` is the time they may still use.
+    The service's scripts run in the page's isolated ``world``, the clicks and keys are the
+    browser's own input."""
     wait_for = meta.get(WAIT_FOR)
     if wait_for:
         try:
-            await _bounded(_top_wait_for(page, wait_for, budget()), budget())
+            await _bounded(_top_wait_for(page, world, wait_for, budget()), budget())
         except _StepFailed as failure:
             raise ActionFailed(f"wait_for failed: {failure}") from None
     steps = meta.get(ACTIONS) or []
@@ -156,8 +144,8 @@ async def run_actions(
         return
     outcomes: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
-    with suppress(PlaywrightError):
-        await page.evaluate(_COUNT_REQUESTS)
+    with suppress(PlaywrightError):  # the requests the steps make, as the page makes them
+        await world.count_requests()
     meta[ACTION_OUTCOMES] = outcomes
     meta[ACTION_RESULTS] = results
     for index, step in enumerate(steps):
@@ -167,7 +155,9 @@ async def run_actions(
             left = budget()
             if left <= 0:
                 raise _StepFailed("the request's time ran out before the step began")
-            produced = await _bounded(_STEPS[kind](page, step, left, screenshot_limits), left)
+            produced = await _bounded(
+                _STEPS[kind](page, world, step, left, screenshot_limits), left
+            )
         except _StepFailed as failure:
             outcomes.append(_outcome(index, kind, started, error=str(failure)))
             raise ActionFailed(f"action {index} ({kind}) failed: {failure}") from None
@@ -182,15 +172,14 @@ async def after_actions(
     """Let what the steps started (a navigation, a fetch) finish, within ``limit`` seconds."""
     if limit <= 0:
         return
-    started = 0
     try:
         # A navigation or fetch the last step started reaches the page's task queue first
         # (a form submitted by Enter is scheduled, not begun, when the key press returns).
         async with asyncio.timeout(limit):
-            started = int(await page.evaluate(_NEXT_TASK))
-    except (PlaywrightError, TimeoutError, TypeError, ValueError):
-        pass  # a navigation replaced the page's world
-    if started:  # a request the page began that the browser has not reported yet
+            await watch.world.evaluate(_NEXT_TASK)
+    except (PlaywrightError, TimeoutError):
+        pass  # a navigation replaced the page's document
+    if watch.world.requests:  # requests the page made that its route may not have reported yet
         await watch.first_change(since=since, limit=limit)
     if watch.navigated_since(since):
         try:
@@ -226,13 +215,15 @@ async def _bounded(step: Any, left: float) -> Any:
         raise _StepFailed(_browser_message(error)) from None
 
 
-async def _top_wait_for(page: Page, wait_for: dict[str, Any], left: float) -> None:
+async def _top_wait_for(
+    page: Page, world: PageWorld, wait_for: dict[str, Any], left: float
+) -> None:
     if "ms" in wait_for:
         await _sleep(int(wait_for["ms"]), left)
         return
     selector = wait_for["selector"]
     try:
-        await find(page, selector, "visible", left)
+        await find(world, page, selector, "visible", left)
     except NotFound as failure:
         raise _StepFailed(
             _invalid_or(failure, f"{quote(selector)} did not become visible within the timeout")
@@ -249,44 +240,52 @@ async def _sleep(ms: int, left: float) -> None:
     await asyncio.sleep(ms / 1000)
 
 
-async def _wait(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
+async def _wait(
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, _l: ScreenshotLimits
+) -> None:
     await _sleep(int(step["ms"]), left)
 
 
-async def _wait_for(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
+async def _wait_for(
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, _l: ScreenshotLimits
+) -> None:
     selector = step["selector"]
     try:
-        await find(page, selector, "visible", left)
+        await find(world, page, selector, "visible", left)
     except NotFound as failure:
         raise _StepFailed(
             _invalid_or(failure, f"{quote(selector)} did not appear within the timeout")
         ) from None
 
 
-async def _click(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
+async def _click(
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, _l: ScreenshotLimits
+) -> None:
     selector = step["selector"]
     deadline = time.monotonic() + left
     try:
         if not step.get("all"):
-            at = await find(page, selector, "click", left)
+            at = await find(world, page, selector, "click", left)
             await page.mouse.click(at["x"], at["y"])
             return
-        found = await find(page, selector, "collect", left)
+        found = await find(world, page, selector, "collect", left)
         try:
             for index in range(found["count"]):
-                at = await find(page, selector, "nth", deadline - time.monotonic(), index)
+                at = await find(world, page, selector, "nth", deadline - time.monotonic(), index)
                 if "skip" not in at:  # gone, or hidden by a click before it
                     await page.mouse.click(at["x"], at["y"])
         finally:
             with suppress(PlaywrightError):
-                await page.evaluate(FORGET)
+                await world.evaluate(FORGET)
     except NotFound as failure:
         raise _StepFailed(str(failure)) from None
 
 
-async def _type(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
+async def _type(
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, _l: ScreenshotLimits
+) -> None:
     try:
-        found = await find(page, step["selector"], "fill", left, step["text"])
+        found = await find(world, page, step["selector"], "fill", left, step["text"])
     except NotFound as failure:
         raise _StepFailed(str(failure)) from None
     if "insert" in found:  # the field's content is selected: the text replaces it
@@ -296,32 +295,36 @@ async def _type(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLim
             await page.keyboard.press("Delete")
 
 
-async def _press(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
+async def _press(
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, _l: ScreenshotLimits
+) -> None:
     await page.keyboard.press(step["key"])
 
 
-async def _scroll(page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits) -> None:
+async def _scroll(
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, _l: ScreenshotLimits
+) -> None:
     if step.get("to") == "bottom":
-        await page.evaluate(_SCROLL_TO_BOTTOM)
+        await world.evaluate(_SCROLL_TO_BOTTOM)
         return
     amount = int(step["amount"])
-    await page.evaluate(_SCROLL_BY, -amount if step.get("direction") == "up" else amount)
+    await world.evaluate(_SCROLL_BY, -amount if step.get("direction") == "up" else amount)
 
 
 async def _screenshot(
-    page: Page, step: dict[str, Any], left: float, limits: ScreenshotLimits
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, limits: ScreenshotLimits
 ) -> dict[str, Any]:
     png = await take_screenshot(
-        page, full_page=bool(step.get("full_page")), limits=limits, timeout=left
+        page, full_page=bool(step.get("full_page")), limits=limits, timeout=left, world=world
     )
     return {"screenshot": base64.b64encode(png).decode("ascii")}
 
 
 async def _evaluate(
-    page: Page, step: dict[str, Any], left: float, _l: ScreenshotLimits
+    page: Page, world: PageWorld, step: dict[str, Any], left: float, _l: ScreenshotLimits
 ) -> dict[str, Any]:
     try:
-        text = await page.evaluate(
+        text = await world.evaluate(
             _EVALUATE, [step["script"], MAX_EVALUATE_BYTES, MAX_EVALUATE_DEPTH]
         )
     except PlaywrightError as error:

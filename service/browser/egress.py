@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from service.browser.dial import (
@@ -42,8 +43,18 @@ from service.browser.dial import (
     public_addresses,
     upstream_tunnel,
 )
-from service.browser.wire import Upstream, closing_head, parse_request_head, response_status
+from service.browser.wire import (
+    PROXY_CHALLENGE,
+    Upstream,
+    closing_head,
+    has_basic_credentials,
+    parse_request_head,
+    response_status,
+)
 from service.egress.addresses import parse_host_literal
+
+if TYPE_CHECKING:
+    from playwright.async_api import ProxySettings
 
 __all__ = [
     "MARKER_HEADER",
@@ -57,6 +68,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MARKER_HEADER = "X-Scrapespy-Egress"
+PROXY_USER = "scrapespy"
 CHUNK = 64 * 1024
 MAX_REMEMBERED_FAILURES = 64
 
@@ -112,11 +124,26 @@ class EgressRoute:
     # service.browser.read)
     receive_limit: int | None = None
     over_limit: bool = False
+    # the password of the route's proxy credentials (user PROXY_USER), when the guard asks for
+    # them: a guard reachable from other hosts (browser servers) lets only its own contexts in
+    secret: str | None = None
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
 
     @property
+    def credentials(self) -> ProxySettings:
+        """Playwright's ``proxy`` option for a context on this route."""
+        if self.secret is None:
+            return {"server": self.url}
+        return {"server": self.url, "username": PROXY_USER, "password": self.secret}
+
+    def admits(self, head: bytes) -> bool:
+        """Whether a request head carries the route's credentials (or none are asked for)."""
+        return self.secret is None or has_basic_credentials(head, PROXY_USER, self.secret)
+
+    @property
     def url(self) -> str:
-        return f"http://{self.guard.host}:{self.port}"
+        host = self.guard.host
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     def failure_for(self, host: str, port: int) -> str | None:
         return self.failures.get(target_key(host, port))
@@ -155,8 +182,11 @@ class BrowserEgressGuard:
         connect_timeout: float = 10.0,
         idle_timeout: float = 130.0,
         stats: _Stats | None = None,
+        authenticate: bool = False,
     ) -> None:
         self.allow_private = allow_private
+        # each route asks for credentials of its own (a guard other hosts can reach)
+        self.authenticate = authenticate
         self.test_public_hosts = dict(test_public_hosts or {})
         self.host = host
         self.connect_timeout = connect_timeout
@@ -194,6 +224,8 @@ class BrowserEgressGuard:
         self, upstream: Upstream | None = None, *, closed: bool = False
     ) -> EgressRoute:
         route = EgressRoute(self, upstream, closed=closed)
+        if self.authenticate and not closed:
+            route.secret = secrets.token_urlsafe(24)
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await self._serve(route, reader, writer)
@@ -223,6 +255,13 @@ class BrowserEgressGuard:
                 return
             if route.closed:
                 raise Refusal("unrouted")
+            if not route.admits(head):
+                # not this route's context: asked for the credentials, and nothing remembered
+                # against the target (Chromium asks again with them)
+                self._inc("scrapespy/browser_egress/unauthenticated")
+                writer.write(PROXY_CHALLENGE)
+                await writer.drain()
+                return
             target_reader, target_writer = await self._open(
                 route, host, port, connect=method == b"CONNECT"
             )

@@ -64,6 +64,13 @@ class BrowserError(Exception):
     message is meant for the caller."""
 
 
+class BrowserUnavailable(BrowserError):
+    """No browser of the js engine could render the page: every browser server of the pool is
+    down, or the one rendering it went away (service.browser.pool). Unbilled, worth a retry."""
+
+    error_code = "unavailable"
+
+
 class TooLarge(BrowserError):
     """The page brought in more than a download limit allows (service.browser.meter)."""
 

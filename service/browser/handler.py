@@ -13,10 +13,12 @@ fewer round trips (:mod:`service.browser.read`) and changes the lifecycle around
   never reused;
 * the request's deadline (``meta["scrapespy_deadline"]``) bounds everything: waiting for one of
   the ``SCRAPESPY_MAX_PAGES`` page slots, context creation, navigation, settling, ``content()``;
-* after ``load`` the page is read at once if it started nothing and changed nothing since,
-  else given up to ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no request, fetch or short
-  timer pending and no DOM change for a short quiet period: the request's ``settle_ms``, else
-  ``SCRAPESPY_BROWSER_QUIET_SECONDS``; :mod:`service.browser.settle`) before the DOM is read;
+* after ``load`` the page is read once it has no request in flight and its DOM has not changed
+  since (at once without scripts, after a short grace with them), else given up to
+  ``SCRAPESPY_BROWSER_SETTLE_SECONDS`` to settle (no request in flight and no DOM change for a
+  short quiet period: the request's ``settle_ms``, else ``SCRAPESPY_BROWSER_QUIET_SECONDS``;
+  :mod:`service.browser.settle`) before the DOM is read, all of it asked in the page's isolated
+  world (:mod:`service.browser.world`);
 * then a request's ``wait_for`` and action steps run on the page
   (:mod:`service.browser.actions`), within the same deadline, less the time kept for reading;
 * a request with ``meta["scrapespy_screenshot"]`` gets a PNG of the page once it has been read
@@ -56,8 +58,15 @@ from scrapy.exceptions import DownloadTimeoutError
 
 from service.browser.actions import after_actions, run_actions, wants_actions
 from service.browser.egress import EgressRoute
-from service.browser.failures import BrowserError, TooLarge, navigation_failure, refused_navigation
-from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES
+from service.browser.failures import (
+    BrowserError,
+    BrowserUnavailable,
+    TooLarge,
+    navigation_failure,
+    refused_navigation,
+)
+from service.browser.identity import Identity
+from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES, explicit_headers
 from service.browser.lifecycle import BrowserLifecycle
 from service.browser.read import read_rendered
 from service.browser.render import Navigations, Render, browser_cookies, upstream_of, went_away
@@ -71,6 +80,7 @@ from service.browser.screenshot import (
 from service.browser.settle import PageWatch
 from service.browser.slots import PageSlots
 from service.browser.spares import Spare, Spares
+from service.browser.world import PageWorld
 from service.scrape import meta as scrape_meta
 from service.scrape.meta import PLAYWRIGHT_CONTEXT
 from service.scrape.metrics import watch_browser
@@ -90,14 +100,13 @@ READ_RESERVE = 0.5  # seconds of a request's time kept for content() after settl
 # kept for answering a render that timed out (failure, release of the hold) by its deadline,
 # on a loop that a page can keep busy (100,000 history.pushState calls answered 2.7 s late)
 ANSWER_RESERVE = 0.25
-# meta["scrapespy_device"] == "mobile": this phone of Playwright's device descriptors.
-MOBILE_DEVICE = "Pixel 7"
 # A finished render's context closes, and its spare is replaced, once no other page is
 # navigating (a navigation that shared the browser with them took 55-63 ms instead of 27-31 ms,
 # js c=1), unless a request waits for a page slot; NEXT_NAVIGATION is how long a request that
 # follows at once takes to start navigating, QUIET_WAIT the longest a context is kept for it.
 NEXT_NAVIGATION = 0.015
 QUIET_WAIT = 0.25
+GONE = "the browser rendering the page went away; retry later"
 
 
 class BrowserDownloadHandler(BrowserLifecycle):
@@ -118,11 +127,12 @@ class BrowserDownloadHandler(BrowserLifecycle):
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS")
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS")
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
-        self.default_user_agent = (settings.get("USER_AGENT") or "").encode()
+        self.scrapy_agent = (settings.get("USER_AGENT") or "").encode()  # not a caller's
         self.screenshot_limits = ScreenshotLimits.from_settings(settings)
         self.pages = PageSlots(settings.getint("SCRAPESPY_MAX_PAGES"))
         self.navigations = Navigations()
         self._routes: dict[Page, EgressRoute] = {}  # the egress routes of the pages rendered
+        self._identities: dict[Page, Identity] = {}  # and the identities they present
         self.max_redirects = settings.getint("REDIRECT_MAX_TIMES")  # as static follows them
         self.spares = Spares(
             self._spares(settings.getint("SCRAPESPY_BROWSER_SPARES")), self._new_spare
@@ -189,6 +199,9 @@ class BrowserDownloadHandler(BrowserLifecycle):
                     # new browser, within what is left of the timeout.
                     await self._browser_disconnected_callback(browser)
                     continue
+                if self.pool and browser is not None and await went_away(browser, error):
+                    # its browser server went away too (service.browser.pool)
+                    raise BrowserUnavailable(GONE) from None
                 navigation = render.watch.last_navigation if render.watch is not None else None
                 location = render.spare.meter.last_location if render.spare is not None else None
                 raise navigation_failure(error, render.route, navigation, location) from None
@@ -196,6 +209,7 @@ class BrowserDownloadHandler(BrowserLifecycle):
                 if render.spare is not None:
                     self._watches.pop(render.spare.page, None)
                     self._routes.pop(render.spare.page, None)
+                    self._identities.pop(render.spare.page, None)
                 # The page's DOM has been read: the caller need not wait for its context to
                 # close (20-40 ms). Its page slot is released only once it has closed, so the
                 # open contexts stay bounded by SCRAPESPY_MAX_PAGES.
@@ -216,6 +230,7 @@ class BrowserDownloadHandler(BrowserLifecycle):
         except Exception as error:  # a browser that went away took the context with it
             log.debug("closing a browser context failed: %s", error)
         finally:
+            self._release(render)  # the pool's count of its endpoint's contexts
             if slot:
                 self.pages.release()
             if render.browser is not None:
@@ -226,13 +241,16 @@ class BrowserDownloadHandler(BrowserLifecycle):
         """A fresh context and page (a spare if one is ready), routed through the guard."""
         context_kwargs = scrape_meta.context_kwargs(request)
         context_kwargs.pop("proxy", None)  # the route's upstream instead
-        await self._ready()
-        if scrape_meta.is_mobile(request):  # spares are desktop contexts
-            context_kwargs.update(self._mobile_context())
-        render.browser = browser = self.browser
-        spare = None if context_kwargs else self.spares.take(browser)
+        render.browser = browser = await self._browser_for(render)
+        ask = scrape_meta.identity_ask(request)
+        identity = self.identity_for(browser, ask, mobile=scrape_meta.is_mobile(request))
+        # spares are made with the default identity, and no options of a request's
+        fresh = context_kwargs or identity != self.identity_for(browser)
+        spare = None if fresh else self.spares.take(browser)
         if spare is None:
-            render.opening = asyncio.ensure_future(self._new_spare(browser, context_kwargs))
+            render.opening = asyncio.ensure_future(
+                self._new_spare(browser, context_kwargs, identity)
+            )
             spare = await asyncio.shield(render.opening)
         else:
             self.stats.inc_value("scrapespy/browser/spare_used")
@@ -272,32 +290,29 @@ class BrowserDownloadHandler(BrowserLifecycle):
         download's bytes through it)."""
         return self._routes.get(page)
 
-    def _mobile_context(self) -> dict[str, Any]:
-        device = dict(self.browser_provider.playwright.devices[MOBILE_DEVICE])
-        device.pop("default_browser_type", None)
-        return device
+    def world_of(self, page: Page) -> PageWorld | None:
+        """The isolated world of a page being rendered, where the service reads its HTML."""
+        watch = self._watches.get(page)
+        return watch.world if watch is not None else None
 
     def _prepare(self, request: Request, render: Render, spare: Spare) -> None:
-        render.watch = self._watches[spare.page] = PageWatch(spare.page)
+        render.watch = self._watches[spare.page] = PageWatch(spare.page, spare.world)
         self._routes[spare.page] = spare.route
+        self._identities[spare.page] = spare.identity
         name = request.meta.setdefault(PLAYWRIGHT_CONTEXT, f"request-{id(request)}")
-        if (
-            scrape_meta.is_mobile(request)
-            and request.headers.get("User-Agent") == self.default_user_agent
-        ):
-            # Scrapy's own User-Agent, not the caller's: the phone's goes out instead.
-            del request.headers["User-Agent"]
+        request.meta[scrape_meta.PRESENTED] = spare.identity.label
         if self.skipped_resources is not None:
             # a screenshot shows the images, and steps may need the layout they give
             seen = wants_screenshot(request.meta) or wants_actions(request.meta)
             spare.skipped = self.skipped_resources | (frozenset() if seen else IMAGE_TYPES)
-        user_agent = request.headers.get("User-Agent")
-        spare.user_agent = user_agent.decode("latin-1") if user_agent else None
+        # added to the browser's own headers on the page's navigations
+        explicit = explicit_headers(request, self.scrapy_agent)
+        spare.plain = not explicit and request.method == "GET" and not request.body
         spare.handler = self._make_request_handler(
             context_name=name,
             method=request.method,
             url=request.url,
-            headers=request.headers,
+            headers=explicit,
             body=request.body,
             encoding=request.encoding,
             spider=self._spider,
@@ -314,13 +329,20 @@ class BrowserDownloadHandler(BrowserLifecycle):
     ) -> Response:
         response = await read_rendered(self, request, page, spider, self.navigations)
         if wants_screenshot(request.meta):
-            await add_screenshot(request, page, self.screenshot_limits, self._time_left(request))
+            await add_screenshot(
+                request, page, self.screenshot_limits, self._time_left(request), self.world_of(page)
+            )
             self.stats.inc_value("scrapespy/browser/screenshots")
         order = scrape_meta.order_if_any(request)
         if order is not None and order.session is not None:
-            # what the page left (cookies, localStorage), for the session's next call
+            # what the page left (cookies, localStorage), for the session's next call, and the
+            # identity it presented, for the session's next calls to present again
             with suppress(PlaywrightError):  # a page the browser lost: the session keeps its own
-                order.session.keep_browser(dict(await page.context.storage_state()))
+                state = dict(await page.context.storage_state())
+                identity = self._identities.get(page)
+                if identity is not None:
+                    state["identity"] = identity.stored()
+                order.session.keep_browser(state)
         return response
 
     async def _apply_page_methods(self, page: Page, request: Request, spider: Any) -> None:
@@ -343,9 +365,11 @@ class BrowserDownloadHandler(BrowserLifecycle):
         if not steps:
             return
         started = asyncio.get_running_loop().time()
+        world = watch.world if watch is not None else await PageWorld.open(page)
         await run_actions(
             page,
             request.meta,
+            world=world,
             budget=lambda: self._time_left(request) - reserve,
             screenshot_limits=self.screenshot_limits,
         )

@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
-from scrapy_playwright.headers import use_scrapy_headers
+from scrapy.http.headers import Headers
+
+from service.scrape import meta as scrape_meta
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
     from playwright.async_api import Request as PlaywrightRequest
+    from scrapy import Request as ScrapyRequest
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,12 @@ log = logging.getLogger(__name__)
 # screenshot or actions are asked
 HEAVY_RESOURCE_TYPES = frozenset({"media", "font"})
 IMAGE_TYPES = frozenset({"image"})
+# The full Chromium's languages (the default identity's; the headless shell writes the flag's
+# text as it is, without q-values, so its contexts are given theirs by emulation)
+NATIVE_LANGUAGES = "--accept-lang=en-US,en"
+# Headers of a caller's that a js navigation never sends: the proxy's credentials, and the
+# connection's own, which the browser manages
+DROPPED = frozenset({"proxy-authorization", "connection", "host", "content-length"})
 
 
 def chromium_launch_options(
@@ -40,7 +49,9 @@ def chromium_launch_options(
     """PLAYWRIGHT_LAUNCH_OPTIONS for the system Chromium (the guard's proxy is added at launch);
     ``max_heap_mb`` bounds each renderer's JavaScript heap."""
     # the headless shell is headless by nature; the full browser is told which headless mode
-    headless = [] if is_headless_shell(chromium_path) else ["--headless=new"]
+    # and gets the default identity's languages as its own (service.browser.identity: its
+    # contexts then send Chrome's native Accept-Language, last, as Chrome orders it)
+    headless = [] if is_headless_shell(chromium_path) else ["--headless=new", NATIVE_LANGUAGES]
     args = [
         *headless,
         "--disable-gpu",
@@ -57,6 +68,9 @@ def chromium_launch_options(
         "--no-default-browser-check",
         # WebRTC could otherwise send UDP to any address, around the egress guard.
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        # navigator.webdriver false, as in a browser nobody automates (with --enable-automation
+        # left out below); the flag changes nothing else a page can see
+        "--disable-blink-features=AutomationControlled",
     ]
     if max_heap_mb:
         args.append(f"--js-flags=--max-old-space-size={max_heap_mb}")
@@ -69,7 +83,7 @@ def chromium_launch_options(
         # Playwright turns Chromium's IPC flooding protection off (for its own tests' rapid
         # navigations); on, a page pushing history in a loop is throttled by the browser instead
         # of sending each push through CDP to the reactor, which then answered seconds late.
-        "ignore_default_args": ["--disable-ipc-flooding-protection"],
+        "ignore_default_args": ["--disable-ipc-flooding-protection", "--enable-automation"],
     }
 
 
@@ -95,27 +109,42 @@ def abort_heavy_resource(request: PlaywrightRequest) -> bool:
 async def browser_request_headers(
     *, browser_type_name: str, playwright_request: PlaywrightRequest, scrapy_request_data: dict
 ) -> dict[str, str]:
-    """Scrapy's headers (the caller's among them) for the page's own navigations on the
-    target's host, minus the proxy's credentials, which must never reach a target (inside a
-    CONNECT tunnel the target would read them).
+    """The browser's own headers, as Chrome made them for the request, plus, on the page's own
+    navigations on the target's host, the caller's explicit ones (:func:`explicit_headers`).
 
-    Every other request (sub-resources, frames, a redirect or a click to another host) keeps
-    the browser's own headers, with Scrapy's User-Agent: a caller's ``Authorization`` is not
-    for third parties, as a static download drops it on a redirect to another host."""
-    if playwright_request.is_navigation_request() and not _own_navigation(
+    Every other navigation (frames, a redirect or a click to another host) goes as the browser
+    made it: a caller's ``Authorization`` is not for third parties, as a static download drops
+    it on a redirect to another host. A proxy's credentials never reach a target (inside a
+    CONNECT tunnel the target would read them)."""
+    headers = await playwright_request.all_headers()
+    if playwright_request.is_navigation_request() and _own_navigation(
         playwright_request, scrapy_request_data["url"]
     ):
-        headers = await playwright_request.all_headers()
-        user_agent = scrapy_request_data["headers"].get("User-Agent")
-        if user_agent:
-            headers["user-agent"] = user_agent.decode("latin-1")
-        return headers
-    headers = await use_scrapy_headers(
-        browser_type_name=browser_type_name,
-        playwright_request=playwright_request,
-        scrapy_request_data=scrapy_request_data,
-    )
-    return {k: v for k, v in headers.items() if k.lower() != "proxy-authorization"}
+        given = scrapy_request_data["headers"]
+        for name in given:
+            key = name.decode("latin-1").lower()
+            if key not in DROPPED:
+                headers[key] = given[name].decode("latin-1")
+    return headers
+
+
+def explicit_headers(request: ScrapyRequest, scrapy_agent: bytes) -> Headers:
+    """What a js request adds to the browser's headers: the caller's own (``headers`` on
+    ``POST /scrape``; a request made without an order, all it carries but Scrapy's own
+    ``User-Agent``), and the cookies an earlier static attempt of an ``auto`` scrape was given
+    (its jar's ``Cookie`` header). Scrapy's defaults (its ``Accept``, ``Accept-Language``,
+    ``User-Agent``) are not sent: the browser's own are, as Chrome orders and writes them."""
+    order = scrape_meta.order_if_any(request)
+    if order is not None:
+        headers = Headers(order.headers or {})
+    else:
+        headers = request.headers.copy()
+        if headers.get("User-Agent") == scrapy_agent:
+            del headers["User-Agent"]
+    cookie = request.headers.get("Cookie")
+    if cookie and "Cookie" not in headers:
+        headers["Cookie"] = cookie
+    return headers
 
 
 def _own_navigation(request: PlaywrightRequest, url: str) -> bool:

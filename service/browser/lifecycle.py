@@ -3,6 +3,10 @@ Chromium, :mod:`service.browser.launch`), started on the first ``js`` request, l
 the next request when it crashed, its renderers' memory watched, and closed once; and the fresh
 contexts made on it, each routed through the browser egress guard (:meth:`_new_spare`).
 
+With ``SCRAPESPY_BROWSER_ENDPOINTS`` there is no browser of its own: each render takes one of
+the pool's browser servers (:mod:`service.browser.pool`, :meth:`_browser_for`), its contexts
+routed through the same guard, which then listens on ``SCRAPESPY_BROWSER_EGRESS_HOST``.
+
 :class:`service.browser.handler.BrowserDownloadHandler` renders each request on it.
 """
 
@@ -18,7 +22,10 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from service.browser.egress import BrowserEgressGuard, parse_test_public_hosts
 from service.browser.failures import BrowserError
+from service.browser.identity import HONEST, Identity, identity_for
+from service.browser.identity import apply as apply_identity
 from service.browser.launch import (
+    NATIVE_LANGUAGES,
     browser_process,
     chromium_launch_options,
     is_headless_shell,
@@ -26,10 +33,12 @@ from service.browser.launch import (
     remote_browser_settings,
 )
 from service.browser.meter import DownloadMeter
-from service.browser.render import close_popup
+from service.browser.pool import BrowserPool
+from service.browser.render import Render, close_popup
 from service.browser.renderers import RendererCap
-from service.browser.settle import ACTIVITY_SCRIPT, PageWatch
+from service.browser.settle import PageWatch
 from service.browser.spares import Spare, Spares
+from service.browser.world import PageWorld
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, CDPSession, Page
@@ -50,6 +59,18 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             test_public_hosts=parse_test_public_hosts(
                 settings.getlist("SCRAPESPY_EGRESS_TEST_PUBLIC_HOSTS")
             ),
+            host=settings.get("SCRAPESPY_BROWSER_EGRESS_HOST") or "127.0.0.1",
+            stats=crawler.stats,
+            # browser servers reach the guard over their network: each context's route then
+            # asks for credentials of its own, so nothing else on that network can use it
+            authenticate=bool(settings.getlist("SCRAPESPY_BROWSER_ENDPOINTS")),
+        )
+        # SCRAPESPY_BROWSER_ENDPOINTS: the browser servers renders are spread over (empty: none,
+        # the browser is launched or reached as without a pool)
+        self.pool = BrowserPool(
+            settings.getlist("SCRAPESPY_BROWSER_ENDPOINTS"),
+            token=settings.get("SCRAPESPY_BROWSER_ENDPOINT_TOKEN") or "",
+            max_retry=settings.getfloat("SCRAPESPY_BROWSER_ENDPOINT_RETRY_SECONDS"),
             stats=crawler.stats,
         )
         self._configure_browser(settings)
@@ -70,6 +91,15 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             busy=lambda: bool(self._watches),
         )
         self._processes_session: tuple[Browser, CDPSession] | None = None
+        # SCRAPESPY_BROWSER_IDENTITY=honest: the user agent names the service (USER_AGENT)
+        honest = settings.get("SCRAPESPY_BROWSER_IDENTITY") == HONEST
+        self.honest_agent = settings.get("USER_AGENT") if honest else None
+        path = str(self.config.launch_options.get("executable_path") or "")
+        local = not (self.config.cdp_url or self.config.connect_url)
+        self._shell = local and is_headless_shell(path)  # (service.browser.identity.apply)
+        # the languages the launched full Chromium has of its own (launch.NATIVE_LANGUAGES)
+        native = local and not self._shell and NATIVE_LANGUAGES in self._launch_args()
+        self._native_languages = ("en-US", "en") if native else ()
 
     def _configure_browser(self, settings: BaseSettings) -> None:
         """Where the browser comes from, by the ``SCRAPESPY_*`` settings: the remote browser at
@@ -87,6 +117,9 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
                 as_root=os.geteuid() == 0,
                 max_heap_mb=settings.getint("SCRAPESPY_BROWSER_MAX_HEAP_MB") or None,
             )
+
+    def _launch_args(self) -> list[str]:
+        return list(self.config.launch_options.get("args") or ())
 
     def _spares(self, asked: int) -> int:
         """How many spare contexts to keep: ``asked``, or by the browser when it is -1.
@@ -118,6 +151,8 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
         }
         self.browser_provider = self.browser_provider_cls(self.config)
         await self.browser_provider.start()
+        if self.pool:
+            await self.pool.start(self.browser_provider.browser_type)
 
     async def _launch_browser(self) -> None:
         try:
@@ -145,10 +180,35 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             if self._starting.done():
                 self._starting = None
             raise
+        if self.pool:
+            return
         if not hasattr(self, "browser"):
             if self._launching is None or self._launching.done():
                 self._launching = asyncio.ensure_future(self._launch_browser())
             await asyncio.shield(self._launching)
+
+    async def _browser_for(self, render: Render) -> Browser:
+        """The browser a render opens its context on: the one browser, (re)launched if need
+        be, or the pool's endpoint with the fewest contexts open (counted until the render
+        lets go of its context: :meth:`_release`)."""
+        await self._ready()
+        if not self.pool:
+            return self.browser
+        render.endpoint, browser = self.pool.pick()
+        return browser
+
+    def _release(self, render: Render) -> None:
+        if render.endpoint is not None:
+            self.pool.release(render.endpoint, render.browser)
+            render.endpoint = None
+
+    @property
+    def browsers(self) -> list[Browser]:
+        """The browsers renders may open contexts on now (for /metrics)."""
+        if self.pool:
+            return self.pool.browsers
+        browser = getattr(self, "browser", None)
+        return [browser] if browser is not None else []
 
     async def _renderer_pids(self) -> list[int]:
         """The renderer processes of the browser, if the service launched it (its CDP)."""
@@ -186,6 +246,7 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             if self._letting_go:  # contexts of finished renders, still closing
                 await asyncio.wait(list(self._letting_go), timeout=10)
             await self.spares.close()
+            await self.pool.close()
             await super().close()
             if self._reaping:
                 await asyncio.wait(list(self._reaping), timeout=10)
@@ -193,29 +254,52 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             await self.renderers.stop()
             await self.egress.stop()
 
+    def identity_for(
+        self, browser: Browser, ask: dict[str, Any] | None = None, *, mobile: bool = False
+    ) -> Identity:
+        """The identity of a context on ``browser``: the default one (a spare's) without
+        ``ask`` (service.scrape.browser_request.identity_ask)."""
+        ask = ask or {}
+        return identity_for(
+            browser.version,
+            languages=tuple(ask.get("languages") or ()),
+            country=ask.get("country"),
+            mobile=mobile,
+            honest_agent=self.honest_agent,
+            stored=ask.get("stored"),
+        )
+
     async def _new_spare(
-        self, browser: Browser, context_kwargs: dict[str, Any] | None = None
+        self,
+        browser: Browser,
+        context_kwargs: dict[str, Any] | None = None,
+        identity: Identity | None = None,
     ) -> Spare:
+        identity = identity or self.identity_for(browser)
         route = await self.egress.open_route()
         context = None
         try:
             context = await browser.new_context(
+                **identity.context_options(),
                 **(context_kwargs or {}),
                 # A static download does not check certificates either.
                 ignore_https_errors=True,
-                proxy={"server": route.url},
+                proxy=route.credentials,
                 accept_downloads=False,
             )
             if self.config.navigation_timeout_ms is not None:
                 context.set_default_navigation_timeout(self.config.navigation_timeout_ms)
-            await context.add_init_script(ACTIVITY_SCRIPT)  # what PageWatch.settle asks the page
             page = await context.new_page()
+            session = await apply_identity(
+                identity, context, page, shell=self._shell, native=self._native_languages
+            )
+            world = await PageWorld.open(page)  # where PageWatch.settle and the steps ask the page
             # Popups and new tabs are closed as they open (their requests still go through
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
             context.on("page", close_popup)
             meter = DownloadMeter(self.max_resource_bytes, self.max_page_bytes)
             await meter.attach(context, page)
-            spare = Spare(browser, route, context, page, meter)
+            spare = Spare(browser, route, context, page, meter, world, identity, session)
             await page.route("**", spare.intercept)
         except BaseException:
             if context is not None:

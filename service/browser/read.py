@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+    from service.browser.world import PageWorld
+
 log = logging.getLogger(__name__)
 
 # Content-Types of documents (service.extraction.documents) that Chromium shows in its PDF
@@ -72,17 +74,21 @@ HEADROOM = 64 * 1024
 PDF_SIGNATURE = "%PDF-"
 PDF_WITHIN = 1200
 
-# What page.content() returns (Playwright's frame.content), computed in the page's own world.
+# What page.content() returns (Playwright's frame.content), computed in the page's isolated world
+# (service.browser.world: a page that replaced outerHTML's getter would run its own code, and see
+# who called it, in its own world).
 DOCUMENT_HTML = """() => {
   const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : "";
   return doctype + (document.documentElement ? document.documentElement.outerHTML : "");
 }"""
 
 
-async def page_html(page: Page, request: Request, spider: Any) -> str:
+async def page_html(
+    page: Page, request: Request, spider: Any, world: PageWorld | None = None
+) -> str:
     """The page's HTML as ``page.content()`` gives it."""
     try:
-        html = await page.evaluate(DOCUMENT_HTML)
+        html = await (world.evaluate(DOCUMENT_HTML) if world else page.evaluate(DOCUMENT_HTML))
     except PlaywrightError:
         html = None  # a navigation under way, or a page that broke the DOM's own methods
     if isinstance(html, str):
@@ -275,7 +281,9 @@ async def read_rendered(
     try:
         await handler._apply_page_methods(page, request, spider)  # settling, in our handler
         settled_html = scrape_meta.take_settled_html(request)
-        body_text = settled_html or await page_html(page, request, spider)
+        world_of = getattr(handler, "world_of", None)  # service.browser.handler's
+        world = world_of(page) if world_of is not None else None
+        body_text = settled_html or await page_html(page, request, spider, world)
         rendered(request.meta, navigated)  # timings: render
         headers = Headers(await headers_read) if headers_read is not None else Headers()
     finally:

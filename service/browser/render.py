@@ -51,6 +51,7 @@ class Render:
         self.deadline: asyncio.Timeout | None = None
         self.stopped: BrowserError | None = None  # why the render was cut short
         self.kills = 0  # renderers the memory cap had killed when the render began
+        self.endpoint: Any = None  # the pool's endpoint it counts on (service.browser.pool)
 
     def stop(self, error: BrowserError) -> None:
         """End the render now, with ``error``: its deadline is moved to the present."""

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.settings import BaseSettings
 
+    from service.browser.world import PageWorld
+
 # Reading the page keeps this much more of the request's time for a screenshot.
 SCREENSHOT_RESERVE = 0.5
 FONTS_READY = "() => document.fonts.ready.then(() => true)"
@@ -69,20 +71,30 @@ def screenshot_of(response: Response, max_bytes: int) -> str | None:
 
 
 async def add_screenshot(
-    request: Request, page: Page, limits: ScreenshotLimits, timeout: float
+    request: Request,
+    page: Page,
+    limits: ScreenshotLimits,
+    timeout: float,
+    world: PageWorld | None = None,
 ) -> None:
     """Put the screenshot that ``request`` asks for in its (and its response's) meta."""
     full_page = bool(request.meta[SCREENSHOT].get("full_page"))
     request.meta[SCREENSHOT_PNG] = await take_screenshot(
-        page, full_page=full_page, limits=limits, timeout=timeout
+        page, full_page=full_page, limits=limits, timeout=timeout, world=world
     )
 
 
 async def take_screenshot(
-    page: Page, *, full_page: bool, limits: ScreenshotLimits, timeout: float
+    page: Page,
+    *,
+    full_page: bool,
+    limits: ScreenshotLimits,
+    timeout: float,
+    world: PageWorld | None = None,
 ) -> bytes:
-    """The page as a PNG, within ``timeout`` seconds; a :class:`BrowserError` past the size cap."""
-    png = await _full_page(page, limits, timeout) if full_page else await _viewport(page)
+    """The page as a PNG, within ``timeout`` seconds; a :class:`BrowserError` past the size cap.
+    The fonts are waited for in the page's isolated ``world`` when given."""
+    png = await _full_page(page, limits, timeout) if full_page else await _viewport(page, world)
     if len(png) > limits.max_bytes:
         raise BrowserError(
             f"the screenshot is larger than the limit of {limits.max_bytes} bytes "
@@ -91,10 +103,10 @@ async def take_screenshot(
     return png
 
 
-async def _viewport(page: Page) -> bytes:
+async def _viewport(page: Page, world: PageWorld | None) -> bytes:
     # Text drawn before its web font has loaded is invisible; blocked fonts are ready at once.
     with suppress(PlaywrightError):  # a page that broke document.fonts is shot as it is
-        await page.evaluate(FONTS_READY)
+        await (world.evaluate(FONTS_READY) if world else page.evaluate(FONTS_READY))
     session = await page.context.new_cdp_session(page)
     try:
         shot = await session.send(

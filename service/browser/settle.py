@@ -1,30 +1,28 @@
 """When a rendered page has settled enough to be read.
 
-``load`` fires before a client-side app has fetched its data and drawn it. Every context runs
-:data:`ACTIVITY_SCRIPT` in its pages before their own scripts: it notes the time of the DOM's
-last change and counts the work the page has pending: its ``fetch`` and ``XMLHttpRequest``
-calls (their end counts as a change of the DOM) and its short timers (``setTimeout`` of at
-most :data:`SHORT_TIMER_MS`, ``requestAnimationFrame``; a timer a timer started counts too, up
-to :data:`TIMER_DEPTH` deep, so that a timer loop does not hold the page until the limit). A
-:class:`PageWatch` follows all of the page's requests (scripts, frames) from the moment it is
-created.
+``load`` fires before a client-side app has fetched its data and drawn it. The page's isolated
+world (:mod:`service.browser.world`, which the page cannot see) notes the time of the DOM's last
+change, and a :class:`PageWatch` follows all of the page's requests (scripts, frames, fetches)
+at the protocol level from the moment it is created. The page's timers are not watched: that
+needs the page's own functions replaced, which the page can see. Instead a page that can run
+scripts is given a short grace period after load (:data:`GRACE_MS`: a timer or animation frame
+set on load, a request it starts), and one whose DOM changed after load is watched for
+:data:`WATCH_MS` after load (the short timers it set on load, one after the other).
 
-:meth:`PageWatch.settle` then answers at once when, after ``load``, no request is in flight or
-has begun, no short timer is pending and the DOM has not changed since the load event ended
-(the change a ``load`` listener makes is read). Otherwise it waits, within a limit, until the
-requests have ended, the timers have fired and network and DOM have been quiet for a short
-quiet period. It also remembers the last main-frame navigation, so that a failed navigation can
-be matched with what the egress guard saw.
-
-The page can see that ``setTimeout``, ``fetch`` and their kin are wrapped (they are proxies of
-the browser's own functions: their name and length are the same, their source text is not).
+:meth:`PageWatch.settle` then answers once, after ``load``, no request is in flight or has
+begun and either the DOM has not changed since the load event ended (the change a ``load``
+listener makes is read) and the grace period is over, or the DOM changed after load, the watch
+period is over and the DOM has been quiet for a short quiet period. The service waits, not the
+page (no timer of the service in the page: timer ids are the window's). It also remembers the
+last main-frame navigation, so that a failed navigation can be matched with what the egress
+guard saw.
 """
 
 from __future__ import annotations
 
 import asyncio
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from playwright.async_api import Error as PlaywrightError
 
@@ -32,137 +30,50 @@ if TYPE_CHECKING:
     from playwright.async_api import Page
     from playwright.async_api import Request as PlaywrightRequest
 
+    from service.browser.world import PageWorld
+
 # Streams that stay open by design never let a page look idle.
 _LONG_LIVED = frozenset({"eventsource", "websocket"})
 
-SHORT_TIMER_MS = 500
-TIMER_DEPTH = 3
+# A page that can run scripts may change its DOM a little after load: a timer or animation
+# frame its load listener set, the answer of a request it started (reported to the service a
+# little after the page made it).
+GRACE_MS = 50
+# A page whose DOM changed after load is watched this long after load: the short timers it set
+# on load, one after another (the settle tests' page: 50 and 300 ms).
+WATCH_MS = 500
 
-# Run in every frame before the page's own scripts (BrowserContext.add_init_script).
-ACTIVITY_SCRIPT = """(() => {
-  const KEY = "__scrapespyActivity";
-  if (Object.prototype.hasOwnProperty.call(window, KEY)) return;
-  const SHORT = SHORT_TIMER_MS, DEEP = TIMER_DEPTH;
-  const setT = window.setTimeout, clearT = window.clearTimeout, clearI = window.clearInterval;
-  const frame = window.requestAnimationFrame, unframe = window.cancelAnimationFrame;
-  const now = () => performance.now();
-  const timers = new Set(), frames = new Set();
-  let depth = 0;
-  const state = {pending: 0, last: 0};
-  const track = (target, self, args, ids) => {
-    const callback = args[0];
-    if (typeof callback !== "function" || depth >= DEEP) return Reflect.apply(target, self, args);
-    const level = depth + 1;
-    let id;
-    args[0] = function () {
-      if (ids.delete(id)) state.pending--;
-      const outer = depth;
-      depth = level;
-      try { return callback.apply(this, arguments); } finally { depth = outer; }
-    };
-    id = Reflect.apply(target, self, args);
-    ids.add(id);
-    state.pending++;
-    return id;
-  };
-  const forget = (ids) => ({apply(target, self, args) {
-    if (ids.delete(args[0])) state.pending--;
-    return Reflect.apply(target, self, args);
-  }});
-  window.setTimeout = new Proxy(setT, {apply(target, self, args) {
-    return (+args[1] || 0) <= SHORT ? track(target, self, args, timers)
-      : Reflect.apply(target, self, args);
-  }});
-  window.clearTimeout = new Proxy(clearT, forget(timers));
-  window.clearInterval = new Proxy(clearI, forget(timers));
-  if (frame) {
-    window.requestAnimationFrame = new Proxy(frame, {apply(target, self, args) {
-      return track(target, self, args, frames);
-    }});
-    window.cancelAnimationFrame = new Proxy(unframe, forget(frames));
+# ([quiet, grace, watch, read]) -> {wait: ms} until the page may have settled, else {settled}
+# or, with read, {html} (what page.content() returns) in the same round trip. Asked in the page's
+# isolated world, where WORLD_SCRIPT keeps the time of the DOM's last change.
+_PROBE = """async ([quiet, grace, watch, read]) => {
+  // after the page's tasks that are due (a timer of the page that is late on a busy machine)
+  await scheduler.postTask(() => 0, {priority: "background"});
+  const state = globalThis.activity;
+  const nav = performance.getEntriesByType("navigation")[0];
+  const end = nav && nav.loadEventEnd > 0 ? nav.loadEventEnd : null;
+  const at = performance.now();
+  let wait = 0;
+  if (end === null) wait = 10;  // the load event on its way (Playwright hears it begin)
+  else if (state.last > end) wait = Math.max(watch - (at - end), quiet - (at - state.last));
+  else if (document.querySelector("script, iframe, frame, object, embed, [onload]")) {
+    wait = grace - (at - end);
   }
-  // A request the page makes is pending until it ends, and its end counts as a change: what
-  // the page does with the answer comes after it.
-  const ended = () => { state.pending--; state.last = now(); };
-  if (window.fetch) {
-    window.fetch = new Proxy(window.fetch, {apply(target, self, args) {
-      const answer = Reflect.apply(target, self, args);
-      state.pending++;
-      answer.then(ended, ended);
-      return answer;
-    }});
-  }
-  if (window.XMLHttpRequest) {
-    const proto = XMLHttpRequest.prototype;
-    proto.send = new Proxy(proto.send, {apply(target, self, args) {
-      state.pending++;
-      try {
-        self.addEventListener("loadend", ended, {once: true});
-        return Reflect.apply(target, self, args);
-      } catch (error) {
-        self.removeEventListener("loadend", ended);
-        ended();
-        throw error;
-      }
-    }});
-  }
-  new MutationObserver(() => { state.last = now(); }).observe(document,
-    {subtree: true, childList: true, attributes: true, characterData: true});
-  // Resolves true once, after the load event, no short timer is pending and the DOM has not
-  // changed since the load event ended, or not for quiet ms; false after limit ms.
-  state.settled = (quiet, limit) => new Promise((resolve) => {
-    const started = now();
-    const check = () => {
-      const nav = performance.getEntriesByType("navigation")[0];
-      const end = nav && nav.loadEventEnd > 0 ? nav.loadEventEnd : null;
-      const at = now();
-      if (end !== null && state.pending === 0) {
-        if (state.last <= end || at - state.last >= quiet) return resolve(true);
-      }
-      if (at - started >= limit) return resolve(false);
-      // the load event may still be on its way (Playwright's load is heard as it begins)
-      const calm = state.pending > 0 ? 10 : end === null ? 0 : quiet - (at - state.last);
-      setT(check, Math.max(0, Math.min(calm, limit - (at - started))));
-    };
-    check();
-  });
-  Object.defineProperty(window, KEY, {value: state});
-})()""".replace("SHORT_TIMER_MS", str(SHORT_TIMER_MS)).replace("TIMER_DEPTH", str(TIMER_DEPTH))
-
-# With read, a settled page's HTML (what page.content() returns) comes in the same round trip.
-_SETTLED = """async ([quiet, limit, read]) => {
-  const activity = window.__scrapespyActivity;
-  if (!activity) return null;
-  const settled = await activity.settled(quiet, limit);
-  if (!read || !settled) return settled;
+  if (wait > 0) return {wait};
+  if (!read) return {settled: true};
   try {
     const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : "";
-    return doctype + (document.documentElement ? document.documentElement.outerHTML : "");
+    return {html: doctype + (document.documentElement ? document.documentElement.outerHTML : "")};
   } catch (error) {
-    return true;  // a page that broke the DOM's methods is read another way
+    return {settled: true};  // a page that broke the DOM's methods is read another way
   }
 }"""
 
-_DOM_QUIET = """([quiet, limit]) => new Promise((resolve) => {
-  let timer;
-  const done = () => { observer.disconnect(); resolve(); };
-  const observer = new MutationObserver(() => {
-    clearTimeout(timer);
-    timer = setTimeout(done, quiet);
-  });
-  const all = {subtree: true, childList: true, attributes: true, characterData: true};
-  observer.observe(document, all);
-  // quiet since the end of the load event, not since this evaluation reached the page
-  const nav = performance.getEntriesByType("navigation")[0];
-  const calm = nav && nav.loadEventEnd > 0 ? performance.now() - nav.loadEventEnd : 0;
-  timer = setTimeout(done, Math.max(0, quiet - calm));
-  setTimeout(done, limit);
-})"""
-
 
 class PageWatch:
-    def __init__(self, page: Page) -> None:
+    def __init__(self, page: Page, world: PageWorld) -> None:
         self.page = page
+        self.world = world
         self.in_flight: set[PlaywrightRequest] = set()
         self.changed = asyncio.Event()
         self.last_change = 0.0  # the loop's time of the last request that began or ended
@@ -228,45 +139,31 @@ class PageWatch:
 
         The network is quiet when no request is in flight and none has begun or ended for
         ``quiet`` s, or none has since ``loaded_at`` (the loop's time when the page's load was
-        seen); the page is asked about its timers and its DOM once the network is quiet, and
-        again if a request began meanwhile."""
+        seen); the page's world is asked about its DOM once the network is quiet, and again
+        after the wait it names or when a request began meanwhile."""
         loop = asyncio.get_running_loop()
         end = loop.time() + limit
         since = loaded_at if loaded_at is not None else loop.time()
+        asked = [int(quiet * 1000), GRACE_MS, WATCH_MS, read]
         while (left := end - loop.time()) > 0:
             await self.network_quiet(since=since, quiet=quiet, limit=left)
-            mark = self.last_change
+            since = self.last_change
             left = end - loop.time()
             if left <= 0:
                 return None
-            asked = [int(quiet * 1000), int(left * 1000), read]
             try:
-                settled = await asyncio.wait_for(self.page.evaluate(_SETTLED, asked), left)
+                answer = await asyncio.wait_for(self.world.evaluate(_PROBE, asked), left)
             except (PlaywrightError, TimeoutError):
-                return None  # a navigation replaced the page's world, or the limit came
-            if settled is None:  # no activity script in this page (it replaced its window)
-                await self._dom_quiet(quiet=quiet, limit=end - loop.time())
+                return None  # a navigation replaced the page's document, or the limit came
+            if self.last_change != since or self.in_flight:
+                continue  # a request began or ended while the page was asked: wait for it
+            if not isinstance(answer, dict):
                 return None
-            if self.last_change == mark and not self.in_flight:
-                return settled if isinstance(settled, str) else None
-            since = mark  # a request began or ended while the page was asked: wait for it
+            if "wait" not in answer:
+                html = answer.get("html")
+                return html if isinstance(html, str) else None
+            self.changed.clear()
+            wait = min(float(answer["wait"]) / 1000, end - loop.time())
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), max(wait, 0.0))
         return None
-
-    async def _dom_quiet(self, *, quiet: float, limit: float) -> None:
-        if limit <= 0:
-            return
-        dom = asyncio.ensure_future(
-            self.page.evaluate(_DOM_QUIET, [int(quiet * 1000), int(limit * 1000)])
-        )
-        try:
-            with suppress(PlaywrightError, TimeoutError):
-                await asyncio.wait_for(asyncio.shield(dom), limit)
-        finally:
-            # Not awaited: swallowing a cancellation here would defeat the request's timeout.
-            dom.cancel()
-            dom.add_done_callback(_consume)
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 from playwright.async_api import Error as PlaywrightError
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Page, Route
+    from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Route
     from playwright.async_api import Request as PlaywrightRequest
 
     from service.browser.egress import EgressRoute
+    from service.browser.identity import Identity
     from service.browser.meter import DownloadMeter
+    from service.browser.world import PageWorld
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +47,18 @@ class Spare:
     context: BrowserContext
     page: Page
     meter: DownloadMeter
+    world: PageWorld  # the page's isolated world (service.browser.world)
+    identity: Identity  # what the context presents (service.browser.identity)
+    session: CDPSession  # the page's, which keeps the identity's overrides in force
     # Set by the request that takes the spare; the page's interception (``intercept``, routed
     # at creation) hands the page's navigations to it (the caller's headers, method and body),
-    # aborts the resource types in ``skipped`` and lets the others go with ``user_agent``.
+    # aborts the resource types in ``skipped`` and lets the others go as the browser made them.
     handler: Callable[[Route, PlaywrightRequest], Awaitable[Any]] | None = None
     skipped: frozenset[str] = frozenset()
-    user_agent: str | None = None
+    # the request adds nothing to the browser's navigation (no header of the caller's, no
+    # method or body of its own): let go untouched, in Chrome's own header order (passing
+    # headers back to the browser sends them in the order given)
+    plain: bool = False
 
     async def intercept(self, route: Route, request: PlaywrightRequest) -> None:
         try:
@@ -58,14 +66,10 @@ class Spare:
                 await route.abort()
             elif request.resource_type in self.skipped:
                 await route.abort()
-            elif request.is_navigation_request():
+            elif request.is_navigation_request() and not self.plain:
                 await self.handler(route, request)
-            elif self.user_agent is None:
-                await route.continue_()
             else:
-                # the headers the page gave, not all of them (a round trip to the browser for
-                # each sub-resource): the browser adds its cookies and the rest as it sends it
-                await route.continue_(headers={**request.headers, "user-agent": self.user_agent})
+                await route.continue_()
         except PlaywrightError as error:  # a page or context closed meanwhile
             log.debug("a request of a closing page was not let through: %s", error)
 

@@ -1,4 +1,4 @@
-"""Finding the element an action step is about, in one evaluation in the page's own world.
+"""Finding the element an action step is about, in one evaluation in the page's isolated world.
 
 Playwright's own ``click``, ``fill`` and ``wait_for_selector`` set up its utility world in the
 page on first use (20 ms), wait for an element's box to stay put over two animation frames and
@@ -27,6 +27,8 @@ from playwright.async_api import Error as PlaywrightError
 
 if TYPE_CHECKING:
     from playwright.async_api import Page
+
+    from service.browser.world import PageWorld
 
 # ([selector, purpose, timeout ms, arg]) -> the first visible match made ready for purpose:
 #   "visible": {}; "click": {x, y}; "fill" (arg: the text): {done} (a date, colour ... input,
@@ -111,8 +113,14 @@ FIND = """([selector, purpose, timeout, arg]) => new Promise((resolve) => {
     }
     return null;
   };
+  // scheduler.postTask, not setTimeout: timer ids are the window's, shared with the page
+  const cancel = () => { if (timer) timer.abort(); };
+  const later = (callback, ms) => {
+    timer = new AbortController();
+    scheduler.postTask(callback, {delay: ms, signal: timer.signal}).catch(() => {});
+  };
   const done = (value) => {
-    clearTimeout(timer);
+    cancel();
     if (observer) observer.disconnect();
     resolve(value);
   };
@@ -120,8 +128,8 @@ FIND = """([selector, purpose, timeout, arg]) => new Promise((resolve) => {
     const found = attempt();
     if (found) return done(found);
     if (performance.now() >= end) return done({timeout: true, matched, why});
-    clearTimeout(timer);
-    timer = setTimeout(tick, Math.min(50, Math.max(0, end - performance.now())));
+    cancel();
+    later(tick, Math.min(50, Math.max(0, end - performance.now())));
   };
   observer = new MutationObserver(() => {
     if (pending) return;
@@ -140,7 +148,7 @@ class NotFound(Exception):
 
 
 async def find(
-    page: Page, selector: str, purpose: str, left: float, arg: int | str = 0
+    world: PageWorld, page: Page, selector: str, purpose: str, left: float, arg: int | str = 0
 ) -> dict[str, Any]:
     """What :data:`FIND` gives for ``purpose``, within ``left`` seconds, across navigations
     (a document that goes away is searched again once the next one is there)."""
@@ -148,7 +156,7 @@ async def find(
     while True:
         remaining = max(deadline - time.monotonic(), 0.0)
         try:
-            found: dict[str, Any] = await page.evaluate(
+            found: dict[str, Any] = await world.evaluate(
                 FIND, [selector, purpose, remaining * 1000, arg]
             )
         except PlaywrightError as error:

@@ -8,6 +8,7 @@ browser is told so), and the operator's upstream proxies a route may chain to.
 from __future__ import annotations
 
 import base64
+import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
@@ -106,6 +107,26 @@ def parse_request_head(
         return b"\r\n".join([first, *lines, *extra]) + b"\r\n\r\n"
 
     return method, host, port, forward
+
+
+# what a route that asks for credentials answers a request without them
+PROXY_CHALLENGE = (
+    b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+    b'Proxy-Authenticate: Basic realm="scrapespy egress"\r\n'
+    b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+)
+
+
+def has_basic_credentials(head: bytes, user: str, password: str) -> bool:
+    """Whether a request head's ``Proxy-Authorization`` is Basic ``user``:``password``."""
+    expected = base64.b64encode(f"{user}:{password}".encode()).decode()
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"proxy-authorization":
+            scheme, _, token = value.strip().decode("latin-1").partition(" ")
+            if scheme.lower() == "basic" and hmac.compare_digest(token.strip(), expected):
+                return True
+    return False
 
 
 def closing_head(head: bytes) -> bytes:

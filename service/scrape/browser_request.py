@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from service.core.places import COUNTRIES
 from service.scrape.meta import (
     ACTIONS,
     COOKIES,
     DEVICE,
+    IDENTITY,
     PLAYWRIGHT,
     PLAYWRIGHT_CONTEXT,
     PLAYWRIGHT_CONTEXT_KWARGS,
@@ -26,13 +26,16 @@ if TYPE_CHECKING:
     from service.scrape.order import ScrapeOrder
 
 
-def located_context(country: str | None, languages: tuple[str, ...]) -> dict[str, str]:
-    """A browser context's options for a visitor of ``country`` speaking ``languages``: its
-    locale (``navigator.language``, the browser's own ``Accept-Language``) and time zone."""
-    options = {"locale": languages[0]} if languages else {}
-    if country is not None:
-        options["timezone_id"] = COUNTRIES[country].time_zone
-    return options
+def identity_ask(order: ScrapeOrder) -> dict[str, Any]:
+    """What the browser identity of ``order``'s context is made from (service.browser.identity):
+    its location's languages and country, else its session's identity; empty: the default one
+    (a spare context has it)."""
+    ask: dict[str, Any] = {}
+    if order.languages or order.country is not None:
+        ask = {"languages": list(order.languages), "country": order.country}
+    elif order.session is not None and order.session.identity:
+        ask["stored"] = dict(order.session.identity)
+    return ask
 
 
 def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = None) -> None:
@@ -45,7 +48,7 @@ def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = 
     deadline middleware adds the navigation's timeout, and the order's device and cookies go
     with it (a static attempt had the cookies in its jar, the browser sets them in its context),
     and so do the order's session's storage (service.scrape.sessions) and its location's
-    locale and time zone (:func:`located_context`).
+    languages and time zone (:func:`identity_ask`).
     """
     meta[PLAYWRIGHT] = True
     meta[PLAYWRIGHT_CONTEXT] = (
@@ -64,11 +67,9 @@ def for_browser(meta: dict[str, Any], order: ScrapeOrder, attempt: int | None = 
             meta[ACTIONS] = [dict(step) for step in order.actions]
     if order.device == "mobile":
         meta[DEVICE] = "mobile"
-    if order.languages or order.country is not None:
-        meta[PLAYWRIGHT_CONTEXT_KWARGS] = {
-            **(meta.get(PLAYWRIGHT_CONTEXT_KWARGS) or {}),
-            **located_context(order.country, order.languages),
-        }
+    ask = identity_ask(order)
+    if ask:
+        meta[IDENTITY] = ask
     if order.cookies:
         meta[COOKIES] = [dict(cookie) for cookie in order.cookies]
     if order.session is not None:  # a fresh context, made with the session's cookies and storage

@@ -50,11 +50,12 @@ REDIRECT_MAX_TIMES = 10
 HTTPERROR_ALLOW_ALL = True
 HTTPCACHE_ENABLED = False
 COOKIES_ENABLED = True
-# The js engine: a request with meta["playwright"] renders in the system Chromium, one browser
-# context per request (service.browser); every other request goes to Scrapy's HTTP/1.1 handler.
+# A static request with the chrome fingerprint goes through curl_cffi (service.impersonation);
+# a js one (meta["playwright"]) renders in the system Chromium, one browser context per request
+# (service.browser); every other request goes to Scrapy's HTTP/1.1 handler.
 DOWNLOAD_HANDLERS = {
-    "http": "service.browser.handler.BrowserDownloadHandler",
-    "https": "service.browser.handler.BrowserDownloadHandler",
+    "http": "service.impersonation.FingerprintDownloadHandler",
+    "https": "service.impersonation.FingerprintDownloadHandler",
 }
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 120_000  # each request's own deadline is what bounds it
 PLAYWRIGHT_ABORT_REQUEST = "service.browser.launch.abort_heavy_resource"
@@ -121,6 +122,7 @@ ITEM_PIPELINES = {
     "pipelines.billing.SettlePipeline": 200,
     "pipelines.result.FieldsPipeline": 300,
     "pipelines.llm.ModelPipeline": 350,
+    "pipelines.changes.ChangeTrackingPipeline": 380,
     "pipelines.billing.BillingPipeline": 400,
 }
 

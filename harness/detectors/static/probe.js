@@ -1,0 +1,1 @@
+// fetched by the headers page: only its request headers matter
