@@ -5,7 +5,8 @@ worker must come back by itself: the batch that was running finishes, a batch su
 the restart runs too, each page is billed once, and meanwhile ``/healthz`` says the job queue is
 down (503) and ``POST /scrape`` answers 503 rather than a traceback. A restart while pages are
 being scraped (their claims and holds made before it, their results stored after it) loses no
-page either: a page whose task failed on the database runs again once it answers.
+page either: a page whose task failed on the database runs again once it answers. A monitor's
+run that came due while the database was down is made once when it is back.
 
 Run only with ``SCRAPESPY_TEST_DB=postgresql`` (CI): each test starts a PostgreSQL server of
 its own (harness.pg_cluster), never the machine's, which other test runs share.
@@ -21,9 +22,11 @@ from typing import Any
 
 import pytest
 
+from harness.monitor_clock import START, Clock
 from harness.pg_cluster import Cluster
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
+from tests import test_e2e_monitors as monitors
 from tests.test_e2e_batch import (
     JOBS_ENV,
     add_pages,
@@ -220,3 +223,39 @@ def test_a_restart_while_pages_are_scraped_loses_none_and_bills_each_once(
     assert accounts.entries_sum(account_id) == summary["balance"]
     assert billed_scrapes(accounts, account_id) == (billed, billed * COST)
     assert "Task exception was never retrieved" not in log
+
+
+def test_a_monitor_s_run_due_while_postgresql_is_down_is_made_once_after(
+    own_server: tuple[Cluster, Accounts], site: TargetSite, tmp_path: Path
+) -> None:
+    """A run comes due while the database is away: the ticks that cannot reach it make nothing;
+    the first that can makes the run, once, and the one after it keeps to the schedule."""
+    cluster, accounts = own_server
+    account_id, key = accounts.create(credits=10)
+    page = monitors.Changing(site, "/monitored-pg-restart")
+    clock = Clock(tmp_path / "now")
+    service = monitors.start(cluster.url, tmp_path / "service", clock)
+    try:
+        made = monitors.create(service, key, {"url": page.url, "schedule": 300}).json
+        monitors.finished_checks(service, key, made["id"], 1)
+        cluster.stop()
+        try:
+            logged(service, "the job queue's worker stopped", timeout=60)
+            clock.advance(300)  # due while the database is down
+            logged(service, "could not run the due monitors", timeout=60)
+        finally:
+            cluster.start()
+        monitors.finished_checks(service, key, made["id"], 2, timeout=120)
+        clock.advance(300)
+        found = monitors.finished_checks(service, key, made["id"], 3, timeout=120)
+        monitors.settle_ticks()
+        assert len(monitors.checks(service, key, made["id"])) == 3 and page.fetches == 3
+        assert [check["status"] for check in found] == ["completed"] * 3
+        assert [check["scheduled_for"] for check in found] == [
+            monitors.at(START + 300 * n) for n in range(3)
+        ]
+    finally:
+        service.stop()
+    assert monitors.charged(accounts, account_id) == (3, 3)
+    summary = accounts.summary(account_id)
+    assert (summary["balance"], summary["held"]) == (7, 0)

@@ -32,6 +32,7 @@ from service.dashboard.forms import (
 )
 from service.dashboard.gate import args_of, first_arg, redirect
 from service.dashboard.job_views import JobViews
+from service.dashboard.monitor_views import MonitorViews
 from service.dashboard.pages import MOUNT
 from service.dashboard.preview import shown_json
 from service.dashboard.sessions import WebSession
@@ -45,7 +46,7 @@ KEY_ID_DIGITS = 12
 RETURN_CHECKS = 10
 
 
-class Dashboard(JobViews):
+class Dashboard(JobViews, MonitorViews):
     app = JobViews.app
 
     # the account ------------------------------------------------------------------------------

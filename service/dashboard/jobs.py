@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, func, select
 
 from service.dashboard.preview import shown_json
 from service.dashboard.usage import PAGE_SIZE, Page, page_bounds
 from service.db.tables import job_pages, jobs, usage
 from service.db.times import as_utc
 from service.jobs.batch_store import ACTIVE
-from service.jobs.job_reads import DONE_PAGE
+from service.jobs.job_reads import DONE_PAGE, charged_by_hold, pages_charged
 
 RESULTS_PAGE_SIZE = 50
 # a stored result up to this many bytes is shown in the page (indented, bulky fields cut);
@@ -44,10 +44,6 @@ class Progress:
         return 100 if not self.total else self.finished * 100 // self.total
 
 
-def _charged_by_hold() -> Any:
-    return and_(usage.c.hold_id == job_pages.c.hold_id, usage.c.hold_id.is_not(None))
-
-
 def _progress(conn: Connection, seqs: list[int]) -> dict[int, tuple[dict[str, int], int]]:
     """Each job's page counts (a running page counts as pending, as the API counts it) and the
     credits its pages were charged."""
@@ -64,7 +60,7 @@ def _progress(conn: Connection, seqs: list[int]) -> dict[int, tuple[dict[str, in
         found[seq][0]["pending" if status == "running" else status] += int(count)
     for seq, credits in conn.execute(
         select(job_pages.c.job_seq, func.coalesce(func.sum(usage.c.credits), 0))
-        .select_from(job_pages.join(usage, _charged_by_hold()))
+        .select_from(job_pages.join(usage, charged_by_hold()))
         .where(job_pages.c.job_seq.in_(seqs))
         .group_by(job_pages.c.job_seq)
     ):
@@ -141,14 +137,7 @@ def results_page(
     )
     pages, number = page_bounds(total, number, size)
     rows = conn.execute(
-        select(
-            job_pages.c.position,
-            job_pages.c.url,
-            job_pages.c.status,
-            job_pages.c.result,
-            usage.c.credits,
-        )
-        .select_from(job_pages.outerjoin(usage, _charged_by_hold()))
+        pages_charged()
         .where(job_pages.c.job_seq == job_seq)
         .order_by(job_pages.c.position)
         .limit(size)

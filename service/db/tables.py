@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -151,8 +152,7 @@ class UsageRow(NamedTuple):
     blocked: bool
     error: str | None
     elapsed_ms: int
-    # the language model's share of the cost captured (pipelines.llm), in a ledger entry of
-    # its own; the settlement writes what it charged of it
+    # the language model's share of the cost (pipelines.llm: a ledger entry of its own), charged
     extraction_credits: int = 0
 
 
@@ -329,4 +329,72 @@ scrape_sessions = Table(
     Column("last_used_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("account_id", "name", name="uq_scrape_sessions_account_name"),
+)
+
+# Monitors (migration 0021; each run claimed once, service.jobs.monitor_runs): ``options`` the
+# run's scrape options (JSON; a crawl's under ``crawl``), ``schedule`` seconds or a cron expression.
+monitors = Table(
+    "monitors",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("public_id", String(32), nullable=False, unique=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False),
+    Column("key_id", Integer, ForeignKey("api_keys.id"), nullable=False),
+    Column("key_hash", String(64), nullable=False),
+    Column("name", String(200), nullable=True),
+    Column("url", Text, nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("options", Text, nullable=False),
+    Column("schedule", String(200), nullable=False),
+    Column("webhook", Text, nullable=True),
+    Column("status", String(12), nullable=False),
+    Column("paused_reason", String(24), nullable=True),
+    Column("next_run_at", DateTime(timezone=True), nullable=False),
+    Column("last_run_at", DateTime(timezone=True), nullable=True),
+    Column("unpaid_runs", Integer, nullable=False, default=0),  # skipped unpaid, in a row
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("status IN ('active', 'paused')", name="status_known"),
+    CheckConstraint("kind IN ('url', 'crawl')", name="kind_known"),
+    Index("ix_monitors_account_id", "account_id", "id"),
+    Index("ix_monitors_due", "status", "next_run_at"),
+)
+
+# A monitor's run: its job, then what it found (``summary``, JSON), kept past the job's retention.
+monitor_checks = Table(
+    "monitor_checks",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("monitor_id", Integer, ForeignKey("monitors.id", ondelete="CASCADE"), nullable=False),
+    Column("job_seq", Integer, ForeignKey("jobs.seq", ondelete="SET NULL"), nullable=True),
+    Column("job_public_id", String(32), nullable=True),
+    Column("status", String(24), nullable=False),
+    Column("scheduled_for", DateTime(timezone=True), nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("changed", Boolean, nullable=False, default=False),
+    Column("credits_charged", BigInteger, nullable=False, default=0),
+    Column("summary", Text, nullable=True),
+    CheckConstraint(
+        "status IN ('running', 'completed', 'failed', 'insufficient_credits', 'cancelled')",
+        name="status_known",
+    ),
+    Index("ix_monitor_checks_monitor_id", "monitor_id", "id"),
+    Index("ix_monitor_checks_running", "status"),
+)
+
+# change_tracking's snapshots (migration 0020; service.scrape.snapshots keeps and expires them),
+# by (account, the URL's SHA-256, tag or ""): ``markdown`` zlib-compressed, ``extracted`` JSON.
+change_snapshots = Table(
+    "change_snapshots",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("account_id", Integer, ForeignKey("accounts.id", ondelete="CASCADE"), nullable=False),
+    Column("url_key", String(64), nullable=False),
+    Column("tag", String(100), nullable=False),
+    Column("url", Text, nullable=False),
+    Column("markdown", LargeBinary, nullable=False),
+    Column("extracted", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_change_snapshots_page", "account_id", "url_key", "tag", "created_at"),
+    Index("ix_change_snapshots_created_at", "created_at"),
 )

@@ -10,7 +10,9 @@ concurrency 1.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any, TypeVar
@@ -19,6 +21,11 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+# how long stop() waits for the calls already submitted
+STOP_TIMEOUT_SECONDS = 30.0
 
 _Call = tuple[Deferred[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
@@ -44,12 +51,19 @@ class DatabaseThreads:
             thread.start()
             self._threads.append(thread)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+        """Let the calls already submitted finish, for at most ``timeout`` seconds in all; a
+        thread still in a call then is left to the end of the process (the threads are
+        daemons), and named in the log."""
         self._stopped = True
         for _ in self._threads:
             self._calls.put(None)
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join()
+            thread.join(max(0.0, deadline - time.monotonic()))
+        busy = [thread.name for thread in self._threads if thread.is_alive()]
+        if busy:
+            log.warning("%s: still in a call after %.1f s, left running", ", ".join(busy), timeout)
         self._threads = []
 
     def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:

@@ -24,7 +24,7 @@ from service.core.config import Config
 from service.core.errors import ApiError, BadRequest, NotFound, TooManyRequests, Unauthorized
 from service.core.schemas import ScrapeRequest, checked_scrape, parse_json_object, validate
 from service.db import Database
-from service.jobs import batch_store, job_reads
+from service.jobs import batch_store, job_reads, monitor_store
 from service.jobs.answers import RESULTS_LIMIT, Job, JobAccepted, JobItem
 from service.jobs.page_runs import PageRuns
 from service.jobs.webhook_spec import take_webhook
@@ -185,4 +185,5 @@ class Batches(PageRuns):
         """Deletes what is past the retention time (config.job_retention_days)."""
         now = ledger.now()
         before = now - timedelta(days=self.config.job_retention_days)
+        await self.database.run(monitor_store.purge_checks, before)
         return await self.database.run(batch_store.purge, before, now - KEYS_KEPT_FOR)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, Select, and_, func, select
 
 from service.billing.answers import Page
 from service.db.tables import job_pages, jobs, usage
@@ -38,17 +38,7 @@ def tell_page(conn: Connection, job_seq: int, page_id: int) -> None:
     if hook is None:
         return
     account_id, url, public_id = hook
-    row = conn.execute(
-        select(
-            job_pages.c.position,
-            job_pages.c.url,
-            job_pages.c.status,
-            job_pages.c.result,
-            usage.c.credits,
-        )
-        .select_from(job_pages.outerjoin(usage, _charged_by_hold()))
-        .where(job_pages.c.id == page_id)
-    ).one()
+    row = conn.execute(pages_charged().where(job_pages.c.id == page_id)).one()
     whole = row.result is not None and len(row.result) <= WEBHOOK_RESULT_MAX_BYTES
     page = {
         "index": row.position,
@@ -74,8 +64,21 @@ def _job_row(conn: Connection, seq: int) -> Any:
     return conn.execute(select(jobs).where(jobs.c.seq == seq)).one()
 
 
-def _charged_by_hold() -> Any:
+def charged_by_hold() -> Any:
+    """A page's usage row: the one its hold was settled with (a page never held has none)."""
     return and_(usage.c.hold_id == job_pages.c.hold_id, usage.c.hold_id.is_not(None))
+
+
+def pages_charged() -> Select[Any]:
+    """A job's pages with what each was charged (no usage row yet: credits None), the one
+    query the API, the webhooks and the dashboard read pages with; the caller filters it."""
+    return select(
+        job_pages.c.position,
+        job_pages.c.url,
+        job_pages.c.status,
+        job_pages.c.result,
+        usage.c.credits,
+    ).select_from(job_pages.outerjoin(usage, charged_by_hold()))
 
 
 def summary_of(conn: Connection, seq: int) -> JobSummary:
@@ -90,7 +93,7 @@ def summary_of(conn: Connection, seq: int) -> JobSummary:
         tally["pending" if status == "running" else status] += count
     charged = conn.execute(
         select(func.coalesce(func.sum(usage.c.credits), 0))
-        .select_from(job_pages.join(usage, _charged_by_hold()))
+        .select_from(job_pages.join(usage, charged_by_hold()))
         .where(job_pages.c.job_seq == seq)
     ).scalar_one()
     return {
@@ -113,14 +116,7 @@ def view(conn: Connection, account_id: int, public_id: str, after: int, limit: i
         return None
     summary = summary_of(conn, seq)
     rows = conn.execute(
-        select(
-            job_pages.c.position,
-            job_pages.c.url,
-            job_pages.c.status,
-            job_pages.c.result,
-            usage.c.credits,
-        )
-        .select_from(job_pages.outerjoin(usage, _charged_by_hold()))
+        pages_charged()
         .where(
             job_pages.c.job_seq == seq,
             job_pages.c.position > after,

@@ -36,17 +36,24 @@ class Claim:
 
 
 def page_ids(conn: Connection, job_seq: int) -> list[int]:
-    return list(
-        conn.execute(
-            select(job_pages.c.id)
-            .where(job_pages.c.job_seq == job_seq, job_pages.c.status == "pending")
-            .order_by(job_pages.c.position)
-        ).scalars()
-    )
+    """The job's pending pages, in their order."""
+    return pages_of_jobs(conn, [job_seq])[job_seq]
 
 
-def mark_enqueued(conn: Connection, job_seq: int) -> None:
-    conn.execute(update(jobs).where(jobs.c.seq == job_seq).values(enqueued=True))
+def pages_of_jobs(conn: Connection, job_seqs: list[int]) -> dict[int, list[int]]:
+    """Each job's pending pages, in their order, in one statement."""
+    pages: dict[int, list[int]] = {seq: [] for seq in job_seqs}
+    for seq, page_id in conn.execute(
+        select(job_pages.c.job_seq, job_pages.c.id)
+        .where(job_pages.c.job_seq.in_(job_seqs), job_pages.c.status == "pending")
+        .order_by(job_pages.c.job_seq, job_pages.c.position)
+    ):
+        pages[int(seq)].append(int(page_id))
+    return pages
+
+
+def mark_enqueued(conn: Connection, job_seqs: list[int]) -> None:
+    conn.execute(update(jobs).where(jobs.c.seq.in_(job_seqs)).values(enqueued=True))
 
 
 def not_enqueued(conn: Connection, older_than: timedelta) -> list[int]:
@@ -156,7 +163,7 @@ def job_terms(conn: Connection, job_seq: int) -> JobTerms | None:
     ).one_or_none()
     if row is None:
         return None
-    _start_job(conn, job_seq)
+    _start_job(conn, job_seq, told=bool(row.webhook))
     return JobTerms(
         orjson.loads(row.options), row.key_hash, _tells_pages(row.webhook), not row.webhook
     )
@@ -171,13 +178,14 @@ def _tells_pages(webhook: str | None) -> bool:
     return bool(webhook) and "page" in orjson.loads(webhook or "{}").get("events", ())
 
 
-def _start_job(conn: Connection, job_seq: int) -> None:
+def _start_job(conn: Connection, job_seq: int, told: bool = True) -> None:
+    """The job ``running``; its webhook told when it has one (``told``)."""
     started = conn.execute(
         update(jobs)
         .where(jobs.c.seq == job_seq, jobs.c.status == "queued")
         .values(status="running")
     ).rowcount
-    if started:
+    if started and told:
         tell(conn, job_seq, "running")
 
 

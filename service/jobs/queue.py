@@ -114,6 +114,9 @@ class LocalQueue:
     async def enqueue(self, job_seq: int) -> None:
         self._poke()
 
+    async def enqueue_many(self, job_seqs: list[int]) -> None:
+        self._poke()
+
     def _poke(self) -> None:
         if self._wake is not None and not self._wake.called:
             self._wake.callback(None)
@@ -272,15 +275,24 @@ class PostgresQueue:
             await Deferred.fromCoroutine(run).asFuture(loop)
 
     async def enqueue(self, job_seq: int) -> None:
-        pages = await self.batches.database.run(page_claims.page_ids, job_seq)
-        size = pages_per_task(len(pages), self.batches.config.job_pages_in_flight)
-        tasks: list[dict[str, Any]] = [
-            {"page_ids": pages[start : start + size], "job_seq": job_seq}
-            for start in range(0, len(pages), size)
-        ]
+        await self.enqueue_many([job_seq])
+
+    async def enqueue_many(self, job_seqs: list[int]) -> None:
+        """The jobs' pending pages handed to the queue: one read, one batch of tasks and one
+        write for them all (a monitors' tick queues up to DUE_PER_TICK one-page jobs at once)."""
+        if not job_seqs:
+            return
+        pages_of = await self.batches.database.run(page_claims.pages_of_jobs, job_seqs)
+        tasks: list[dict[str, Any]] = []
+        for job_seq, pages in pages_of.items():
+            size = pages_per_task(len(pages), self.batches.config.job_pages_in_flight)
+            tasks += [
+                {"page_ids": pages[start : start + size], "job_seq": job_seq}
+                for start in range(0, len(pages), size)
+            ]
         for start in range(0, len(tasks), 500):
             await _await(self.task.batch_defer_async(*tasks[start : start + 500]))
-        await self.batches.database.run(page_claims.mark_enqueued, job_seq)
+        await self.batches.database.run(page_claims.mark_enqueued, job_seqs)
 
     async def _recover(self) -> None:
         """Puts back the tasks of dead workers, and queues the jobs a dead instance stored but
@@ -293,8 +305,7 @@ class PostgresQueue:
     async def _put_back(self) -> None:
         await _await(take_over(self.app, self.stalled, alive_workers(self.app)))
         seqs = await self.batches.database.run(page_claims.not_enqueued, NOT_ENQUEUED_AFTER)
-        for seq in seqs:
-            await self.enqueue(seq)
+        await self.enqueue_many(seqs)
 
     def stop_taking(self) -> None:
         if self._recovery.running:
