@@ -82,6 +82,9 @@ def scraped(
     job = _job(conn, account_id, public_id, kind)
     if job is None:
         return None
+    # the job before its pages: a job read as finished has all its pages finished, where pages
+    # read first could miss one that finished, and finished the job, between the two reads
+    summary = summary_of(conn, job.seq)
     listed = job_pages.c.status == "done"
     rows = conn.execute(
         select(job_pages.c.position, job_pages.c.result)
@@ -100,9 +103,7 @@ def scraped(
         if results and size > max_bytes:
             break
         results.append((row.position, orjson.loads(row.result) if row.result else {}))
-    return Scraped(
-        summary_of(conn, job.seq), orjson.loads(job.options), results, len(rows) > len(results)
-    )
+    return Scraped(summary, orjson.loads(job.options), results, len(rows) > len(results))
 
 
 def kind_of(conn: Connection, account_id: int, public_id: str) -> str | None:
