@@ -14,6 +14,11 @@ nginx serves. Each round measures, in turn, for ``BENCH_DOC_SECONDS`` seconds ea
 
 Rounds alternate which goes first (the machine drifts between minutes); each round's ratio is
 scrapespy's pages per second over pdftotext's, and the figure is the median of those ratios.
+
+Beside them, the floor of any pdfium-based service (:func:`native_floor`): the CPU time pdfium
+alone takes to load each page and its text, over the CPU time of ``pdftotext``'s whole process for
+the same files. When CPU-bound (c=4 on two cores), the service cannot go faster than that ratio
+times ``pdftotext``, whatever it does around pdfium.
 Writes ``bench/results/documents_e2e.json``; the target (docs/documents.md) is >= 1x at both
 concurrencies.
 """
@@ -133,12 +138,59 @@ def pdftotext(folder: Path, pages: dict[str, int]) -> Callable[[int, Any], int]:
     return one
 
 
+def native_floor(folder: Path, pages: dict[str, int], repeats: int = 5) -> dict[str, float]:
+    """CPU milliseconds a page: pdfium loading each page and its text (nothing else, in this
+    process) and ``pdftotext`` (its processes, start included); the median of three rounds."""
+    import resource
+
+    import pypdfium2 as pdfium
+
+    names, total = sorted(pages), sum(pages.values()) * repeats
+    data = {name: (folder / name).read_bytes() for name in names}
+
+    def children() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    ours, theirs = [], []
+    for _ in range(3):
+        started = time.process_time()
+        for _ in range(repeats):
+            for name in names:
+                document = pdfium.PdfDocument(data[name])
+                for index in range(len(document)):
+                    page = document[index]
+                    textpage = page.get_textpage()
+                    textpage.get_text_range()
+                    textpage.close()
+                    page.close()
+                document.close()
+        ours.append((time.process_time() - started) * 1000 / total)
+        started = children()
+        for _ in range(repeats):
+            for name in names:
+                subprocess.run(
+                    ["pdftotext", "-enc", "UTF-8", str(folder / name), "-"],
+                    capture_output=True,
+                    check=True,
+                )
+        theirs.append((children() - started) * 1000 / total)
+    pdfium_ms, pdftotext_ms = statistics.median(ours), statistics.median(theirs)
+    return {
+        "pdfium_page_and_text_cpu_ms_per_page": round(pdfium_ms, 3),
+        "pdftotext_cpu_ms_per_page": round(pdftotext_ms, 3),
+        "ceiling_x_pdftotext": round(pdftotext_ms / pdfium_ms, 3),
+    }
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-docs-") as directory:
         work = Path(directory)
         folder = work / "site"
         folder.mkdir()
         pages = print_pdfs(folder)
+        floor = native_floor(folder, pages)
+        print(f"  pdfium alone: {floor}")
         site, base = serve(folder)
         (work / "service").mkdir()
         proc, key = scrapespy(f"sqlite:///{work / 'docs.db'}", work / "service")
@@ -182,6 +234,7 @@ def main() -> int:
         "cores": os.cpu_count(),
         "request": {"formats": ["markdown"], "engine": "static", "database": "sqlite"},
         "target": ">= 1x pdftotext at c=1 and c=4",
+        "pdfium_floor": floor,
         **figures,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

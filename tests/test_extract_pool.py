@@ -14,7 +14,7 @@ from twisted.internet.defer import ensureDeferred
 from twisted.internet.task import deferLater
 
 from harness.pages import article
-from service.extraction import compile_selectors, extract, worker
+from service.extraction import compile_selectors, extract, split, worker
 from service.extraction import pool as extract_pool
 from service.extraction.bounds import AnswerBounds
 from service.extraction.documents import PDF, convert
@@ -180,9 +180,7 @@ async def test_a_worker_that_cannot_start_is_retried_once_a_second_not_in_a_loop
 # Nested deep enough to take a worker a while (lexbor's parse of nesting is quadratic: a second
 # or two alone, 25 s beside two CPU hogs at twice this depth), and too large to be sent to a
 # worker behind another page (its text makes it so, at no cost to the parse).
-SLOW = (
-    "<html><body>" + "<div>" * 15_000 + "x" * 200_000 + "</div>" * 15_000 + "</body></html>"
-)
+SLOW = "<html><body>" + "<div>" * 15_000 + "x" * 200_000 + "</div>" * 15_000 + "</body></html>"
 
 
 def finishing_order(pool: ExtractionPool, pages: list[tuple[str, str, int, bool]]) -> list:
@@ -349,7 +347,7 @@ async def test_an_idle_pool_shares_a_pdf_between_workers_and_joins_it_as_one(lon
         d = pool.convert(long_pdf, PDF, PAGE_URL, None, 30, markdown, account=1)
         busy = [worker for worker in pool.workers if worker.tasks]
         # two of the three workers take a share; the account leaves the third to the others
-        assert len(busy) == min(2, extract_pool.SHARES), busy
+        assert len(busy) == min(2, split.SHARES), busy
         assert await d == alone
     finally:
         await pool.stop()

@@ -131,6 +131,8 @@ class OutputOptions:
     records: Mapping[str, Any] | None = None
     # the producer of each format of ``formats`` (those of :data:`STANDARD` by default)
     producers: Mapping[str, PageProducer] = field(default_factory=lambda: STANDARD)
+    # change_tracking.selectors, checked: the records its json mode compares (``tracked_json``)
+    tracked: Mapping[str, Any] | None = None
 
     def producer(self, name: str) -> PageProducer:
         return self.producers[name]
@@ -153,6 +155,7 @@ class OutputOptions:
             "exclude": list(self.exclude_tags),
             "records": self.records,
             "producers": {name: self.producers[name].to_wire() for name in sorted(self.formats)},
+            "tracked": self.tracked,
         }
 
     @classmethod
@@ -166,6 +169,7 @@ class OutputOptions:
             tuple(wire["exclude"]),
             wire.get("records"),
             {name: PageProducer.from_wire(made) for name, made in wire["producers"].items()},
+            wire.get("tracked"),
         )
 
 
@@ -183,6 +187,8 @@ def extract_page(
             page.update(_empty_outputs(options, page["text"]))
             if options.records is not None:
                 page["json"] = []
+            if options.tracked is not None:
+                page["tracked_json"] = []
         return page
     # one resolver for the fields' and the outputs' URLs: each link is resolved once
     resolve = UrlResolver(document_base(tree, url))
@@ -194,6 +200,8 @@ def extract_page(
             page["json"], cut = extract_records(options.records, html, resolve)
             if cut:
                 page["json_cut"] = True
+        if options.tracked is not None:
+            page["tracked_json"], _ = extract_records(options.tracked, html, resolve)
         page.update(render(tree, html, resolve, options))
         for name in options.read:
             page[name] = _function(options.producer(name).path)(html, url)

@@ -37,7 +37,6 @@ ends it (a ``too_large`` failure, unbilled).
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 from collections.abc import Callable
@@ -48,7 +47,6 @@ import orjson
 from twisted.internet.defer import Deferred, fail, succeed
 
 from service.extraction.bounds import AnswerBounds, PageTooLarge
-from service.extraction.documents import PDF
 from service.extraction.failures import (
     PROCESSING_FAILED,
     PROCESSING_TIMED_OUT,
@@ -59,7 +57,7 @@ from service.extraction.failures import (
 )
 from service.extraction.outputs import OutputOptions
 from service.extraction.selectors import CompiledSelectors
-from service.extraction.split import convert_in_shares
+from service.extraction.split import convert_in_shares, parts_of
 from service.extraction.turns import Turns
 from service.extraction.worker import (
     FRAME_LENGTH,
@@ -69,7 +67,7 @@ from service.extraction.worker import (
     limit_memory,
     serve,
 )
-from service.extraction.worker_process import Task, Worker, fits, reactor, shares, spawn
+from service.extraction.worker_process import Task, Worker, fits, reactor, spawn
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +80,6 @@ INLINE_MAX_TAGS = 2048
 PIPELINE = 2
 # A page this large is not followed by a second one in its worker: it may take a while.
 PIPELINE_MAX_BYTES = 256 * 1024
-# Idle workers a PDF is shared between at most (service.extraction.split): one a core.
-SHARES = max(1, os.cpu_count() or 1)
 
 
 class ExtractionPool:
@@ -167,8 +163,7 @@ class ExtractionPool:
         def whole() -> Deferred[dict[str, Any]]:
             return queue(encode_document(body, kind, url, selectors, options))
 
-        busy = self.queue or (self.alone is not None and not self.alone())
-        parts = 1 if kind != PDF or busy else shares(self.workers, account, self.size, SHARES)
+        parts = parts_of(kind, bool(self.queue), self.alone, self.workers, account, self.size)
         if parts < 2:
             return whole()
         return convert_in_shares(queue, whole, body, parts, selectors, options)
@@ -204,7 +199,10 @@ class ExtractionPool:
     def _small(text: str, options: OutputOptions | None) -> bool:
         """Whether the page parses in milliseconds: small enough to parse in place."""
         return (
-            (options is None or not (options.only_main_content or options.records))
+            (
+                options is None
+                or not (options.only_main_content or options.records or options.tracked)
+            )
             and len(text) <= INLINE_MAX_CHARS
             and text.count("<") <= INLINE_MAX_TAGS
         )

@@ -2,8 +2,9 @@
 
 Alone, a PDF's conversion was most of its scrape's time, on one core while the other idled
 (docs/decisions/0033-extraction-workers-and-pdf-shares.md). When a PDF is the only scrape in flight
-and workers are idle, the pool sends it to several of them (under concurrency the cores are busy
-anyway, and sharing costs about a tenth more CPU): each measures the lines of its equal run of pages
+and workers are idle, the pool sends it to several of them, as many as :func:`parts_of` says
+(under concurrency the cores are busy anyway, and sharing costs about a tenth more CPU): each
+measures the lines of its equal run of pages
 (:func:`service.extraction.documents.pdf_part`), and one more task joins the shares into
 paragraphs, headings and fields exactly as one worker's whole conversion does (the paragraphs
 cross page breaks, so the join needs every page's lines). A share that fails fails the document
@@ -14,6 +15,7 @@ worker, which fails past a bound of the document's own.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -21,11 +23,42 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.python.failure import Failure
 
 from service.extraction.bounds import PageTooLarge
+from service.extraction.documents import PDF
 from service.extraction.outputs import OutputOptions
 from service.extraction.selectors import CompiledSelectors
 from service.extraction.worker import encode_join, encode_part
+from service.extraction.worker_process import Worker
 
 Queue = Callable[[bytes], "Deferred[dict[str, Any]]"]
+# Idle workers a PDF is shared between at most: one a core.
+SHARES = max(1, os.cpu_count() or 1)
+
+
+def parts_of(
+    kind: str,
+    queued: bool,
+    alone: Callable[[], bool] | None,
+    workers: list[Worker],
+    account: int | None,
+    size: int,
+) -> int:
+    """How many shares a document is converted in: one unless it is a PDF and it is the only
+    scrape in flight (no page ``queued`` for a worker, and ``alone`` says so when the pool has
+    it); then as many as :func:`shares` allows."""
+    busy = queued or (alone is not None and not alone())
+    return 1 if kind != PDF or busy else shares(workers, account, size, SHARES)
+
+
+def shares(workers: list[Worker], account: int | None, size: int, most: int) -> int:
+    """How many workers may convert a PDF together now (nothing waits): the idle ones, at most
+    ``most``, and the account still held to all workers but one."""
+    idle = held = 0
+    for worker in workers:
+        if not worker.tasks:
+            idle += worker.alive and worker.ready
+        elif any(task.account == account for task in worker.tasks):
+            held += 1
+    return min(idle, most, size - 1 - held)
 
 
 def convert_in_shares(

@@ -88,18 +88,6 @@ def fits(worker: Worker, task: Task, workers: list[Worker], size: int) -> bool:
     return held < size - 1
 
 
-def shares(workers: list[Worker], account: int | None, size: int, most: int) -> int:
-    """How many workers may convert a PDF together now (nothing waits): the idle ones, at most
-    ``most``, and the account still held to all workers but one."""
-    idle = held = 0
-    for worker in workers:
-        if not worker.tasks:
-            idle += worker.alive and worker.ready
-        elif any(task.account == account for task in worker.tasks):
-            held += 1
-    return min(idle, most, size - 1 - held)
-
-
 def spawn(worker: Worker, command: list[str]) -> None:
     """Starts the worker's process running ``command``."""
     protocol = WorkerProtocol(worker)
