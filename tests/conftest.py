@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -31,12 +32,27 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"scrapespy test database: {BACKEND}"
 
 
+def asked_for(config: pytest.Config, marker: str) -> bool:
+    """Whether the run's ``-m`` expression selects tests because they carry ``marker``
+    (``-m fleet``, ``-m "fleet or postgres"``; not ``-m "not browser"``)."""
+    text = config.option.markexpr
+    if not text:
+        return False
+    expression = Expression.compile(text)
+    return expression.evaluate(lambda name, **_: name == marker) and not expression.evaluate(
+        lambda name, **_: False
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     keep, drop = [], []
     if BACKEND != "postgresql":
-        # multi-instance and outage tests are about the production database
+        # multi-instance and outage tests are about the production database; the fleet's proof,
+        # asked for by name, runs on PostgreSQL in either pass (tests/test_e2e_fleet.py)
+        fleet = asked_for(config, "fleet")
         for item in items:
-            (drop if item.get_closest_marker("postgres") else keep).append(item)
+            wanted = fleet and item.get_closest_marker("fleet") is not None
+            (drop if item.get_closest_marker("postgres") and not wanted else keep).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
@@ -76,11 +92,13 @@ def _postgres_database() -> Iterator[str]:
         admin.dispose()
 
 
-def a_database_of_its_own(database_url: str, directory: Path) -> Iterator[tuple[str, Accounts]]:
-    """A database of the run's kind (``database_url``'s) for some tests alone: no instance
-    started by other tests (with other settings) takes their jobs' pages, so what they count
-    is theirs."""
-    made = _postgres_database() if BACKEND == "postgresql" else None
+def a_database_of_its_own(
+    database_url: str, directory: Path, backend: str = BACKEND
+) -> Iterator[tuple[str, Accounts]]:
+    """A database of the run's kind (``database_url``'s, or ``backend``) for some tests alone:
+    no instance started by other tests (with other settings) takes their jobs' pages, so what
+    they count is theirs."""
+    made = _postgres_database() if backend == "postgresql" else None
     url = next(made) if made is not None else f"sqlite:///{directory / 'own.db'}"
     accounts = Accounts(url)
     yield url, accounts

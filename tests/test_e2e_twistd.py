@@ -90,7 +90,7 @@ def test_twistd_daemonised_writes_pid_and_log(database_url, tmp_path):
         assert call("GET", base + "/healthz").json == {"status": "ok"}
     finally:
         os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
@@ -98,6 +98,7 @@ def test_twistd_daemonised_writes_pid_and_log(database_url, tmp_path):
             break
         time.sleep(0.1)
     else:
-        raise AssertionError("the daemon did not stop")
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError("the daemon did not stop:\n" + logfile.read_text()[-4000:])
     assert re.search(r"scrapespy stopped", logfile.read_text())
     assert not pidfile.exists()

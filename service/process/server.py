@@ -7,6 +7,9 @@ Import this only after the asyncio reactor is installed (``service.core.reactor.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,13 +30,16 @@ from service.db import Database
 from service.firecrawl.routes import FirecrawlApi, is_firecrawl
 from service.firecrawl.webhooks import FLAVOURS as FIRECRAWL_WEBHOOKS
 from service.jobs.batches import Batches
+from service.jobs.monitors import Monitors
 from service.jobs.queue import LocalQueue, PostgresQueue
 from service.jobs.webhooks import WebhookSender
 from service.reference import routes as reference
 from service.reference.page import Reference
-from service.scrape import sessions
+from service.scrape import sessions, snapshots
 from service.scrape.engine import EngineBridge
 from service.scrape.scraper import Scraper
+from service.search.provider import make_backend
+from service.search.searcher import Searcher
 from service.web.account import AccountReads
 from service.web.operations import Jobs
 from service.web.root import Root
@@ -70,6 +76,7 @@ class Service:
     dashboard: Dashboard | None = None
     batches: Batches | None = None
     webhooks: WebhookSender | None = None
+    monitors: Monitors | None = None
 
     def site(self) -> ObservedSite:
         site = ObservedSite(self.root, security_headers(self.config.public_url))
@@ -80,27 +87,50 @@ class Service:
     async def stop(self) -> None:
         """Finish what is in flight (up to the grace period), settle or release every hold,
         close the crawler and its browser, then the database. Jobs take no more pages; their
-        pages in flight finish or are released unbilled, to be taken over later."""
+        pages in flight finish or are released unbilled, to be taken over later. A stage that
+        takes long is named in the log, so that a slow shutdown says where it waited."""
         queue = self.batches.queue if self.batches is not None else None
         if queue is not None:
             queue.stop_taking()
         if self.webhooks is not None:
             self.webhooks.stop_taking()
-        abandoned = await self.bridge.drain(self.config.shutdown_grace_seconds)
+        if self.monitors is not None:
+            self.monitors.stop()
+        with _stage("draining the scrapes in flight"):
+            abandoned = await self.bridge.drain(self.config.shutdown_grace_seconds)
         if abandoned:
             log.warning("shutdown: released the holds of %d unfinished scrapes", abandoned)
         if self.sweeper.running:
             self.sweeper.stop()
         if self.webhooks is not None:  # before the queue: on PostgreSQL it closes the app
-            await self.webhooks.stop()
+            with _stage("stopping the webhooks"):
+                await self.webhooks.stop()
         if queue is not None:
-            await queue.stop()
-        await self.bridge.stop()
+            with _stage("stopping the job queue"):
+                await queue.stop()
+        with _stage("closing the crawler"):
+            await self.bridge.stop()
         if self.payments is not None:
             self.payments.stop()
         if self.dashboard is not None:
             self.dashboard.stop()
-        self.database.stop()
+        with _stage("closing the database"):
+            self.database.stop()
+
+
+# a shutdown stage longer than this is named in the log
+SLOW_STAGE_SECONDS = 2.0
+
+
+@contextmanager
+def _stage(name: str) -> Iterator[None]:
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        took = time.monotonic() - started
+        if took > SLOW_STAGE_SECONDS:
+            log.warning("shutdown: %s took %.1f s", name, took)
 
 
 async def build(config: Config, *, migrate: bool = True) -> Service:
@@ -137,19 +167,43 @@ async def build(config: Config, *, migrate: bool = True) -> Service:
     if isinstance(batches.queue, PostgresQueue):
         webhooks.use_queue(batches.queue.app)
     webhooks.start()
+    monitors = Monitors(batches)
+    monitors.start()
     workers = [
         worker
         for worker in (getattr(batches.queue, "worker", None), webhooks.worker)
         if worker is not None
     ]
     jobs = Jobs(config, database, batches)
-    api = ScrapespyApp(config, database, scraper, payments, reads=reads, jobs=jobs, workers=workers)
-    root = site_root(api, FirecrawlApi(scraper, config, database, reads, jobs), dashboard)
-    sweeper = LoopingCall(_sweep, database, batches)
+    searcher = Searcher(scraper, make_backend(config))
+    api = ScrapespyApp(
+        config,
+        database,
+        scraper,
+        payments,
+        reads=reads,
+        jobs=jobs,
+        workers=workers,
+        searcher=searcher,
+        monitors=monitors,
+    )
+    firecrawl = FirecrawlApi(scraper, config, database, reads, jobs, searcher)
+    root = site_root(api, firecrawl, dashboard)
+    sweeper = LoopingCall(_sweep, database, batches, config.change_retention_days)
     sweeper.clock = reactor  # type: ignore[assignment]
     sweeper.start(config.sweep_interval_seconds, now=True).addErrback(_sweeper_stopped)
     return Service(
-        config, database, bridge, scraper, root, sweeper, payments, dashboard, batches, webhooks
+        config,
+        database,
+        bridge,
+        scraper,
+        root,
+        sweeper,
+        payments,
+        dashboard,
+        batches,
+        webhooks,
+        monitors,
     )
 
 
@@ -173,14 +227,20 @@ def site_root(api: ScrapespyApp, firecrawl: FirecrawlApi, dashboard: Dashboard) 
     )
 
 
-def _sweep(database: Database, batches: Batches) -> Any:
-    """Expired holds, then what the jobs' retention time let go of, then expired sessions."""
+def _sweep(database: Database, batches: Batches, change_retention_days: int) -> Any:
+    """Expired holds, then what the jobs' retention time let go of, then expired sessions and
+    change_tracking's snapshots."""
     d = database.run(ledger.expire_holds)
     d.addCallback(
         lambda freed: Deferred.fromCoroutine(batches.purge()).addCallback(lambda purged: freed)
     )
     d.addCallback(
         lambda freed: database.run(sessions.purge_expired).addCallback(lambda purged: freed)
+    )
+    d.addCallback(
+        lambda freed: database.run(snapshots.purge_expired, change_retention_days).addCallback(
+            lambda purged: freed
+        )
     )
 
     def report(freed: int) -> None:
