@@ -41,7 +41,7 @@ def main(rounds: int = 1000) -> None:
         scraper = Scraper(Config(), db, bridge=None, limiter=None)  # type: ignore[arg-type]
 
         def authorize_and_hold(conn):  # type: ignore[no-untyped-def]
-            return scraper._authorize_and_hold(conn, digest, "static", "none")[2]
+            return scraper.holds.hold_in(conn, digest, "static", "none", None)[2]
 
         usage = a_success(account_id, url="http://127.0.0.1/article", elapsed_ms=3)
         for n in (200, rounds):  # the first pass warms SQLAlchemy's caches

@@ -76,6 +76,12 @@ class ModelPipeline:
                 answer = await self.model.json(page, spec["prompt"], spec["schema"], left)
                 used += answer.usage
                 setattr(result, "json", answer.value)  # noqa: B010 - a result_class field
+            if order.change_model is not None:  # change_tracking's json mode (pipelines.changes)
+                spec = order.change_model
+                left = order.deadline - time.monotonic()
+                answer = await self.model.json(page, spec["prompt"], spec["schema"], left)
+                used += answer.usage
+                item.tracked_json = answer.value
             for output in FORMATS:  # the formats made by the model, by their producers
                 if output.made_from == "model" and output.name in order.formats:
                     assert output.producer is not None

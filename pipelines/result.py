@@ -189,18 +189,27 @@ def raw_html_of(response: Response, max_bytes: int) -> str | None:
 
 
 def _keep_model_input(item: ScrapeItem, fields: dict[str, Any]) -> None:
-    """The page's markdown for the language model (pipelines.llm), out of the answer unless the
-    request asked for it too."""
-    if item.order.asks_model:
-        if "markdown" in item.order.formats:
-            item.model_input = fields.get("markdown")
-            return
-        item.model_input = fields.pop("markdown", None)
+    """The page's markdown for the language model (pipelines.llm) and for the comparison with
+    the previous scrape (pipelines.changes), out of the answer unless the request asked for it
+    too; and what change_tracking's selectors extracted, never in the answer."""
+    order = item.order
+    if order.tracks_changes:
+        item.tracked_json = fields.pop("tracked_json", None)
+    if not (order.asks_model or order.tracks_changes):
+        return
+    if "markdown" in order.formats:
+        markdown = fields.get("markdown")
+    else:
+        markdown = fields.pop("markdown", None)
         cut = fields.get("truncated")
         if cut and "markdown" in cut:
             fields["truncated"] = [name for name in cut if name != "markdown"]
             if not fields["truncated"]:
                 del fields["truncated"]
+    if order.asks_model:
+        item.model_input = markdown
+    if order.tracks_changes:
+        item.tracked_markdown = markdown
 
 
 class FieldsPipeline:

@@ -12,12 +12,14 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
+from harness.search_backends import Hit, SearchStandIn
 from harness.service import Accounts, Reply, ServiceProcess, call
 from harness.site import TargetSite
 from service.billing import answers as billing
 from service.core.answer_schemas import answer_schema
 from service.jobs import answers as jobs
 from service.scrape.results import ScrapeResult
+from service.search.answers import SearchAnswer
 
 FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
 
@@ -204,3 +206,62 @@ def test_a_crawl_and_its_cancel(
     listed = get(service, "/jobs?limit=1", used)
     check(document, "get", "/jobs", listed)
     assert [item["id"] for item in listed.json["items"]] == [job_id]
+
+
+@pytest.fixture(scope="module")
+def searching(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory, site: TargetSite
+) -> Iterator[tuple[ServiceProcess, SearchStandIn]]:
+    """A service searching on a SearXNG stand-in whose results point at the local site: a
+    page, a 404 and a page robots.txt disallows."""
+    hits = {
+        "web": [
+            Hit(site.url("/article"), "An article"),
+            Hit(site.url("/status/404"), "Gone"),
+            Hit(site.url("/private/secret"), "Private"),
+        ],
+        "news": [Hit(site.url("/news/1"), "News", "a story")],
+        "images": [Hit(site.url("/photos/1"), "A photo")],
+    }
+    stand_in = SearchStandIn("searxng", hits).start()
+    proc = ServiceProcess(
+        database_url,
+        tmp_path_factory.mktemp("answers-search"),
+        env=stand_in.env(),
+    ).start()
+    yield proc, stand_in
+    proc.stop()
+    stand_in.stop()
+
+
+def test_a_search_and_its_scraped_results(
+    document: dict[str, Any],
+    searching: tuple[ServiceProcess, SearchStandIn],
+    accounts: Accounts,
+) -> None:
+    schemas = document["components"]["schemas"]
+    assert schemas["SearchAnswer"] == answer_schema(SearchAnswer, (ScrapeResult,))
+    proc, _ = searching
+    _, key = accounts.create(credits=100)
+    body = {
+        "query": "tides",
+        "limit": 3,
+        "sources": ["web", "news", "images"],
+        "scrape": {"formats": ["markdown"]},
+    }
+    found = call("POST", proc.url("/search"), body, key=key, timeout=120)
+    check(document, "post", "/search", found)
+    pages = [item["page"] for item in found.json["web"]]
+    assert [page["success"] for page in pages] == [True, False, False]
+    assert pages[2]["error_code"] == "robots_disallowed"
+    assert found.json["news"] and found.json["images"]
+    plain = call("POST", proc.url("/search"), {"query": "tides"}, key=key, timeout=120)
+    check(document, "post", "/search", plain)
+    assert "page" not in plain.json["web"][0]
+    # a key the type lacks, in a result's page, fails the check
+    schema = answer_of(document, "post", "/search", "200")
+    odd = {**found.json["web"][0], "page": {**pages[0], "extra": 1}}
+    assert not validator(document, schema).is_valid({**found.json, "web": [odd]})
+    usage = call("GET", proc.url("/usage"), key=key)
+    check(document, "get", "/usage", usage)
+    assert "search" in {row["engine"] for row in usage.json["items"]}

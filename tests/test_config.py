@@ -127,3 +127,12 @@ def test_a_model_endpoint_needs_its_model_and_its_key_stays_out_of_the_config_s_
     assert config.model_configured and config.llm_base_url == "http://127.0.0.1:11434/v1"
     assert "sk-operator-secret" not in repr(config)
     assert not Config.from_env({}).model_configured
+
+
+def test_the_static_fingerprint_is_scrapy_unless_chrome_is_chosen() -> None:
+    assert Config.from_env({}).static_fingerprint == "scrapy"
+    assert (
+        Config.from_env({"SCRAPESPY_STATIC_FINGERPRINT": "Chrome"}).static_fingerprint == "chrome"
+    )
+    with pytest.raises(ConfigError, match="SCRAPESPY_STATIC_FINGERPRINT must be one of"):
+        Config.from_env({"SCRAPESPY_STATIC_FINGERPRINT": "firefox"})

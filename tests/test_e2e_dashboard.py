@@ -372,6 +372,6 @@ def test_try_it_renders_the_markdown_and_shows_the_screenshot(chromium, shop, si
     assert "<li>One</li>" in tried["markdown"]
     assert "# First section" not in tried["markdown"]
     assert "script text must not appear" not in tried["markdown"]
-    assert tried["image"] == [True, 1280, 720]
+    assert tried["image"] == [True, 1366, 654]  # the desktop identity's page
     assert "a base64 PNG of" in tried["json"] and '"markdown":' in tried["json"]
     assert tried["ticked"] is True

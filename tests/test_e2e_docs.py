@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from parsel import Selector
 
+from harness.search_backends import Hit, SearchStandIn
 from harness.service import ROOT, Accounts, call
 from harness.site import TargetSite
 from service.core.errors import ERROR_CODES
@@ -61,17 +62,6 @@ def accounts(docs_db: tuple[str, Accounts]) -> Accounts:
 
 
 @pytest.fixture(scope="module")
-def service(
-    docs_db: tuple[str, Accounts], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PublicService]:
-    started = PublicService.start(
-        docs_db[0], tmp_path_factory.mktemp("docs"), SCRAPESPY_PAYMENTS="demo", **PRICES
-    )
-    yield started
-    started.stop()
-
-
-@pytest.fixture(scope="module")
 def target() -> Iterator[TargetSite]:
     site = TargetSite()
     site.page("/", HOME)
@@ -79,6 +69,32 @@ def target() -> Iterator[TargetSite]:
     site.start()
     yield site
     site.stop()
+
+
+@pytest.fixture(scope="module")
+def backend(target: TargetSite) -> Iterator[SearchStandIn]:
+    """The search example's backend: a SearXNG whose results are the target's two pages."""
+    web = [Hit(target.url("/"), "Home"), Hit(target.url("/about"), "About")]
+    stand_in = SearchStandIn("searxng", {"web": web}).start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="module")
+def service(
+    docs_db: tuple[str, Accounts],
+    tmp_path_factory: pytest.TempPathFactory,
+    backend: SearchStandIn,
+) -> Iterator[PublicService]:
+    started = PublicService.start(
+        docs_db[0],
+        tmp_path_factory.mktemp("docs"),
+        SCRAPESPY_PAYMENTS="demo",
+        **backend.env(),
+        **PRICES,
+    )
+    yield started
+    started.stop()
 
 
 def operations(service: PublicService) -> list[tuple[str, str]]:
@@ -116,6 +132,8 @@ def test_docs_is_a_cacheable_html_page_with_every_operation_code_and_price(servi
         assert page.css(f"#pack-{pack} strong::text").get() == pack
     assert page.css("#min-amount::text").get() == str(prices["min_amount_eur"])
     assert page.css("#price-map::text").get() == "2"
+    assert page.css("#price-search::text").get() == str(prices["search"]["credits"]) == "1"
+    assert page.css("#search-backend::text").get() == "searxng"
 
     for url in URL.findall(reply.body.decode()):
         assert url.startswith(service.public) or url.startswith(TARGET), url
@@ -297,6 +315,13 @@ def test_the_curl_examples_work_when_pasted(service, accounts: Accounts, target,
     bought = paste(examples["post-credits-buy-curl"], key, target)
     assert bought["url"].startswith(service.public + "/payments/demo/checkout/")
 
+    before = accounts.entries_sum(account_id)
+    found = paste(examples["post-search-curl"], key, target)
+    assert [item["url"] for item in found["web"]] == [target.url("/"), target.url("/about")]
+    assert "Welcome to the docs test" in found["web"][0]["page"]["markdown"]
+    assert found["credits_charged"] == 1 + 2 * 3  # the search's price, two static pages
+    assert accounts.entries_sum(account_id) == before - found["credits_charged"]
+
 
 @pytest.mark.browser
 def test_the_python_examples_work_when_pasted(service, accounts: Accounts, target, shown):
@@ -334,6 +359,11 @@ def test_the_python_examples_work_when_pasted(service, accounts: Accounts, targe
     assert str(call("GET", service.url("/pricing")).json) == run("get-pricing").strip()
     assert run("get-healthz").strip() == "{'status': 'ok'}"
     assert run("post-credits-buy").startswith(f"pay at {service.public}/payments/demo/checkout/")
+    assert run("post-search").splitlines() == [
+        f"1 {target.url('/')} 3",
+        f"2 {target.url('/about')} 3",
+        "7",
+    ]
 
 
 def jobs_charged(service: PublicService, key: str, job_id: str) -> int:

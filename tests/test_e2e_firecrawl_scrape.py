@@ -274,9 +274,9 @@ def test_a_target_answering_404_is_a_document_with_its_status_and_unbilled(
 
 def test_refused_endpoints_name_themselves(service, paying):
     _, key = paying
-    with pytest.raises(BadRequestError) as search:
+    with pytest.raises(BadRequestError) as search:  # no search backend on this instance
         firecrawl(service, key).search("tides")
-    assert "/v2/search is not offered" in str(search.value)
+    assert "search is not configured on this server" in str(search.value)
     refused = (("POST", "/v1/extract"), ("GET", "/v2/extract/abc"), ("POST", "/v2/agent"))
     for method, path in refused:
         reply = requests.request(method, service.url(path), json={}, timeout=30)

@@ -165,7 +165,8 @@ def test_an_undeclared_format_is_refused_naming_the_declared_ones(
     reply = toyed.scrape(key, {"url": page, "formats": ["pdf"]})
     assert reply.status == 400
     assert reply.json["error"].endswith(
-        "'structured_data', 'summary', 'status_line', 'rendered_title', 'word_count' or 'headline'"
+        "'structured_data', 'summary', 'change_tracking', 'status_line', 'rendered_title', "
+        "'word_count' or 'headline'"
     )
 
 

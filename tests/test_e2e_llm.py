@@ -417,3 +417,46 @@ def test_firecrawls_clients_get_json_and_summary_from_the_model(
     assert answer.json_field == {"name": "stand-in", "price": 1.5}
     charged += answer.metadata["creditsUsed"]
     assert money(accounts, account_id) == (100 - charged, 0)
+
+
+def test_change_tracking_json_mode_by_prompt_compares_the_model_s_answers(
+    modelled: ServiceProcess, accounts: Accounts, standin: ModelStandin, site: TargetSite
+) -> None:
+    account_id, key = accounts.create(credits=200)
+    site.page("/llm/tracked", KETTLE)
+    url = site.url("/llm/tracked")
+    body = {
+        "url": url,
+        "formats": ["change_tracking"],
+        "change_tracking": {"modes": ["json"], "prompt": "The product on sale", "schema": PRODUCT},
+    }
+    standin.script.append(Reply(json.dumps({"name": "Blue kettle", "price": 24.9})))
+    first = modelled.scrape(key, body).json
+    assert first["change_tracking"]["change_status"] == "new"
+    assert first["change_tracking"]["json"] is None
+    assert "json" not in first  # what the model extracted is compared, not answered
+    assert first["credits_charged"] == PAGE_PRICE + first["llm_usage"]["credits"] > PAGE_PRICE
+    site.page("/llm/tracked", KETTLE.replace("24.90", "19.90"))
+    standin.script.append(Reply(json.dumps({"name": "Blue kettle", "price": 19.9})))
+    second = modelled.scrape(key, body).json
+    assert second["change_tracking"]["change_status"] == "changed"
+    assert second["change_tracking"]["json"] == {"price": {"previous": 24.9, "current": 19.9}}
+    assert len(standin.calls) == 2  # the previous version's answer was kept, not asked again
+    assert "Price: 19.90 EUR" in standin.calls[1].text
+    spent = first["credits_charged"] + second["credits_charged"]
+    assert money(accounts, account_id) == (200 - spent, 0)
+
+    # Firecrawl's v2 changeTracking format with a schema: the same history, through firecrawl-py
+    standin.script.append(Reply(json.dumps({"name": "Blue kettle", "price": 17.5})))
+    site.page("/llm/tracked", KETTLE.replace("24.90", "17.50"))
+    client = Firecrawl(api_key=key, api_url=modelled.url(""), max_retries=1)
+    doc = client.scrape(
+        url,
+        formats=[
+            "markdown",
+            {"type": "changeTracking", "modes": ["json"], "schema": PRODUCT},
+        ],
+    )
+    tracking = doc.change_tracking
+    assert tracking is not None and tracking["changeStatus"] == "changed"
+    assert tracking["json"] == {"price": {"previous": 19.9, "current": 17.5}}

@@ -226,13 +226,15 @@ def test_auto_climbs_within_the_country(
     assert result["success"] is True and result["blocked"] is False, result
     assert result["country"] == "de" and result["tier_used"] == "residential"
     assert "via resi-de" in result["text"]
-    assert [(a["tier"], a["blocked"]) for a in result["attempts"]] == [
-        ("datacenter", True),
-        ("residential", False),
+    # blocked with Scrapy's fingerprint, then Chrome's on the same tier (decision 0037)
+    assert [(a["tier"], a["fingerprint"], a["blocked"]) for a in result["attempts"]] == [
+        ("datacenter", "scrapy", True),
+        ("datacenter", "chrome", True),
+        ("residential", "chrome", False),
     ]
     # never direct (not in the country), never another country's proxy
-    assert through(proxies, url) == ["dc-de", "resi-de"]
-    assert pages.count(GUARDED) == before + 2
+    assert through(proxies, url) == ["dc-de", "dc-de", "resi-de"]
+    assert pages.count(GUARDED) == before + 3
     assert accounts.summary(account_id)["balance"] == 100 - COST["residential"]
     # a country only residential offers: auto starts there
     jp = scrape_ok(

@@ -9,8 +9,6 @@ An https target served with a self-signed certificate shows the CONNECT path end
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import json
 import os
 import ssl
@@ -24,16 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from harness.service import SCRAPESPY, Accounts, ServiceProcess
 from harness.site import TargetSite
+from harness.tls import self_signed
 from middlewares.proxy_pool import ProxyPoolMiddleware
 from service.billing import accounts as service_accounts
 from service.billing import keys, ledger
@@ -75,32 +70,7 @@ def pages(site: TargetSite) -> TargetSite:
 
 class TlsSite:
     def __init__(self, workdir: Path) -> None:
-        key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(
-                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False,
-            )
-            .sign(key, hashes.SHA256())
-        )
-        cert_path, key_path = workdir / "cert.pem", workdir / "key.pem"
-        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        key_path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
+        cert_path, key_path = self_signed(workdir)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert_path, key_path)
         self.hits = 0

@@ -257,6 +257,7 @@ def test_public_endpoints(service):
         "map_credits": 1,
         "document_pages_per_block": 10,
         "countries": {"datacenter": [], "residential": []},  # no proxy is tagged here
+        "search": None,  # no search backend is configured here
     }
     spec = call("GET", service.url("/openapi.json")).json
     assert {"/scrape", "/credits/buy", "/pricing", "/healthz"} <= set(spec["paths"])

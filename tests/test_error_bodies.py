@@ -144,6 +144,11 @@ def test_every_error_answer_is_the_error_field_alone_with_its_code_in_a_header(
             key=locked,
         ),
         Ask("GET", "/scrape", 405, "method_not_allowed"),
+        # POST /search, on an instance without a search backend (its other refusals, on
+        # instances with one: tests/test_e2e_search*.py)
+        Ask("POST", "/search", 400, "invalid_request", {"query": "tides"}, key=key),
+        Ask("POST", "/search", 400, "invalid_request", raw=b"{", key=key),
+        Ask("GET", "/search", 405, "method_not_allowed"),
         # jobs
         Ask("POST", "/batch", 400, "invalid_request", raw=b"{", key=key),
         Ask("POST", "/batch", 400, "invalid_request", {"urls": [url], "nope": 1}, key=key),

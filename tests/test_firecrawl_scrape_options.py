@@ -102,7 +102,7 @@ def test_formats_strings_objects_and_full_page_screenshots():
     assert translated({"url": URL, "formats": ["links"]})["formats"] == []
 
 
-@pytest.mark.parametrize("name", ["changeTracking", "branding", "extract", "query"])
+@pytest.mark.parametrize("name", ["branding", "extract", "query"])
 def test_formats_the_server_cannot_make_are_refused_by_name(name):
     assert f"{name!r} format" in refusal({"url": URL, "formats": [{"type": name}]})
     assert "'formats'" in refusal({"url": URL, "formats": [name]})
@@ -231,7 +231,7 @@ def test_flags_are_accepted_by_value_and_features_refused_by_name():
         ("blockAds", "yes"),
     ):
         assert f"'{field}'" in refusal({"url": URL, field: value}), field
-    for field in ("jsonOptions", "changeTrackingOptions", "agent"):
+    for field in ("jsonOptions", "agent"):
         assert f"'{field}'" in refusal({"url": URL, field: {}})
     # PDFs are converted: their text layer, no OCR, no page limit of the caller's
     for parsers in (["pdf"], [{"type": "pdf"}], [{"type": "pdf", "mode": "fast"}], []):
@@ -359,3 +359,32 @@ def test_a_profile_is_a_session_of_that_name_and_always_saves():
     with pytest.raises(BadRequest) as bad_name:
         checked_scrape(native_scrape({"url": URL, "profile": {"name": "no spaces"}}, 2))
     assert "'profile.name'" in firecrawl_message(bad_name.value.message)
+
+
+def test_change_tracking_v2_object_and_v1_options_are_the_native_format_and_options():
+    v2 = translated(
+        {
+            "url": URL,
+            "formats": [
+                "markdown",
+                {"type": "changeTracking", "modes": ["git-diff", "json"], "tag": "t", "schema": {}},
+            ],
+        }
+    )
+    assert v2["formats"] == ["change_tracking", "markdown"]
+    assert v2["change_tracking"] == {"modes": ["git-diff", "json"], "tag": "t", "schema": {}}
+    v1 = translated(
+        {
+            "url": URL,
+            "formats": ["markdown", "changeTracking"],
+            "changeTrackingOptions": {"modes": ["git-diff"], "tag": "t"},
+        },
+        version=1,
+    )
+    assert v1["formats"] == ["change_tracking", "markdown"]
+    assert v1["change_tracking"] == {"modes": ["git-diff"], "tag": "t"}
+    # the SDK's defaults (no modes, a null tag) ask nothing more than the format
+    bare = translated({"url": URL, "formats": [{"type": "changeTracking", "tag": None}]})
+    assert bare["formats"] == ["change_tracking"] and "change_tracking" not in bare
+    refused = refusal({"url": URL, "formats": [{"type": "changeTracking", "when": "daily"}]})
+    assert "'formats[0].when'" in refused

@@ -30,7 +30,12 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # one scrape: its order, result, timings and the bridge to the one Scrapy crawler
     ("scrape", ("service.scrape",)),
     # what Scrapy runs, named by the engine through its settings only
-    ("scrapy components", ("service.browser", "spiders", "middlewares", "pipelines")),
+    (
+        "scrapy components",
+        ("service.browser", "service.impersonation", "spiders", "middlewares", "pipelines"),
+    ),
+    # search: the operator's backend, and its results scraped through the scrape path
+    ("search", ("service.search",)),
     # the API's jobs: batch, crawl, map, their queue and webhooks
     ("jobs", ("service.jobs",)),
     # what every HTTP front shares: the site, JSON bodies and errors, the root that hands each

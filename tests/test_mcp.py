@@ -1,9 +1,10 @@
 """End to end: the MCP server (``scrapespy mcp``) driven by the MCP SDK's own client over stdio,
 against the real service scraping the local site.
 
-An agent sees six tools whose descriptions say what they cost (this service's prices), gets a
-page's markdown from ``scrape`` (billed as a scrape is), a site's URLs from ``map``, a batch's
-pages through ``job_status``, its balance from ``account``, and the API's errors (a 402, a 400,
+An agent sees its tools (the seven of pages and jobs, and the monitors') whose descriptions say
+what they cost (this service's prices), gets a page's markdown from ``scrape`` (billed as a
+scrape is), a site's URLs from ``map``, a batch's pages through ``job_status``, its balance from
+``account``, and the API's errors (a 402, a 400,
 a failed scrape) as tool errors carrying the API's message and error_code.
 
 The SDK's client is anyio code: each session runs in an event loop of its own, in a thread,
@@ -27,7 +28,22 @@ from mcp.types import CallToolResult, TextContent
 from harness.service import SCRAPESPY, Accounts, ServiceProcess, call
 from harness.site import TargetSite
 
-TOOLS = {"scrape", "batch_scrape", "crawl", "map", "job_status", "account"}
+TOOLS = {
+    "scrape",
+    "batch_scrape",
+    "crawl",
+    "map",
+    "search",
+    "job_status",
+    "account",
+    "create_monitor",
+    "list_monitors",
+    "get_monitor",
+    "pause_monitor",
+    "resume_monitor",
+    "delete_monitor",
+    "monitor_checks",
+}
 T = TypeVar("T")
 
 
@@ -65,7 +81,7 @@ def key(accounts: Accounts) -> str:
     return accounts.create(credits=1_000)[1]
 
 
-def test_six_tools_each_says_what_it_costs(service: ServiceProcess, key: str) -> None:
+def test_the_tools_each_say_what_they_cost(service: ServiceProcess, key: str) -> None:
     async def steps(client: ClientSession) -> Any:
         return (await client.list_tools()).tools
 
@@ -80,16 +96,24 @@ def test_six_tools_each_says_what_it_costs(service: ServiceProcess, key: str) ->
         assert f"residential {costs['js']['residential']}" in description, description
         assert "not an anti-bot page" in description
     assert "Cost: 1 credit a call, charged only" in (tools["map"].description or "")
-    for name in ("job_status", "account"):
+    # this service has no search backend: the tool says so (tests/test_e2e_search_clients.py)
+    assert "Search is off on this service" in (tools["search"].description or "")
+    for name in ("job_status", "account", "list_monitors", "pause_monitor", "delete_monitor"):
         assert "Free" in (tools[name].description or "")
     # every parameter is typed and described
     for listed in tools.values():
         for name, schema in listed.input_schema.get("properties", {}).items():
             assert schema.get("description"), (listed.name, name)
     # what spends credits is not read-only (a host asks before it); the reads are
+    reads = ("job_status", "account", "list_monitors", "get_monitor", "monitor_checks")
     for name in TOOLS:
         assert tools[name].annotations is not None
-        assert tools[name].annotations.read_only_hint is (name in ("job_status", "account"))
+        assert tools[name].annotations.read_only_hint is (name in reads)
+    assert tools["delete_monitor"].annotations.destructive_hint is True
+    assert "Free" not in (tools["create_monitor"].description or "")
+    assert f"static: none {costs['static']['none']}, " in (
+        tools["create_monitor"].description or ""
+    )
     scrape = tools["scrape"].input_schema["properties"]
     assert scrape["engine"]["enum"] == ["static", "js", "auto"]
     assert scrape["formats"]["default"] == ["markdown"]

@@ -118,6 +118,8 @@ def test_the_running_configurations_prices_are_shown(page: Selector, config: Con
     assert page.css("#price-document-block::text").get() == "25"
     assert page.css("#credits-per-euro::text").get() == "1\u202f000"
     assert page.css("#pack-50 ::text").getall()[0] == "50"
+    # no backend in this configuration: the page says search is off
+    assert page.css("#search-off") and not page.css("#price-search")
 
 
 def test_each_operation_has_curl_and_python_examples_aimed_at_the_public_url(

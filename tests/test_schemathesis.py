@@ -10,7 +10,8 @@ accepted, the key actually required, unexpected methods refused, answers within 
 Every scrape ``url`` the schema accepts is pointed at the local ``site`` before it is sent (scheme
 and host replaced, path and query kept), so nothing leaves 127.0.0.1; a ``url`` the schema rejects
 is sent as generated, so the 400s are exercised too. A check of our own fails the run if a scrape
-result ever names another host.
+result ever names another host. ``POST /search`` asks a SearXNG stand-in whose few results are
+pages of the same local site, so its scrapes stay local too.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import schemathesis
+from schemathesis.core.failures import ServerError
 from schemathesis.generation.meta import TestPhase
 from schemathesis.openapi.checks import RejectedPositiveData
 
+from harness.search_backends import Hit, SearchStandIn
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
 from tests.llm_standin import ModelStandin
@@ -49,11 +52,27 @@ def model() -> Iterator[ModelStandin]:
 
 
 @pytest.fixture(scope="module")
+def search_backend(site: TargetSite) -> Iterator[SearchStandIn]:
+    """Three web results (a page, a 404, a page robots.txt disallows) and two of each other
+    source, whatever the query: a search scrapes at most three pages, all local."""
+    web = [Hit(site.url(path)) for path in ("/article", "/status/404", "/private/secret")]
+    others = [Hit(site.url(f"/photos/{n}")) for n in range(2)]
+    stand_in = SearchStandIn("searxng", {"web": web, "news": others, "images": others}).start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="module")
 def fuzzed_service(
-    database_url: str, tmp_path_factory: pytest.TempPathFactory, model: ModelStandin
+    database_url: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    model: ModelStandin,
+    search_backend: SearchStandIn,
 ) -> Iterator[ServiceProcess]:
     workdir: Path = tmp_path_factory.mktemp("schemathesis")
     env = {
+        # /search asks the stand-in instead of answering 400 "search is not configured"
+        **search_backend.env(),
         # json.prompt and the summary format are answered (by the chat-completions stand-in)
         # instead of 400 "needs a language model endpoint"
         "SCRAPESPY_LLM_BASE_URL": model.base_url,
@@ -66,6 +85,8 @@ def fuzzed_service(
         # not slow the scrapes under test; past two jobs in flight, /batch answers 429
         "SCRAPESPY_JOB_PAGES_IN_FLIGHT": "1",
         "SCRAPESPY_MAX_JOBS_PER_ACCOUNT": "2",
+        # the monitors made are stored and answered, never run: their first tick is an hour away
+        "SCRAPESPY_MONITOR_TICK_SECONDS": "3600",
     }
     proc = ServiceProcess(database_url, workdir, env=env).start()
     yield proc
@@ -115,10 +136,23 @@ class LocalTargets:
 
     def rewrite(self, case: schemathesis.Case) -> None:
         body = case.body
-        if case.operation.path not in ("/scrape", "/batch", "/crawl", "/map") or not isinstance(
-            body, dict
-        ):
+        if case.operation.path == "/search" and isinstance(body, dict):
+            if isinstance(body.get("scrape"), dict):
+                self.short_waits(body["scrape"])
             return
+        if case.operation.path not in (
+            "/scrape",
+            "/batch",
+            "/crawl",
+            "/map",
+            "/monitors",
+            "/monitors/{monitor_id}",
+        ) or not isinstance(body, dict):
+            return
+        crawl = body.get("crawl")
+        if isinstance(crawl, dict) and isinstance(crawl.get("url"), str):
+            if self.accepted(crawl["url"]):
+                crawl["url"] = self.local(crawl["url"])
         url = body.get("url")
         if isinstance(url, str) and self.accepted(url):
             body["url"] = self.local(url)
@@ -132,6 +166,10 @@ class LocalTargets:
         if isinstance(webhook, dict) and isinstance(webhook.get("url"), str):
             if self.accepted(webhook["url"]):  # deliveries go to the local site, not out
                 webhook["url"] = self.local(webhook["url"])
+        self.short_waits(body)
+
+    @staticmethod
+    def short_waits(body: dict[str, Any]) -> None:
         timeout = body.get("timeout")
         waits = body.get("actions") or body.get("wait_for")
         numeric = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
@@ -244,7 +282,7 @@ def error_code(response: schemathesis.Response) -> str | None:
 def refusals_the_schema_cannot_express(
     ctx: Any, failure: Any, case: schemathesis.Case, response: schemathesis.Response
 ) -> bool:
-    """Keep every failure except six refusals of schema-valid data that no schema can foresee.
+    """Keep every failure except the refusals of schema-valid data that no schema can foresee.
 
     Whether a string is valid CSS is not expressible in JSON Schema: a 400 that names one of the
     request's selectors, tags or steps' selectors as invalid CSS is the documented answer. No
@@ -256,25 +294,42 @@ def refusals_the_schema_cannot_express(
     crawl's or map's path pattern that is not one is the 400 naming it. A session's longest idle
     time is the operator's (SCRAPESPY_SESSION_MAX_IDLE_SECONDS): over it is the 400 naming it.
     Nor whether an object is a valid JSON Schema (json.schema, for the language model): the 400
-    names its path.
+    names its path. ``change_tracking``'s rules across the request (the format asked, a way for
+    its json mode to extract, its selectors that run) are kept out of the published schema on
+    purpose, since rules across fields there left the generators without a valid example: the
+    400 naming ``change_tracking`` is the documented answer. A search's scrape options are
+    refused as a scrape's, named under ``scrape.``;
+    and a search whose ``timeout`` is shorter than any backend's answer is the documented 503.
     """
+    path = case.operation.path
+    if isinstance(failure, ServerError):
+        return not backend_out_of_time(case, response)
     if not isinstance(failure, RejectedPositiveData):
         return True
     if response.status_code == 422:
         return error_code(response) != "idempotency_conflict"
     if response.status_code not in (400, 402):
         return True
-    path = case.operation.path
     if response.status_code == 402:
-        return not (path == "/scrape" and error_code(response) == "max_credits_exceeded")
+        return not (
+            path in ("/scrape", "/search") and error_code(response) == "max_credits_exceeded"
+        )
     if path == "/webhooks/stripe":
         return False
     if (
-        path in ("/usage", "/ledger", "/jobs", "/jobs/{job_id}")
+        path
+        in (
+            "/usage",
+            "/ledger",
+            "/jobs",
+            "/jobs/{job_id}",
+            "/monitors",
+            "/monitors/{monitor_id}/checks",
+        )
         and (case.query or {}).get("cursor") is not None
     ):
         return not response.json().get("error", "").startswith("invalid request: 'cursor':")
-    if path in ("/crawl", "/map") and isinstance(case.body, dict):
+    if path in ("/crawl", "/map", "/monitors") and isinstance(case.body, dict):
         # a path pattern that is not a regular expression: no JSON schema can say so
         error = response.json().get("error", "")
         if any(
@@ -282,35 +337,64 @@ def refusals_the_schema_cannot_express(
             for field in ("include_paths", "exclude_paths")
         ):
             return False
-    if path in ("/scrape", "/batch", "/crawl") and isinstance(case.body, dict):
-        error = response.json().get("error", "")
-        if error.startswith("invalid request: 'json.schema"):
-            return False
-        named = [f"selectors[{name!r}]" for name in case.body.get("selectors") or {}]
-        for field in ("include_tags", "exclude_tags"):
-            tags = case.body.get(field)
-            named += [f"{field}[{index}]" for index in range(len(tags))] if tags else []
-        if any(
-            error.startswith(f"invalid request: invalid CSS selector for {name}") for name in named
-        ):
-            return False
-        # json.selectors: its selectors and patterns, as above; a prompt needs an operator's model
-        if error.startswith("invalid request: 'json.selectors") and any(
-            why in error
-            for why in ("invalid CSS selector", "invalid XPath", "not a regular expression")
-        ):
-            return False
-        if "json.prompt needs a language model endpoint" in error:
-            return False
-        # a step's or wait_for's selector: the same refusal, worded with its location
-        steps = case.body.get("actions")
-        where = [f"actions[{index}].selector" for index in range(len(steps))] if steps else []
-        where.append("wait_for.selector")
-        return not any(
-            error.startswith(f"invalid request: '{place}': invalid CSS selector ")
-            for place in where
-        )
+    if path in ("/scrape", "/batch", "/crawl", "/monitors") and isinstance(case.body, dict):
+        return not refused_options(response.json().get("error", ""), case.body, "")
+    if path == "/search" and isinstance(case.body, dict):
+        options = case.body.get("scrape")
+        if isinstance(options, dict):  # a search's scrape options, refused as a scrape's
+            return not refused_options(response.json().get("error", ""), options, "scrape.")
     return True
+
+
+# a search backend answers a local stand-in within this; a caller's timeout below it is the 503
+BACKEND_TIME = 2.0
+
+
+def backend_out_of_time(case: schemathesis.Case, response: schemathesis.Response) -> bool:
+    """A search whose ``timeout`` leaves the backend no time to answer: the documented 503
+    search_unavailable, nothing charged."""
+    body = case.body if isinstance(case.body, dict) else {}
+    timeout = body.get("timeout")
+    return (
+        case.operation.path == "/search"
+        and response.status_code == 503
+        and error_code(response) == "search_unavailable"
+        and isinstance(timeout, (int, float))
+        and timeout < BACKEND_TIME
+    )
+
+
+def refused_options(error: str, options: dict[str, Any], prefix: str) -> bool:
+    """Whether ``error`` refuses the scrape ``options`` (their fields named after ``prefix``)
+    for what no schema can say: a selector, tag or step that is not valid CSS, a json.selectors
+    that does not run, a json.schema that is not a JSON Schema, a prompt without a model."""
+    invalid = f"invalid request: '{prefix}"
+    if error.startswith(invalid + "json.schema"):
+        return True
+    if error.startswith(invalid + "change_tracking"):  # its rules across fields, in Python
+        return True
+    named = [f"selectors[{name!r}]" for name in options.get("selectors") or {}]
+    for field in ("include_tags", "exclude_tags"):
+        tags = options.get(field)
+        named += [f"{field}[{index}]" for index in range(len(tags))] if tags else []
+    if any(
+        error.startswith(f"invalid request: invalid CSS selector for {prefix}{name}")
+        for name in named
+    ):
+        return True
+    # json.selectors: its selectors and patterns, as above; a prompt needs an operator's model
+    if error.startswith(invalid + "json.selectors") and any(
+        why in error
+        for why in ("invalid CSS selector", "invalid XPath", "not a regular expression")
+    ):
+        return True
+    if "json.prompt needs a language model endpoint" in error:
+        return True
+    # a step's or wait_for's selector: the same refusal, worded with its location
+    steps = options.get("actions")
+    where = [f"actions[{index}].selector" for index in range(len(steps))] if steps else []
+    where.append("wait_for.selector")
+    return any(error.startswith(f"{invalid}{place}': invalid CSS selector ") for place in where)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
@@ -320,15 +404,20 @@ def stays_local(site: TargetSite) -> schemathesis.CheckFunction:
     local = f"127.0.0.1:{site.port}"
 
     def stays_on_the_local_site(ctx: Any, response: schemathesis.Response, case: Any) -> None:
-        if case.operation.path != "/scrape" or response.status_code != 200:
+        if case.operation.path not in ("/scrape", "/search") or response.status_code != 200:
             return
-        result = response.json()
-        for field in ("url", "final_url"):
-            address = str(result.get(field) or "")
-            if address:
-                assert urlsplit(address.strip()).netloc == local, (
-                    f"a scrape left the local site: {field} {address!r}"
-                )
+        answer = response.json()
+        if case.operation.path == "/search":
+            results = [item["page"] for item in answer["web"] if item.get("page")]
+        else:
+            results = [answer]
+        for result in results:
+            for field in ("url", "final_url"):
+                address = str(result.get(field) or "")
+                if address:
+                    assert urlsplit(address.strip()).netloc == local, (
+                        f"a scrape left the local site: {field} {address!r}"
+                    )
 
     return stays_on_the_local_site
 

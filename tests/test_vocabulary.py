@@ -46,7 +46,8 @@ URL = "https://example.com/"
 
 def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
     assert OUTPUTS.names == FORMATS == (
-        "markdown", "html", "raw_html", "screenshot", "json", "structured_data", "summary"
+        "markdown", "html", "raw_html", "screenshot", "json", "structured_data", "summary",
+        "change_tracking",
     )  # fmt: skip
     assert ENGINES == ("static", "js")
     assert TIERS == ("none", "datacenter", "residential")  # cheapest first
@@ -56,6 +57,8 @@ def test_the_vocabulary_declares_each_format_once_in_the_order_of_its_literal():
 def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> None:
     output = OUTPUTS[name]
     if name == "json":  # made from the page's tree by the request's schema, or by the model
+        assert output.producer is None
+    elif name == "change_tracking":  # the page's markdown against the account's snapshot
         assert output.producer is None
     else:
         assert output.producer is not None and callable(producer(output.producer))
@@ -72,7 +75,9 @@ def test_every_format_has_a_producer_and_a_field_of_the_result(name: str) -> Non
 def test_each_kind_of_format_is_made_where_its_input_is():
     assert OUTPUTS.made_from("response") == ("raw_html",)
     assert OUTPUTS.made_from("rendered_page") == ("screenshot",)
-    assert OUTPUTS.made_from("page") == ("markdown", "html", "json", "structured_data")
+    assert OUTPUTS.made_from("page") == (
+        "markdown", "html", "json", "structured_data", "change_tracking"
+    )  # fmt: skip
     assert OUTPUTS.made_from("model") == ("summary",)
     assert OUTPUTS["screenshot"].producer == "service.browser.screenshot.screenshot_of"
     assert OUTPUTS["raw_html"].producer == "pipelines.result.raw_html_of"
@@ -132,8 +137,11 @@ def test_the_dashboard_offers_exactly_the_vocabulary():
     assert tuple(re.findall(r'value="(\w+)"', selects["engine"])) == (*ENGINES, AUTO)
     assert tuple(re.findall(r'value="(\w+)"', selects["proxy_type"])) == (*TIERS, AUTO)
     offered = tuple(name for name in FORMATS if OUTPUTS[name].checkbox)
-    # json needs its schema, summary the operator's model: neither is offered alone
-    assert offered == tuple(name for name in FORMATS if name not in ("json", "summary"))
+    # json needs its schema, summary the operator's model: neither is offered alone; a history
+    # of the try-it's scrapes (change_tracking) would surprise
+    assert offered == tuple(
+        name for name in FORMATS if name not in ("json", "summary", "change_tracking")
+    )
     assert tuple(re.findall(r'name="format_(\w+)"', page)) == offered
     body = scrape_body({"url": URL, "engine": "js", **{f"format_{name}": "on" for name in FORMATS}})
     assert tuple(validate(ScrapeRequest, orjson.loads(body)).formats) == offered

@@ -12,6 +12,7 @@ from twisted.web.server import Request
 
 from service.api.instance import InstanceRoutes
 from service.api.jobs import JobRoutes
+from service.api.monitors import MonitorRoutes
 from service.api.openapi import document
 from service.api.payments import PaymentRoutes
 from service.api.reads import ReadRoutes
@@ -21,8 +22,10 @@ from service.billing.payments.webhooks import StripeWebhooks
 from service.billing.pricing import price_list
 from service.core.config import Config
 from service.db import Database
+from service.jobs.monitors import Monitors
 from service.jobs.queue_worker import QueueWorker
 from service.scrape.scraper import Scraper
+from service.search.searcher import Searcher
 from service.web import operations
 from service.web.account import AccountReads
 from service.web.http import api_key_of, read_json_body, render_json
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from service.scrape.results import ScrapeResult
 
 
-class ScrapespyApp(JobRoutes, ReadRoutes, PaymentRoutes, InstanceRoutes):
+class ScrapespyApp(JobRoutes, MonitorRoutes, ReadRoutes, PaymentRoutes, InstanceRoutes):
     app = JobRoutes.app
 
     def __init__(
@@ -45,12 +48,17 @@ class ScrapespyApp(JobRoutes, ReadRoutes, PaymentRoutes, InstanceRoutes):
         reads: AccountReads,
         jobs: Jobs,
         workers: Sequence[QueueWorker] = (),
+        searcher: Searcher | None = None,
+        monitors: Monitors | None = None,
     ):
         self.config = config
         self.database = database
         self.scraper = scraper
+        # POST /search; without a backend it answers 400 (service.search.provider)
+        self.searcher = searcher or Searcher(scraper, None)
         self.reads = reads
         self.jobs = jobs
+        self.monitors = monitors  # POST /monitors and friends; a 503 without jobs
         self.workers = workers  # PostgreSQL: the queues' workers, which /healthz reports on
         self.idempotency = Idempotency(database)
         self.payments = payments
@@ -62,7 +70,10 @@ class ScrapespyApp(JobRoutes, ReadRoutes, PaymentRoutes, InstanceRoutes):
         self._prices = orjson.dumps(price_list(config))
         # what GET /openapi.json answers, and what the reference page (GET /docs) shows
         self.openapi_document = document(
-            config.public_url, config.countries, config.session_max_idle_seconds
+            config.public_url,
+            config.countries,
+            config.session_max_idle_seconds,
+            config.monitor_min_interval_seconds,
         )
         self._openapi = orjson.dumps(self.openapi_document)
         self._metrics_token = config.metrics_token.encode()
@@ -88,3 +99,9 @@ class ScrapespyApp(JobRoutes, ReadRoutes, PaymentRoutes, InstanceRoutes):
 
         caller = await self.scraper.authenticate(api_key_of(request))
         return await self._idempotent(request, caller.account_id, key, "scrape", body, answer)
+
+    @app.route("/search", methods=["POST"])
+    async def search(self, request: Request) -> bytes:
+        body = read_json_body(request)
+        answer = await operations.search(self.searcher, request, api_key_of(request), body)
+        return render_json(request, answer)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from service.billing.payments.webhooks import StripeWebhooks
     from service.core.config import Config
     from service.db import Database
+    from service.jobs.monitors import Monitors
     from service.jobs.queue_worker import QueueWorker
     from service.scrape.scraper import Scraper
     from service.web.account import AccountReads
@@ -34,6 +35,7 @@ class ApiRoutes:
     scraper: Scraper
     reads: AccountReads
     jobs: Jobs
+    monitors: Monitors | None
     idempotency: Idempotency
     payments: PaymentProvider | None
     stripe_webhooks: StripeWebhooks | None

@@ -74,8 +74,9 @@ class UsageRow(TypedDict):
     engine: Annotated[
         str,
         Field(
-            description="the engine that answered; map for a POST /map",
-            json_schema_extra={"enum": [*ENGINES, "map"]},
+            description="the engine that answered; map for a POST /map, search for a POST "
+            "/search's own charge (its scraped pages have rows of their own)",
+            json_schema_extra={"enum": [*ENGINES, "map", "search"]},
         ),
     ]
     tier_requested: Annotated[str, Field(json_schema_extra={"enum": [*TIERS, "auto"]})]
@@ -143,6 +144,13 @@ else:
     )
 
 
+class SearchPrice(TypedDict):
+    credits: Annotated[
+        int, Field(ge=0, description="credits per search that found at least one result")
+    ]
+    backend: Annotated[str, Field(description="the search backend: searxng, brave or serper")]
+
+
 class PriceList(TypedDict):
     currency: Literal["EUR"]
     credits_per_euro: Annotated[int, Field(ge=1)]
@@ -166,4 +174,8 @@ class PriceList(TypedDict):
     countries: Annotated[
         TierCountries,
         Field(description='the countries offered for "location", by proxy tier'),
+    ]
+    search: Annotated[
+        SearchPrice | None,
+        Field(description="POST /search's own price, besides its scraped results; null: off"),
     ]

@@ -99,4 +99,9 @@ def price_list(config: Config) -> PriceList:
         "countries": cast(
             TierCountries, {tier: list(config.countries[tier]) for tier in PROXY_TIERS}
         ),
+        "search": (
+            {"credits": config.search_credits, "backend": config.search_backend}
+            if config.search_backend
+            else None
+        ),
     }

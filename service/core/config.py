@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from service.core.places import countries_of, split_tag
 from service.core.settings import BY_FIELD, SETTINGS, Setting, default
 from service.core.settings import default_chromium_path as default_chromium_path
-from service.core.vocabulary import ENGINES, PROXY_TIERS, TIERS
+from service.core.vocabulary import ENGINES, FINGERPRINTS, PROXY_TIERS, TIERS
 
 DEFAULT_COSTS: dict[str, dict[str, int]] = {
     engine: {tier: BY_FIELD[f"costs.{engine}.{tier}"].default for tier in TIERS}
@@ -180,6 +180,7 @@ class Config:
 
     database_url: str = default("database_url")
     allow_private_targets: bool = default("allow_private_targets")
+    static_fingerprint: str = default("static_fingerprint")  # vocabulary.FINGERPRINTS
     proxies_datacenter: tuple[str, ...] = default("proxies_datacenter")
     proxies_residential: tuple[str, ...] = default("proxies_residential")
     residential_trials: int = default("residential_trials")
@@ -189,8 +190,13 @@ class Config:
     redis_url: str = default("redis_url")
     chromium_path: str = default("chromium_path")
     browser_url: str = default("browser_url")
+    browser_endpoints: tuple[str, ...] = default("browser_endpoints")
+    browser_endpoint_token: str = field(default=default("browser_endpoint_token"), repr=False)
+    browser_endpoint_retry_seconds: float = default("browser_endpoint_retry_seconds")
+    browser_egress_host: str = default("browser_egress_host")
     max_pages: int = default("max_pages")
     browser_spares: int = default("browser_spares")
+    browser_identity: str = default("browser_identity")
     block_heavy_resources: bool = default("block_heavy_resources")
     # TEST ONLY, empty by default: "name=address" pairs the browser egress guard treats as public.
     egress_test_public_hosts: tuple[str, ...] = default("egress_test_public_hosts")
@@ -202,6 +208,16 @@ class Config:
     stripe_secret_key: str = default("stripe_secret_key")
     stripe_webhook_secret: str = default("stripe_webhook_secret")
     stripe_api_base: str = default("stripe_api_base")
+    # the search backend (service.search.provider); none when search_backend is empty
+    search_backend: str = default("search_backend")
+    searxng_url: str = default("searxng_url")
+    brave_api_key: str = field(default=default("brave_api_key"), repr=False)
+    brave_base_url: str = default("brave_base_url")
+    serper_api_key: str = field(default=default("serper_api_key"), repr=False)
+    serper_base_url: str = default("serper_base_url")
+    search_credits: int = default("search_credits")
+    search_cache_seconds: int = default("search_cache_seconds")
+    search_scrapes_in_flight: int = default("search_scrapes_in_flight")
     # the operator's language model (service.extraction.llm); none without a base URL
     llm_base_url: str = default("llm_base_url")
     llm_model: str = default("llm_model")
@@ -269,6 +285,10 @@ class Config:
     session_max_idle_seconds: int = default("session_max_idle_seconds")
     sessions_per_account: int = default("sessions_per_account")
     session_max_bytes: int = default("session_max_bytes")
+    # change tracking (service.scrape.snapshots): snapshots kept per account, URL and tag, and
+    # how long
+    change_snapshots_per_url: int = default("change_snapshots_per_url")
+    change_retention_days: int = default("change_retention_days")
     # jobs (POST /batch, service.jobs.batches): pages of jobs one instance scrapes at once, so that
     # jobs never take more than this share of the engine from POST /scrape callers
     job_pages_in_flight: int = default("job_pages_in_flight")
@@ -285,6 +305,14 @@ class Config:
     # that a crawl is polite to its site; and the pause each takes before its fetch
     crawl_pages_per_site: int = default("crawl_pages_per_site")
     crawl_delay_seconds: float = default("crawl_delay_seconds")
+    # POST /monitors (service.jobs.monitors): the shortest schedule, the unpaid runs in a row
+    # that pause a monitor, how many an account may have, how often the instances look for due
+    # ones, and (tests only) a file that holds the time their schedules read
+    monitor_min_interval_seconds: int = default("monitor_min_interval_seconds")
+    monitor_pause_after_unpaid: int = default("monitor_pause_after_unpaid")
+    max_monitors_per_account: int = default("max_monitors_per_account")
+    monitor_tick_seconds: float = default("monitor_tick_seconds")
+    monitor_test_clock_file: str = default("monitor_test_clock_file")
     # POST /map: its price in credits, held and settled as a scrape's (0: free)
     map_credits: int = default("map_credits")
     # Firecrawl's GET /v{1,2}/crawl/{id} and /batch/scrape/{id}: documents on one page of a job's
@@ -317,9 +345,21 @@ class Config:
                 value = PARSERS[row.kind](env, row)
                 if row.field is not None:
                     found[row.field] = value
+        if found["static_fingerprint"] not in FINGERPRINTS:
+            raise ConfigError(
+                f"SCRAPESPY_STATIC_FINGERPRINT must be one of {', '.join(FINGERPRINTS)}"
+            )
         costs = {name: found.pop(name) for name in list(found) if name.startswith("costs.")}
         if found["llm_base_url"] and not found["llm_model"]:
             raise ConfigError("SCRAPESPY_LLM_BASE_URL needs SCRAPESPY_LLM_MODEL, the model to ask")
+        if found["browser_identity"] not in ("browser", "honest"):
+            raise ConfigError("SCRAPESPY_BROWSER_IDENTITY is browser or honest")
+        for index, endpoint in enumerate(found["browser_endpoints"]):
+            # the entry itself is not shown: it may carry a token
+            if not endpoint.startswith(("ws://", "wss://")) or len(endpoint) < 8:
+                raise ConfigError(
+                    f"SCRAPESPY_BROWSER_ENDPOINTS: entry #{index + 1} is not a ws:// URL"
+                )
         return cls(
             **found,
             costs=_costs(costs),

@@ -22,6 +22,7 @@ ERROR_CODES: dict[str, str] = {
     "residential_locked": "the free residential trials are used up",
     "too_many_jobs": "the account has as many jobs queued or running as it may; wait for one "
     "to finish or cancel one",
+    "too_many_monitors": "the account has as many monitors as it may; delete one first",
     "too_many_sessions": "the account has as many live sessions as it may; end one "
     "(DELETE /sessions/{id}) or let one expire",
     "idempotency_conflict": "this Idempotency-Key was used in the last 24 hours with another "
@@ -39,6 +40,8 @@ ERROR_CODES: dict[str, str] = {
     "it was not charged",
     "unavailable": "temporarily unavailable: at capacity, database down or not configured; "
     "retry later",
+    "search_unavailable": "POST /search's backend failed, timed out or answered something "
+    "else than its JSON; nothing was charged, retry later",
     # why a scrape failed (success false in a result); none of these is billed
     "robots_disallowed": "the target's robots.txt forbids the URL",
     "egress_blocked": "the target resolves to an address the service does not fetch from",
@@ -113,9 +116,11 @@ ERROR_STATUSES: dict[str, int] = {
     "rate_limited": 429,
     "too_many_jobs": 429,
     "too_many_sessions": 409,
+    "too_many_monitors": 429,
     "internal": 500,
     "payment_provider_error": 502,
     "unavailable": 503,
+    "search_unavailable": 503,
 }
 assert set(ERROR_STATUSES) <= set(ERROR_CODES)
 assert set(ERROR_CODES) <= set(ERROR_STATUSES) | set(FAILURE_CODES) | {"map_failed"}

@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -177,6 +177,91 @@ class StructuredData(TypedDict):
     ]
 
 
+class DiffChange(TypedDict):
+    type: Annotated[str, Field(json_schema_extra={"enum": ["normal", "add", "del"]})]
+    content: Annotated[str, Field(description="the line, after its +, - or space")]
+    normal: NotRequired[bool]
+    add: NotRequired[bool]
+    # "del" is a keyword: declared below, by name
+    ln: NotRequired[
+        Annotated[int, Field(ge=1, description="add: its line now; del: its line before")]
+    ]
+    ln1: NotRequired[Annotated[int, Field(ge=1, description="normal: its line before")]]
+    ln2: NotRequired[Annotated[int, Field(ge=1, description="normal: its line now")]]
+
+
+DiffChange.__annotations__["del"] = NotRequired[bool]
+DiffChange.__optional_keys__ = DiffChange.__optional_keys__ | {"del"}  # type: ignore[misc]
+
+
+class DiffChunk(TypedDict):
+    content: Annotated[str, Field(description="its @@ -a,b +c,d @@ header")]
+    changes: list[DiffChange]
+
+
+class DiffFile(TypedDict):
+    from_: Annotated[None, Field(alias="from")]
+    to: None
+    chunks: list[DiffChunk]
+
+
+class DiffParsed(TypedDict):
+    files: list[DiffFile]
+
+
+class MarkdownDiff(TypedDict):
+    text: Annotated[str, Field(description="the unified diff of the markdown, hunks only")]
+    json: Annotated[DiffParsed, Field(description="the same diff parsed, as Firecrawl's")]
+
+
+class FieldChange(TypedDict):
+    previous: Any
+    current: Any
+
+
+class ChangeTracking(TypedDict):
+    """The ``change_tracking`` field (service.extraction.changes, pipelines.changes)."""
+
+    previous_scrape_at: Annotated[
+        str | None,
+        Field(
+            description="when the version compared with was scraped (ISO 8601, UTC); null "
+            "when there was none"
+        ),
+    ]
+    change_status: Annotated[
+        str,
+        Field(
+            description="new: no previous scrape of this URL and tag; same or changed: its "
+            "normalised markdown, line by line, in order; removed: the target answers 404 or 410",
+            json_schema_extra={"enum": ["new", "same", "changed", "removed"]},
+        ),
+    ]
+    visibility: Annotated[
+        str,
+        Field(
+            description="visible: a scrape, a batch or a crawl reached the page (Firecrawl's "
+            "hidden, for a crawl's page that only a sitemap names, is not given)",
+            json_schema_extra={"enum": ["visible", "hidden"]},
+        ),
+    ]
+    diff: NotRequired[
+        Annotated[
+            MarkdownDiff | None,
+            Field(description='"git-diff" mode: null unless changed'),
+        ]
+    ]
+    json: NotRequired[
+        Annotated[
+            dict[str, FieldChange] | None,
+            Field(
+                description='"json" mode: each extracted field that differs (records of '
+                "json.selectors as <n>.<field>); {} when none does; null when new or removed"
+            ),
+        ]
+    ]
+
+
 OUTPUTS: Final = Outputs.of(
     [
         Output(
@@ -266,6 +351,19 @@ OUTPUTS: Final = Outputs.of(
             firecrawl="summary",
             price="model_tokens",
             checkbox=False,  # the dashboard's try-it asks no model
+        ),
+        Output(
+            "change_tracking",
+            "page",
+            None,  # compared with the account's previous snapshot by pipelines.changes
+            field="change_tracking",
+            description="how the page changed since this account's previous scrape of the same "
+            'URL and change_tracking.tag; with "formats": ["change_tracking"]',
+            summary="change_tracking (compared with the previous scrape of the URL and tag)",
+            label="Change tracking",
+            firecrawl="changeTracking",
+            value_type=ChangeTracking,
+            checkbox=False,  # a history of the try-it's scrapes would surprise
         ),
     ]
 )

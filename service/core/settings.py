@@ -142,6 +142,18 @@ SETTINGS: tuple[Setting, ...] = (
         scrapy=True,
     ),
     _env(
+        "SCRAPESPY_STATIC_FINGERPRINT",
+        "static_fingerprint",
+        "str",
+        "scrapy",
+        "the network fingerprint of the `static` engine: `scrapy` presents Scrapy's own TLS and "
+        "headers, `chrome` Chrome's TLS ClientHello, HTTP/2 settings and headers (curl_cffi, "
+        "the system Chromium's JA4); with `scrapy`, an `auto` request blocked on a tier tries "
+        "`chrome` there before the next tier (docs/decisions/0037)",
+        scrapy=True,
+        normalize=str.lower,
+    ),
+    _env(
         "SCRAPESPY_PROXIES_DATACENTER",
         "proxies_datacenter",
         "proxies",
@@ -228,6 +240,45 @@ SETTINGS: tuple[Setting, ...] = (
         scrapy=True,
     ),
     _env(
+        "SCRAPESPY_BROWSER_ENDPOINTS",
+        "browser_endpoints",
+        "list",
+        (),
+        "Playwright browser servers (`ws://host:port/path`, comma-separated; `scrapespy browser` "
+        "runs one) the `js` engine spreads its contexts over instead of launching a browser "
+        "(see [The browser pool](#the-browser-pool))",
+        scrapy=True,
+        shown="none",
+    ),
+    _env(
+        "SCRAPESPY_BROWSER_ENDPOINT_TOKEN",
+        "browser_endpoint_token",
+        "str",
+        "",
+        "the token the browser servers ask for (`scrapespy browser --token-env`), sent as "
+        "`Authorization: Bearer <token>`; never logged",
+        scrapy=True,
+    ),
+    _env(
+        "SCRAPESPY_BROWSER_ENDPOINT_RETRY_SECONDS",
+        "browser_endpoint_retry_seconds",
+        "float",
+        15.0,
+        "the longest a browser server that went away waits before it is tried again (from 0.5 s, "
+        "doubling)",
+        scrapy=True,
+        minimum=0.1,
+    ),
+    _env(
+        "SCRAPESPY_BROWSER_EGRESS_HOST",
+        "browser_egress_host",
+        "str",
+        "127.0.0.1",
+        "the address the browser's egress guard listens on and gives the browser: one the "
+        "browser servers reach (the service's own address on their network)",
+        scrapy=True,
+    ),
+    _env(
         "SCRAPESPY_MAX_PAGES",
         "max_pages",
         "int",
@@ -235,6 +286,17 @@ SETTINGS: tuple[Setting, ...] = (
         "browser pages open at once",
         scrapy=True,
         minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_BROWSER_IDENTITY",
+        "browser_identity",
+        "str",
+        "browser",
+        "what the `js` engine's browser says it is: `browser`, the desktop (or phone) Chromium "
+        "it is, consistently (docs/stealth.md); `honest`, the same with a user agent that names "
+        "the service (`USER_AGENT`), the polite way",
+        scrapy=True,
+        normalize=str.lower,
     ),
     _env(
         "SCRAPESPY_BROWSER_SPARES",
@@ -302,6 +364,71 @@ SETTINGS: tuple[Setting, ...] = (
         "",
         "point the Stripe client at a local stand-in (tests)",
         shown="Stripe's",
+    ),
+    _env(
+        "SCRAPESPY_SEARCH_BACKEND",
+        "search_backend",
+        "str",
+        "",
+        "`searxng`, `brave` or `serper` switches `POST /search` on (docs/api.md); empty: off",
+        normalize=str.lower,
+    ),
+    _env(
+        "SCRAPESPY_SEARXNG_URL",
+        "searxng_url",
+        "url",
+        "",
+        "a SearXNG instance (its JSON format enabled), for `SCRAPESPY_SEARCH_BACKEND=searxng`",
+    ),
+    _env(
+        "SCRAPESPY_BRAVE_API_KEY",
+        "brave_api_key",
+        "str",
+        "",
+        "Brave Search API's key (`X-Subscription-Token`); never logged nor answered",
+    ),
+    _env(
+        "SCRAPESPY_BRAVE_BASE_URL",
+        "brave_base_url",
+        "url",
+        "https://api.search.brave.com",
+        "where Brave Search API answers (a stand-in in tests)",
+    ),
+    _env(
+        "SCRAPESPY_SERPER_API_KEY",
+        "serper_api_key",
+        "str",
+        "",
+        "Serper's key (`X-API-KEY`); never logged nor answered",
+    ),
+    _env(
+        "SCRAPESPY_SERPER_BASE_URL",
+        "serper_base_url",
+        "url",
+        "https://google.serper.dev",
+        "where Serper answers (a stand-in in tests)",
+    ),
+    _env(
+        "SCRAPESPY_SEARCH_CREDITS",
+        "search_credits",
+        "int",
+        1,
+        "what one search costs, besides its scraped results (not charged when it found nothing)",
+    ),
+    _env(
+        "SCRAPESPY_SEARCH_CACHE_SECONDS",
+        "search_cache_seconds",
+        "int",
+        60,
+        "how long the backend's answer to a query is kept and given again; 0: never kept",
+    ),
+    _env(
+        "SCRAPESPY_SEARCH_SCRAPES_IN_FLIGHT",
+        "search_scrapes_in_flight",
+        "int",
+        10,
+        "one search's results scraped at once; the others wait their turn",
+        minimum=1,
     ),
     _env(
         "SCRAPESPY_LLM_BASE_URL",
@@ -679,6 +806,26 @@ SETTINGS: tuple[Setting, ...] = (
         "past it keeps the session's cookies only, and past it again the state it had before",
         minimum=4096,
     ),
+    # change tracking (service.scrape.snapshots): "change_tracking" in a scrape's formats
+    _env(
+        "SCRAPESPY_CHANGE_SNAPSHOTS_PER_URL",
+        "change_snapshots_per_url",
+        "int",
+        10,
+        "snapshots kept per account, URL and `change_tracking.tag` for `change_tracking` (the "
+        "newest; a page is compared with the newest), at most 100",
+        minimum=1,
+        maximum=100,
+    ),
+    _env(
+        "SCRAPESPY_CHANGE_RETENTION_DAYS",
+        "change_retention_days",
+        "int",
+        30,
+        "a `change_tracking` snapshot older than this is never compared with and is deleted; "
+        "the page is then `new` again",
+        minimum=1,
+    ),
     _env(
         "SCRAPESPY_JOB_PAGES_IN_FLIGHT",
         "job_pages_in_flight",
@@ -711,7 +858,8 @@ SETTINGS: tuple[Setting, ...] = (
         "job_retention_days",
         "int",
         7,
-        "finished jobs and their results are deleted this many days after they were made",
+        "finished jobs and their results, and monitors' checks (but each one's latest check and "
+        "latest change), are deleted this many days after they were made",
         minimum=1,
     ),
     _env(
@@ -740,6 +888,48 @@ SETTINGS: tuple[Setting, ...] = (
         "crawl's `SCRAPESPY_CRAWL_PAGES_PER_SITE` turns fetches at most once per this many "
         "seconds); `0`: no pause",
         minimum=0,
+    ),
+    _env(
+        "SCRAPESPY_MONITOR_MIN_INTERVAL_SECONDS",
+        "monitor_min_interval_seconds",
+        "int",
+        300,
+        "the shortest time between two runs of a monitor (`POST /monitors`); a shorter "
+        "`schedule` (an interval, or a cron expression whose runs come closer) is a 400",
+        minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_MONITOR_PAUSE_AFTER_UNPAID",
+        "monitor_pause_after_unpaid",
+        "int",
+        3,
+        "a monitor whose runs were skipped for want of credits this many times in a row is "
+        "paused (a `failed` webhook says so); `PATCH /monitors/{id}` resumes it",
+        minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_MAX_MONITORS_PER_ACCOUNT",
+        "max_monitors_per_account",
+        "int",
+        100,
+        "monitors one account may have; one more is a 429 `too_many_monitors`",
+        minimum=1,
+    ),
+    _env(
+        "SCRAPESPY_MONITOR_TICK_SECONDS",
+        "monitor_tick_seconds",
+        "float",
+        5.0,
+        "how often each instance looks for due monitors and finished runs; a run starts at "
+        "most this long after its time",
+    ),
+    _env(
+        "SCRAPESPY_MONITOR_TEST_CLOCK_FILE",
+        "monitor_test_clock_file",
+        "str",
+        "",
+        "tests only: a file holding the time (Unix seconds) the monitors' schedules read in "
+        "place of the clock; empty: the clock",
     ),
     _env(
         "SCRAPESPY_MAP_CREDITS",
@@ -792,9 +982,10 @@ SETTINGS: tuple[Setting, ...] = (
         "SCRAPESPY_BROWSER_QUIET_SECONDS",
         "float",
         0.1,
-        "a page still busy after `load` counts as settled once nothing it started is pending "
-        "and its DOM has not changed for this long (a request's `settle_ms` overrides it; a "
-        "page with nothing pending is read at once)",
+        "a page whose DOM changed after `load` counts as settled once no request of it is in "
+        "flight and its DOM has not changed for this long, 0.5 s after load at the earliest (a "
+        "request's `settle_ms` overrides it; a page unchanged since load is read at once, or "
+        "50 ms after load when it has scripts)",
     ),
     _scrapy(
         "SCRAPESPY_PROXY_MAX_STRIKES",

@@ -34,6 +34,10 @@ DIRECT: Final[Tier] = TIERS[0]  # no proxy
 RESIDENTIAL: Final[Tier] = "residential"
 PROXY_TIERS: Final[tuple[Tier, ...]] = TIERS[1:]  # the tiers that go through a proxy pool
 # what a target may answer instead of HTML and is converted (service.extraction.documents)
+# the network fingerprint a static download presents (service.impersonation): Scrapy's own
+# TLS and headers, or Chrome's ClientHello, HTTP/2 settings and header order
+Fingerprint = Literal["scrapy", "chrome"]
+FINGERPRINTS: Final[tuple[Fingerprint, ...]] = get_args(Fingerprint)
 DocumentType = Literal["pdf", "docx", "pptx", "xlsx", "odt", "epub"]
 DOCUMENT_TYPES: Final[tuple[DocumentType, ...]] = get_args(DocumentType)
 
@@ -42,6 +46,7 @@ __all__ = [
     "DIRECT",
     "DOCUMENT_TYPES",
     "ENGINES",
+    "FINGERPRINTS",
     "FORMATS",
     "OUTPUTS",
     "PROXY_TIERS",

@@ -17,7 +17,8 @@ back by the index of the action that made them.
 - ``screenshot`` ``{fullPage}`` is ``screenshot``;
 - ``executeJavascript`` ``{script}`` is ``evaluate``, run as Firecrawl runs it: the script's
   last expression is its value, and a script with a top-level ``return`` runs as the body of an
-  async function;
+  async function; like every ``evaluate``, in the page's isolated world (it sees the DOM, not
+  the page's JavaScript variables, and leaves nothing the page can see);
 - ``scrape`` is an ``evaluate`` of the page's URL and HTML at that moment;
 - ``pdf`` is refused.
 """

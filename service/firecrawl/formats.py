@@ -19,7 +19,9 @@ FROM_RESULT = ("links", "images")
 # Firecrawl's own formats, in the order of its documentation (a refusal lists them so); a native
 # format's Firecrawl name comes from its declaration (service.core.formats), and those that are
 # not Firecrawl's (structuredData...) follow
-FIRECRAWL_ORDER = ("markdown", "html", "rawHtml", *FROM_RESULT, "screenshot", "json", "summary")
+FIRECRAWL_ORDER = (
+    "markdown", "html", "rawHtml", *FROM_RESULT, "screenshot", "json", "summary", "changeTracking"
+)  # fmt: skip
 
 
 def formats() -> dict[str, str | None]:
@@ -42,7 +44,6 @@ REFUSED_FORMATS = {
     "branding": "a language model",
     "product": "a language model",
     "menu": "a language model",
-    "changeTracking": "a history of earlier scrapes",
     "attributes": "Firecrawl's attribute extraction",
     "audio": "media downloads",
     "video": "media downloads",
@@ -95,6 +96,8 @@ def _format_options(item: Mapping[str, Any], index: int) -> bool:
             continue
         if item["type"] == "json" and option in UNCHECKED and not value:
             continue
+        if item["type"] == TRACKING and option in TRACKING_KEYS:
+            continue
         raise bad(f"formats[{index}].{option}", "is not offered by this server")
     return bool(item.get("fullPage"))
 
@@ -126,6 +129,31 @@ def model_json(formats: Any, json_options: Any) -> dict[str, Any]:
     if not asked:
         raise bad(where, "the json format needs a prompt or a schema")
     return {"json": asked}
+
+
+# Firecrawl's changeTracking format (v2's object, v1's changeTrackingOptions): the native
+# change_tracking's modes and tag, and its json mode by the operator's model (prompt, schema)
+TRACKING = "changeTracking"
+TRACKING_KEYS = frozenset({"modes", "tag", "prompt", "schema"})
+
+
+def change_tracking(formats: Any, tracking_options: Any) -> dict[str, Any]:
+    """The native ``change_tracking`` of a changeTracking format: v2's object, or v1's
+    ``changeTrackingOptions``; nothing when neither gives an option."""
+    found: Any = tracking_options
+    where = "changeTrackingOptions"
+    for index, item in enumerate(formats if isinstance(formats, list) else ()):
+        if isinstance(item, Mapping) and item.get("type") == TRACKING:
+            found, where = item, f"formats[{index}]"
+    if found is None:
+        return {}
+    if not isinstance(found, Mapping):
+        raise bad(where, 'must be an object {"modes", "tag", "prompt", "schema"}')
+    for option in found:
+        if option not in TRACKING_KEYS | {"type"}:
+            raise bad(f"{where}.{option}", "is not offered by this server")
+    asked = {name: found[name] for name in TRACKING_KEYS if found.get(name) is not None}
+    return {"change_tracking": asked} if asked else {}
 
 
 def native_formats(value: Any) -> dict[str, Any]:

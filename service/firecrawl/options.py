@@ -7,8 +7,10 @@ v1 and v2 differ in a few names and shapes (v2's formats may be objects, v1 has
   ``screenshot@fullPage``: the whole page); json (v2's ``{"type": "json", "prompt",
   "schema"}``, v1's ``"json"`` with ``jsonOptions``) and summary are the native
   ``json: {"prompt", "schema"}`` and ``summary``, made by the operator's language model (a
-  400 without one). Those that need more of a model or a history (query, branding,
-  changeTracking...) are a 400 naming the format;
+  400 without one). changeTracking (v2's ``{"type": "changeTracking", "modes", "tag",
+  "prompt", "schema"}``, v1's ``"changeTracking"`` with ``changeTrackingOptions``) is the
+  native ``change_tracking`` format and options, its json mode by the operator's model. Those
+  that need more of a model (query, branding...) are a 400 naming the format;
 - the engine is ``js`` when something needs a browser (a screenshot, actions, ``waitFor``,
   ``mobile``), else ``auto``: static, then js when the page is a JavaScript shell, billed at
   the engine used;
@@ -45,7 +47,7 @@ from typing import Any, Literal
 from service.core.errors import BadRequest
 from service.core.formats import OUTPUTS
 from service.firecrawl.actions import native_steps
-from service.firecrawl.formats import bad, model_json, native_formats
+from service.firecrawl.formats import bad, change_tracking, model_json, native_formats
 
 Version = Literal[1, 2]
 
@@ -89,7 +91,6 @@ ONLY_VALUES: dict[str, tuple[tuple[bool, ...], str]] = {
 # fields for features this server does not have
 REFUSED_FIELDS = {
     "extract": "the extract format (a language model)",
-    "changeTrackingOptions": "change tracking",
     "agent": "agents",
     "useMock": "mocks",
     "minAge": "cache-only answers",
@@ -113,6 +114,7 @@ FIRECRAWL_NAMES = {
     "max_age": "maxAge",
     "session": "profile.name",
     "location": "location",
+    "change_tracking": "changeTracking",
 }
 _STEP_NAMES = {"ms": "milliseconds", "full_page": "fullPage", "script": "script"}
 _NATIVE_NAME = re.compile(
@@ -285,6 +287,7 @@ def native_scrape(data: Mapping[str, Any], version: Version) -> dict[str, Any]:
     native: dict[str, Any] = {
         **native_formats(formats),
         **model_json(formats, options.pop("jsonOptions", None)),
+        **change_tracking(formats, options.pop("changeTrackingOptions", None)),
         "only_main_content": flags.get("onlyMainContent", True),
         "proxy_type": "none",
         **_max_age(options.pop("maxAge", None), flags),

@@ -27,11 +27,13 @@ from service.firecrawl import job_answers
 from service.firecrawl import jobs as firecrawl_jobs
 from service.firecrawl.ids import native_id, shown_id
 from service.firecrawl.scrape import Version, document, failed, firecrawl_message, native_scrape
+from service.firecrawl.search import firecrawl_answer, native_search
 from service.jobs import outcomes
 from service.jobs.answers import JobAccepted, MapResult
 from service.jobs.batch_store import ACTIVE
 from service.jobs.webhook_spec import reachable
 from service.scrape.scraper import Scraper
+from service.search.searcher import Searcher
 from service.web import operations
 from service.web.account import AccountReads
 from service.web.http import (
@@ -80,8 +82,10 @@ class FirecrawlApi:
         database: Database,
         reads: AccountReads,
         jobs: Jobs,
+        searcher: Searcher | None = None,
     ) -> None:
         self.scraper = scraper
+        self.searcher = searcher or Searcher(scraper, None)
         self.config = config
         self.database = database
         self.reads = reads
@@ -115,13 +119,27 @@ class FirecrawlApi:
     async def _scrape_route(self, request: Request, version: str) -> bytes:
         return await self.scrape(request)
 
+    @app.route("/<any(v1,v2):version>/search", methods=["POST"])
+    async def search(self, request: Request, version: str) -> bytes:
+        """Firecrawl's search: the native search of the translated request, and back."""
+        data = parse_json_object(read_json_body(request))
+        native, _ = native_search(data, version_of(request))
+        try:
+            answer = await operations.search(
+                self.searcher, request, key_of(request), orjson.dumps(native)
+            )
+        except BadRequest as error:
+            raise BadRequest(firecrawl_message(error.message)) from None
+        sources = native.get("sources", ["web"])
+        body = firecrawl_answer(answer, data, sources, version_of(request))
+        return render_json(request, body)
+
     # refused: what Firecrawl offers and this server does not -----------------------------------
 
     # Firecrawl's endpoints this server does not offer (the SDKs' paths): each a 400 naming it
     REFUSED = ", ".join(
         f'"{feature}"'
         for feature in (
-            "search",
             "extract",
             "deep-research",
             "llmstxt",

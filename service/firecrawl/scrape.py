@@ -131,6 +131,24 @@ def _warning(result: ScrapeResult | Mapping[str, Any], data: Mapping[str, Any]) 
 # holds what the page's <head> declares)
 IN_METADATA = "structuredData"
 
+
+def _change_tracking(result: ScrapeResult | Mapping[str, Any]) -> dict[str, Any] | None:
+    """The native change_tracking in Firecrawl's names; a diff or json not made is left out,
+    as Firecrawl leaves it."""
+    native = _field(result, "change_tracking")
+    if not native:
+        return None
+    made = {
+        "previousScrapeAt": native.get("previous_scrape_at"),
+        "changeStatus": native.get("change_status"),
+        "visibility": native.get("visibility"),
+    }
+    for name in ("diff", "json"):
+        if native.get(name) is not None:
+            made[name] = native[name]
+    return made
+
+
 # how a format of the document is read from the result, when it is not its native format's field
 # as it is (service.firecrawl.formats.formats)
 DOCUMENT_FIELDS: dict[str, Callable[[ScrapeResult | Mapping[str, Any]], Any]] = {
@@ -139,6 +157,7 @@ DOCUMENT_FIELDS: dict[str, Callable[[ScrapeResult | Mapping[str, Any]], Any]] = 
     "screenshot": lambda result: (
         PNG_DATA_URL + shot if (shot := _field(result, "screenshot")) else None
     ),
+    "changeTracking": _change_tracking,
 }
 
 

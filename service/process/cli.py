@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -83,6 +84,19 @@ def _add_service_commands(sub: Any) -> None:
         "--workers", type=int, default=1, help="processes sharing the listening socket"
     )
     p_serve.add_argument("--inherit-fd", type=int, default=None, help=argparse.SUPPRESS)
+
+    p_browser = sub.add_parser(
+        "browser",
+        help="run one Playwright browser server on the system Chromium, for another host's "
+        "SCRAPESPY_BROWSER_ENDPOINTS; prints its ws endpoint",
+    )
+    p_browser.add_argument("--port", type=int, required=True)
+    p_browser.add_argument("--host", default="127.0.0.1")
+    p_browser.add_argument(
+        "--token-env",
+        default="SCRAPESPY_BROWSER_ENDPOINT_TOKEN",
+        help="the variable holding the token clients must send (none set: no token asked)",
+    )
 
     p_db = sub.add_parser("db", help="database schema")
     p_db.add_argument("action", choices=["upgrade"])
@@ -180,6 +194,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"scrapespy: {exc}", file=sys.stderr)
         return 2
+
+    if args.command == "browser":
+        from service.browser.server import exec_server
+
+        exec_server(
+            host=args.host,
+            port=args.port,
+            token=os.environ.get(args.token_env, ""),
+            chromium_path=config.chromium_path,
+            max_heap_mb=config.browser_max_heap_mb or None,
+        )
 
     if args.command == "serve":
         if args.workers > 1 and args.inherit_fd is None:

@@ -3,7 +3,7 @@ Python with the ``scrapespy`` client (clients/python), both aimed at the service
 
 The placeholders are the same everywhere, so a reader (and the browser test) replaces them once:
 :data:`KEY` by an API key, :data:`JOB_ID` by a job's id, :data:`SESSION_ID` by a session's id,
-and :data:`TARGET` by a site to scrape.
+:data:`MONITOR_ID` by a monitor's id, and :data:`TARGET` by a site to scrape.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 KEY = "spy_YOUR_API_KEY"
 JOB_ID = "JOB_ID"
 SESSION_ID = "SESSION_ID"
+MONITOR_ID = "MONITOR_ID"
 TARGET = "https://example.com"
+SEARCHED = "harbour tides"  # what the search example asks the operator's backend
 # called by Stripe with its signature, never by a user: no example of it
 NOT_CALLED_BY_USERS = {("post", "/webhooks/stripe")}
 
@@ -54,11 +56,16 @@ def _plain_python(base: str, *lines: str) -> str:
 
 def examples(base: str) -> dict[tuple[str, str], Example]:
     """Each operation's examples by (method, path), as in the OpenAPI document's ``paths``."""
-    return {**_scrape_examples(base), **_job_examples(base), **_account_examples(base)}
+    return {
+        **_scrape_examples(base),
+        **_job_examples(base),
+        **_monitor_examples(base),
+        **_account_examples(base),
+    }
 
 
 def _scrape_examples(base: str) -> dict[tuple[str, str], Example]:
-    """Scraping: one page, a batch, a crawl, a site's map."""
+    """Scraping: one page, a search and its results, a batch, a crawl, a site's map."""
     page = f"{TARGET}/"
     about = f"{TARGET}/about"
     return {
@@ -73,6 +80,21 @@ def _scrape_examples(base: str) -> dict[tuple[str, str], Example]:
                 base,
                 f'result = client.scrape("{page}", formats=["markdown"], only_main_content=True)',
                 "print(result.credits_charged, result.markdown)",
+            ),
+        ),
+        ("post", "/search"): Example(
+            _curl(
+                base,
+                "post",
+                "/search",
+                {"query": SEARCHED, "limit": 2, "scrape": {"formats": ["markdown"]}},
+            ),
+            _python(
+                base,
+                f'found = client.search("{SEARCHED}", limit=2, scrape={{"formats": ["markdown"]}})',
+                "for item in found.web:",
+                "    print(item.position, item.url, item.page.credits_charged)",
+                "print(found.credits_charged)",
             ),
         ),
         ("post", "/batch"): Example(
@@ -141,6 +163,50 @@ def _job_examples(base: str) -> dict[tuple[str, str], Example]:
         ("delete", "/sessions/{session_id}"): Example(
             _curl(base, "delete", f"/sessions/{SESSION_ID}"),
             _python(base, f'client.end_session("{SESSION_ID}")'),
+        ),
+    }
+
+
+def _monitor_examples(base: str) -> dict[tuple[str, str], Example]:
+    """A monitor made, read, paused, deleted, and its checks."""
+    page = f"{TARGET}/"
+    one = f"/monitors/{MONITOR_ID}"
+    return {
+        ("post", "/monitors"): Example(
+            _curl(base, "post", "/monitors", {"url": page, "schedule": 3600, "name": "home"}),
+            _python(
+                base,
+                f'monitor = client.create_monitor("{page}", schedule=3600, name="home")',
+                "print(monitor.id, monitor.next_run_at)",
+            ),
+        ),
+        ("get", "/monitors"): Example(
+            _curl(base, "get", "/monitors?limit=10"),
+            _python(
+                base,
+                "for monitor in client.monitors(limit=10).items:",
+                "    print(monitor.id, monitor.url, monitor.status, monitor.last_check)",
+            ),
+        ),
+        ("get", "/monitors/{monitor_id}"): Example(
+            _curl(base, "get", one),
+            _python(base, f'print(client.monitor("{MONITOR_ID}").next_run_at)'),
+        ),
+        ("patch", "/monitors/{monitor_id}"): Example(
+            _curl(base, "patch", one, {"status": "paused"}),
+            _python(base, f'print(client.pause_monitor("{MONITOR_ID}").status)'),
+        ),
+        ("delete", "/monitors/{monitor_id}"): Example(
+            _curl(base, "delete", one),
+            _python(base, f'client.delete_monitor("{MONITOR_ID}")'),
+        ),
+        ("get", "/monitors/{monitor_id}/checks"): Example(
+            _curl(base, "get", f"{one}/checks"),
+            _python(
+                base,
+                f'for check in client.monitor_checks("{MONITOR_ID}").items:',
+                "    print(check.started_at, check.status, check.changed, check.credits_charged)",
+            ),
         ),
     }
 

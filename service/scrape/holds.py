@@ -53,9 +53,7 @@ class Holds:
         """The key's caller, the price and the hold, in one round trip to the database."""
         if self.database.reactor_calls:  # PostgreSQL: one statement, on the reactor
             return self._call_authorize_hold(key_hash, engine, tier, max_credits, country=country)
-        return self.database.run_hot(
-            self._authorize_and_hold, key_hash, engine, tier, max_credits, country
-        )
+        return self.database.run_hot(self.hold_in, key_hash, engine, tier, max_credits, country)
 
     def _call_authorize_hold(
         self,
@@ -120,19 +118,9 @@ class Holds:
         max_credits: int | None,
         country: str | None = None,
     ) -> tuple[keys.Caller, Quote, int]:
-        """The checks and the hold of a scrape, inside the caller's transaction (a job's page
-        records its hold in the same one, service.jobs.batches); raises as ``scrape`` does."""
-        return self._authorize_and_hold(conn, key_hash, engine, tier, max_credits, country)
-
-    def _authorize_and_hold(
-        self,
-        conn: HotConnection,
-        key_hash: str,
-        engine: str,
-        tier: str,
-        max_credits: int | None,
-        country: str | None = None,
-    ) -> tuple[keys.Caller, Quote, int]:
+        """The checks and the hold of a scrape, inside the caller's transaction (:meth:`hold`'s
+        on SQLite; a job's page records its hold in the same one, service.jobs.batches);
+        raises as ``scrape`` does."""
         if hot_path(conn).functions:
             return self._authorize_and_hold_in_one(
                 conn, key_hash, engine, tier, max_credits, country=country

@@ -57,6 +57,10 @@ COUNTRY = "scrapespy_country"
 # str, the anti-bot vendor whose page the answer is: middlewares.antibot writes;
 # middlewares.escalation and pipelines.result read
 BLOCK_REASON = "scrapespy_block_reason"
+# str, the fingerprint a static attempt presents (service.core.vocabulary.FINGERPRINTS):
+# middlewares.escalation writes (chrome after a block); service.impersonation and
+# middlewares.escalation read; absent, SCRAPESPY_STATIC_FINGERPRINT's
+FINGERPRINT = "scrapespy_fingerprint"
 # service.core.escalation.Ladder of an auto scrape: middlewares.escalation (start_escalation,
 # called by spiders.feed) writes; middlewares.escalation reads
 LADDER = "scrapespy_ladder"
@@ -81,6 +85,12 @@ ACTION_OUTCOMES = "scrapespy_action_outcomes"
 ACTION_RESULTS = "scrapespy_action_results"
 # "mobile" (absent: desktop): browser_request writes; service.browser.handler reads
 DEVICE = "scrapespy_device"
+# dict, what the context's browser identity is made from (languages, country, a session's
+# stored identity): browser_request writes; service.browser.handler reads
+IDENTITY = "scrapespy_identity"
+# str, the identity a js attempt went out with (service.browser.identity's label):
+# service.browser.handler writes; middlewares.escalation reads
+PRESENTED = "scrapespy_presented"
 # list of the caller's cookies: browser_request writes; service.browser.handler reads
 COOKIES = "scrapespy_cookies"
 # float, the loop's time when the navigation ended: service.browser.read writes;
@@ -191,6 +201,14 @@ def set_block_reason(r: Carrier, vendor: str | None) -> None:
         r.meta[BLOCK_REASON] = vendor
 
 
+def fingerprint(r: Carrier, default: str) -> str:
+    return str(r.meta.get(FINGERPRINT) or default)
+
+
+def set_fingerprint(r: Carrier, name: str) -> None:
+    r.meta[FINGERPRINT] = name
+
+
 def ladder(r: Carrier) -> Ladder | None:
     """The steps of an auto scrape; None for any other request."""
     return r.meta.get(LADDER)
@@ -219,6 +237,14 @@ def action_results(r: Carrier) -> list[dict[str, Any]]:
 
 def is_mobile(r: Carrier) -> bool:
     return r.meta.get(DEVICE) == "mobile"
+
+
+def identity_ask(r: Carrier) -> dict[str, Any]:
+    return dict(r.meta.get(IDENTITY) or {})
+
+
+def presented(r: Carrier) -> str | None:
+    return r.meta.get(PRESENTED)
 
 
 def cookies(r: Carrier) -> list[dict[str, Any]] | None:

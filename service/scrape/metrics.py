@@ -27,6 +27,15 @@ CREDITS_CAPTURED = Counter("scrapespy_credits_captured_total", "Credits billed f
 HOLDS_OPEN = Gauge("scrapespy_holds_open", "Credit holds of this process not yet settled")
 BROWSER_PAGES = Gauge("scrapespy_browser_pages_open", "Browser pages open")
 BROWSER_CONTEXTS = Gauge("scrapespy_browser_contexts_open", "Browser contexts open")
+# SCRAPESPY_BROWSER_ENDPOINTS (service.browser.pool), by endpoint (scheme, host, port, path)
+BROWSER_ENDPOINT_RENDERS = Counter(
+    "scrapespy_browser_endpoint_renders_total",
+    "js renders given to each browser server",
+    ["endpoint"],
+)
+BROWSER_ENDPOINT_UP = Gauge(
+    "scrapespy_browser_endpoint_up", "1 while the browser server is connected, else 0", ["endpoint"]
+)
 
 # (metric, label values) -> the labelled series; labels() costs a lock and a validation per call.
 # The label values are drawn from small fixed sets (endpoints, statuses, engines, tiers).
@@ -53,15 +62,18 @@ def record_scrape(result: ScrapeResult, tier_requested: str, tier_used: str, cha
 def watch_browser(handler: Any) -> None:
     """Report the js engine's open contexts and pages, read when /metrics is scraped."""
 
-    def contexts() -> int:
+    def browsers() -> list[Any]:
+        # the pool's browsers with SCRAPESPY_BROWSER_ENDPOINTS, else the one browser
+        if hasattr(handler, "browsers"):
+            return list(handler.browsers)
         browser = getattr(handler, "browser", None)
-        return len(browser.contexts) if browser is not None else 0
+        return [browser] if browser is not None else []
+
+    def contexts() -> int:
+        return sum(len(browser.contexts) for browser in browsers())
 
     def pages() -> int:
-        browser = getattr(handler, "browser", None)
-        if browser is None:
-            return 0
-        return sum(len(context.pages) for context in browser.contexts)
+        return sum(len(context.pages) for b in browsers() for context in b.contexts)
 
     BROWSER_CONTEXTS.set_function(contexts)
     BROWSER_PAGES.set_function(pages)

@@ -12,6 +12,7 @@ from twisted.internet.defer import Deferred
 
 from service.core.formats import OUTPUTS as FORMAT_OUTPUTS
 from service.core.places import languages_for
+from service.core.schemas.change_tracking import order_fields
 from service.db.tables import UsageRow
 from service.extraction.model_schema import ANY_OBJECT
 from service.extraction.outputs import OutputOptions, PageProducer
@@ -59,6 +60,11 @@ class ScrapeOrder:
     records: dict[str, Any] | None = None  # json.selectors, checked (service.extraction.records)
     # json.prompt/json.schema for the operator's language model (pipelines.llm), checked
     model_json: dict[str, Any] | None = None
+    # change_tracking (pipelines.changes): service.core.schemas.change_tracking.order_fields
+    change_modes: tuple[str, ...] = ()
+    change_tag: str = ""
+    change_records: dict[str, Any] | None = None
+    change_model: dict[str, Any] | None = None
     # what the page is asked to do and be sent (docs/api.md), as spiders.feed hands it on: plain
     # JSON-like values, validated; the defaults ask for nothing and cost nothing per request
     wait_for: dict[str, Any] | None = None
@@ -122,6 +128,7 @@ class ScrapeOrder:
             screenshot_full_page=request.screenshot_full_page,
             records=request.json_.selectors if request.json_ is not None else None,
             model_json=_model_json(request),
+            **order_fields(request.change_tracking, request.formats),
             wait_for=request.wait_for.model_dump(exclude_none=True) if request.wait_for else None,
             settle_ms=request.settle_ms,
             actions=tuple(step.model_dump(exclude_none=True) for step in request.actions)
@@ -171,9 +178,16 @@ class ScrapeOrder:
         """Whether the operator's language model makes part of the answer (json.prompt, a
         format made by the model): pipelines.llm then asks it, from the page's markdown, and
         its tokens are billed (the formats' price rule, service.core.formats)."""
-        return self.model_json is not None or any(
-            FORMAT_OUTPUTS[name].price == "model_tokens" for name in self.formats
+        return (
+            self.model_json is not None
+            or self.change_model is not None
+            or any(FORMAT_OUTPUTS[name].price == "model_tokens" for name in self.formats)
         )
+
+    @property
+    def tracks_changes(self) -> bool:
+        """Whether the page is compared with the account's previous one (pipelines.changes)."""
+        return "change_tracking" in self.formats
 
     @property
     def deadline(self) -> float:
@@ -206,15 +220,18 @@ class ScrapeOrder:
             for name in self.formats
             if (output := FORMAT_OUTPUTS[name]).made_from == "page" and output.producer
         }
-        if self.asks_model:  # the model's input (pipelines.result.FieldsPipeline keeps it)
+        if self.asks_model or self.tracks_changes:
+            # the model's input, the markdown compared (pipelines.result.FieldsPipeline keeps it)
             markdown = FORMAT_OUTPUTS["markdown"]
             assert markdown.producer is not None
             producers["markdown"] = PageProducer(markdown.producer)
         converted = frozenset(producers)
         records = self.records if "json" in self.formats else None
+        tracked = self.change_records if self.tracks_changes else None
         if not (
             converted
             or records is not None
+            or tracked is not None
             or self.only_main_content
             or self.include_tags
             or self.exclude_tags
@@ -227,6 +244,7 @@ class ScrapeOrder:
             self.exclude_tags,
             records,
             producers,
+            tracked,
         )
 
 
@@ -258,6 +276,10 @@ class ScrapeItem:
     # cost (billed with the page, pipelines.billing)
     model_input: str | None = None
     model_credits: int = 0
+    # pipelines.changes: the page's markdown and, for the json mode, what was extracted from
+    # it (by change_tracking's selectors, or by the model), to compare with the previous scrape
+    tracked_markdown: str | None = None
+    tracked_json: Any = None
     # pipelines.billing: the settlement on its way, then what it charged
     settlement: Deferred[Settlement] | None = None
     charged: int = 0

@@ -88,6 +88,15 @@ class Attempt(TypedDict):
 
     tier: Annotated[str, Field(json_schema_extra={"enum": list(TIERS)})]
     engine: Annotated[str, Field(json_schema_extra={"enum": list(ENGINES)})]
+    fingerprint: Annotated[
+        str,
+        Field(
+            description="what the attempt presented itself as: for static, scrapy (Scrapy's "
+            "own TLS and headers) or chrome (Chrome's TLS, HTTP/2 and headers); for js, the "
+            "browser identity: chrome-<major>-linux or chrome-<major>-android "
+            "(SCRAPESPY_BROWSER_IDENTITY=browser), honest-<major>-... (its self-naming user agent)"
+        ),
+    ]
     status_code: Annotated[int, Field(ge=0, description="0 when no response was received")]
     blocked: bool
     block_reason: str | None

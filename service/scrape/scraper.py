@@ -103,7 +103,9 @@ class Scraper:
         if wait > 0:
             raise TooManyRequests(retry_after_seconds(wait))
         options = None
-        if request.max_age is not None and self.cache.enabled:
+        # a change_tracking scrape is compared with the page as it is now: never a kept answer
+        tracked = "change_tracking" in request.formats
+        if request.max_age is not None and self.cache.enabled and not tracked:
             options = options_of(request)
             kept = await self._kept_answer(key_hash, options, request.max_age)
             if kept is not None:

@@ -53,7 +53,6 @@ EMPTY_STORAGE: dict[str, Any] = {"cookies": [], "origins": []}
 SESSIONS_LOCK = 0x5E55
 _SAME_SITE = {"lax": "Lax", "strict": "Strict", "none": "None"}
 
-
 _CLOSED = ConfigDict(extra="forbid")
 
 
@@ -119,6 +118,10 @@ class SessionState:
         """The result's ``session``."""
         return {"id": self.id, "exit_changed": self.exit_changed}
 
+    @property
+    def identity(self) -> dict[str, Any] | None:  # what its js calls present (browser.identity)
+        return self.storage.get("identity")
+
     def browser_state(self) -> dict[str, Any]:
         """What a fresh browser context starts from (Playwright's ``storage_state``)."""
         return {
@@ -137,17 +140,16 @@ class SessionState:
         self.storage = {
             "cookies": [browser_cookie(c) for c in cookies if not c.is_expired(int(now))],
             "origins": list(self.storage.get("origins", ())),
+            "identity": self.identity,
         }
 
     def keep_browser(self, state: dict[str, Any]) -> None:
-        self.storage = {
+        self.storage = {  # what the page left, and the identity it was rendered with
             "cookies": list(state.get("cookies", ())),
             "origins": list(state.get("origins", ())),
+            "identity": state.get("identity", self.identity),
         }
         self.rendered = True
-
-
-# --- Cookies, as the static engine's jar and as Playwright hold them ---------------------------
 
 
 def jar_cookie(cookie: dict[str, Any]) -> Cookie:
@@ -311,7 +313,7 @@ def stored_state(state: SessionState, max_bytes: int) -> bytes | None:
     whole = orjson.dumps(state.storage)
     if len(whole) <= max_bytes:
         return whole
-    cookies = orjson.dumps({"cookies": state.storage.get("cookies", []), "origins": []})
+    cookies = orjson.dumps({**state.storage, "origins": []})  # its identity stays too
     return cookies if len(cookies) <= max_bytes else None
 
 

@@ -23,6 +23,7 @@ from service.jobs.batches import MAX_URLS, Batches
 from service.jobs.crawl_rules import CrawlRules
 from service.jobs.crawls import Crawls
 from service.scrape.scraper import Scraper
+from service.search.searcher import Searcher
 from service.web.http import MAX_BODY_BYTES
 from service.web.site import request_id_of
 
@@ -44,6 +45,18 @@ async def scrape(
     if remaining is not None:
         request.setHeader(b"X-Credits-Remaining", b"%d" % remaining)
     return result
+
+
+async def search(
+    searcher: Searcher, request: Request, api_key: str | None, body: bytes
+) -> dict[str, Any]:
+    """One search of the native request ``body`` (service.search.searcher), with the same
+    credits headers as a scrape: what the whole call cost, and the balance after."""
+    parsed, scrape = searcher.parse(body)
+    answer = await searcher.search(api_key, parsed, scrape, request_id_of(request))
+    request.setHeader(b"X-Credits-Charged", b"%d" % answer.body["credits_charged"])
+    request.setHeader(b"X-Credits-Remaining", b"%d" % answer.remaining)
+    return answer.body
 
 
 async def answered_once(

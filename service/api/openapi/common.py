@@ -1,5 +1,6 @@
 """What the OpenAPI document's paths share: the error answer and its header, the credit
-headers, the listings' parameters, the Idempotency-Key, and the models' schemas."""
+headers, the listings' parameters, the Idempotency-Key, JSON bodies and answers, the POST that
+takes an Idempotency-Key, and the models' schemas."""
 
 from __future__ import annotations
 
@@ -124,8 +125,40 @@ def cursor_and_limit(most: int) -> list[dict[str, Any]]:
     ]
 
 
-def as_json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
+def component(name: str) -> dict[str, str]:
+    """A reference to the schema ``name`` of the document's components."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def as_json(
+    description: str, schema: dict[str, Any], headers: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    answer: dict[str, Any] = {"description": description}
+    if headers is not None:
+        answer["headers"] = headers
+    answer["content"] = {"application/json": {"schema": schema}}
+    return answer
+
+
+def json_body(name: str) -> dict[str, Any]:
+    """A required JSON request body, the component ``name``."""
+    return {"required": True, "content": {"application/json": {"schema": component(name)}}}
+
+
+def idempotent_post(
+    summary: str, secured: list[dict[str, list[str]]], request: str, responses: dict[str, Any]
+) -> dict[str, Any]:
+    """A POST that takes the component ``request`` as its body and an Idempotency-Key (a
+    scrape, a batch, a crawl)."""
+    return {
+        "post": {
+            "summary": summary,
+            "security": secured,
+            "parameters": [IDEMPOTENCY_KEY],
+            "requestBody": json_body(request),
+            "responses": responses,
+        }
+    }
 
 
 def error_answers(*statuses: int) -> dict[str, Any]:
@@ -136,15 +169,17 @@ def error_answers(*statuses: int) -> dict[str, Any]:
         "request's max_credits; nothing scraped, "
         "nothing billed",
         403: "free residential trials used up and residential not unlocked",
-        404: "no such job (or session) for this account",
+        404: "no such job (or session, or monitor) for this account",
         409: "the first request with this Idempotency-Key is still running (see Retry-After), "
         "or the account has as many sessions as it may (too_many_sessions)",
         422: "this Idempotency-Key was used with another body",
         429: "rate limit exceeded (scrapes or reads per key, checkouts per account; see "
-        "Retry-After), or the account's jobs in flight at their limit (too_many_jobs)",
+        "Retry-After), or the account's jobs in flight at their limit (too_many_jobs), or its "
+        "monitors (too_many_monitors)",
         500: "unexpected error",
         502: "the payment provider failed",
-        503: "temporarily unavailable (database down, at capacity, payments not configured)",
+        503: "temporarily unavailable (database down, at capacity, payments not configured, "
+        "the search backend failing)",
     }
     out: dict[str, Any] = {}
     for status in statuses:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from service.api.openapi.common import (
-    IDEMPOTENCY_KEY,
     as_json,
+    component,
     cursor_and_limit,
     error_answers,
+    idempotent_post,
+    json_body,
     page_of,
 )
 from service.core.answer_schemas import answer_schema
@@ -83,56 +85,31 @@ def job_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
 
 def _starting(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     return {
-        "/batch": {
-            "post": {
-                "summary": "Scrape up to 1,000 URLs with the same options, asynchronously",
-                "security": secured,
-                "parameters": [IDEMPOTENCY_KEY],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {"$ref": "#/components/schemas/BatchRequest"}
-                        }
-                    },
-                },
-                "responses": {
-                    "202": as_json("the job is stored and queued", answer_schema(JobAccepted)),
-                    **error_answers(400, 401, 409, 422, 429, 500, 503),
-                },
-            }
-        },
-        "/crawl": {
-            "post": {
-                "summary": "Crawl a site from a URL and its sitemap, asynchronously",
-                "security": secured,
-                "parameters": [IDEMPOTENCY_KEY],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {"$ref": "#/components/schemas/CrawlRequest"}
-                        }
-                    },
-                },
-                "responses": {
-                    "202": as_json("the crawl is stored and queued", answer_schema(JobAccepted)),
-                    **error_answers(400, 401, 409, 422, 429, 500, 503),
-                },
-            }
-        },
+        "/batch": idempotent_post(
+            "Scrape up to 1,000 URLs with the same options, asynchronously",
+            secured,
+            "BatchRequest",
+            {
+                "202": as_json("the job is stored and queued", answer_schema(JobAccepted)),
+                **error_answers(400, 401, 409, 422, 429, 500, 503),
+            },
+        ),
+        "/crawl": idempotent_post(
+            "Crawl a site from a URL and its sitemap, asynchronously",
+            secured,
+            "CrawlRequest",
+            {
+                "202": as_json("the crawl is stored and queued", answer_schema(JobAccepted)),
+                **error_answers(400, 401, 409, 422, 429, 500, 503),
+            },
+        ),
         "/map": {
             "post": {
                 "summary": "A site's URLs from its sitemaps and start page, without scraping them",
                 "security": secured,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {"schema": {"$ref": "#/components/schemas/MapRequest"}}
-                    },
-                },
+                "requestBody": json_body("MapRequest"),
                 "responses": {
-                    "200": as_json("the URLs found", {"$ref": "#/components/schemas/MapResult"}),
+                    "200": as_json("the URLs found", component("MapResult")),
                     **error_answers(400, 401, 402, 429, 500, 503),
                 },
             }
@@ -160,7 +137,7 @@ def _reading(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                 "security": secured,
                 "parameters": [job_id, *cursor_and_limit(RESULTS_LIMIT)],
                 "responses": {
-                    "200": as_json("the job", {"$ref": "#/components/schemas/Job"}),
+                    "200": as_json("the job", component("Job")),
                     **error_answers(400, 401, 404, 429, 500, 503),
                 },
             },
@@ -171,7 +148,7 @@ def _reading(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                 "responses": {
                     "200": as_json(
                         "the job, cancelled (or as it was, when it had finished)",
-                        {"$ref": "#/components/schemas/JobSummary"},
+                        component("JobSummary"),
                     ),
                     **error_answers(401, 404, 429, 500, 503),
                 },

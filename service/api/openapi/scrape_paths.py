@@ -6,38 +6,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from service.api.openapi.common import CREDIT_HEADERS, IDEMPOTENCY_KEY, error_answers
+from service.api.openapi.common import (
+    CREDIT_HEADERS,
+    as_json,
+    component,
+    error_answers,
+    idempotent_post,
+)
 
 
 def scrape_paths(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     return {
-        "/scrape": {
-            "post": {
-                "summary": "Fetch one URL and return structured JSON",
-                "security": secured,
-                "parameters": [IDEMPOTENCY_KEY],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {"$ref": "#/components/schemas/ScrapeRequest"}
-                        }
-                    },
-                },
-                "responses": {
-                    "200": {
-                        "description": "the scrape result (success may be false)",
-                        "headers": CREDIT_HEADERS,
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/ScrapeResult"}
-                            }
-                        },
-                    },
-                    **error_answers(400, 401, 402, 403, 409, 422, 429, 500, 503),
-                },
-            }
-        },
+        "/scrape": idempotent_post(
+            "Fetch one URL and return structured JSON",
+            secured,
+            "ScrapeRequest",
+            {
+                "200": as_json(
+                    "the scrape result (success may be false)",
+                    component("ScrapeResult"),
+                    CREDIT_HEADERS,
+                ),
+                **error_answers(400, 401, 402, 403, 409, 422, 429, 500, 503),
+            },
+        ),
     }
 
 
@@ -76,7 +68,7 @@ def place(schemas: dict[str, Any], countries: Mapping[str, Sequence[str]]) -> No
             ),
         ],
     }
-    for name in ("ScrapeRequest", "BatchRequest", "CrawlRequest"):
+    for name in ("ScrapeRequest", "BatchRequest", "CrawlRequest", "SearchScrape", "MonitorRequest"):
         schemas[name].setdefault("allOf", []).append(rule)
 
 

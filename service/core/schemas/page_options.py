@@ -192,6 +192,34 @@ def _record_field(depth: int) -> dict[str, Any]:
     return field
 
 
+_RECORDS_DOC = (
+    "a Crawl4AI-style schema (JsonCssExtractionStrategy): {name, "
+    "baseSelector, baseFields, fields: [{name, selector, type, attribute, pattern, "
+    "default, transform, fields}]}; types text, attribute, html, regex, nested, list, "
+    "nested_list; transforms strip, number, absolute_url, lowercase, uppercase; a "
+    "selector starting with /, ./ or ( is XPath, any other CSS; at most "
+    f"{MAX_DEPTH} levels and {MAX_FIELDS} fields"
+)
+#: a json.selectors schema (and change_tracking.selectors): a tree of CSS or XPath selectors
+RecordSelectors = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description=_RECORDS_DOC,
+        json_schema_extra={
+            "type": "object",
+            "required": ["baseSelector", "fields"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string"},
+                "baseSelector": _SELECTOR_DOC,
+                "baseFields": {"type": "array", "maxItems": 4, "items": _record_field(0)},
+                "fields": {"type": "array", "maxItems": 8, "items": _record_field(2)},
+            },
+        },
+    ),
+]
+
+
 class JsonOptions(_Strict):
     """``json``: records through a selectors schema, or JSON from a language model."""
 
@@ -218,28 +246,7 @@ class JsonOptions(_Strict):
         }
     )
 
-    selectors: Annotated[
-        dict[str, Any] | None,
-        Field(
-            description="a Crawl4AI-style schema (JsonCssExtractionStrategy): {name, "
-            "baseSelector, baseFields, fields: [{name, selector, type, attribute, pattern, "
-            "default, transform, fields}]}; types text, attribute, html, regex, nested, list, "
-            "nested_list; transforms strip, number, absolute_url, lowercase, uppercase; a "
-            "selector starting with /, ./ or ( is XPath, any other CSS; at most "
-            f"{MAX_DEPTH} levels and {MAX_FIELDS} fields",
-            json_schema_extra={
-                "type": "object",
-                "required": ["baseSelector", "fields"],
-                "additionalProperties": False,
-                "properties": {
-                    "name": {"type": "string"},
-                    "baseSelector": _SELECTOR_DOC,
-                    "baseFields": {"type": "array", "maxItems": 4, "items": _record_field(0)},
-                    "fields": {"type": "array", "maxItems": 8, "items": _record_field(2)},
-                },
-            },
-        ),
-    ] = None
+    selectors: RecordSelectors = None
     prompt: Annotated[
         str | None, Field(description="what to extract, for the operator's language model")
     ] = None

@@ -22,6 +22,7 @@ from service.core.errors import BadRequest
 from service.core.formats import OUTPUTS, needs_engine, needs_model
 from service.core.places import unavailable
 from service.core.schemas.actions import Action, WaitFor
+from service.core.schemas.change_tracking import ChangeTrackingOptions, check_tracking
 from service.core.schemas.common import (
     _HEADER_VALUE,
     _HTTP_URL,
@@ -162,10 +163,12 @@ class ScrapeRequest(_Strict):
         Field(
             ge=0,
             le=MAX_SETTLE_MS,
-            description="after load, the page is read once no request, fetch or short timer of "
-            "its own is pending and its DOM has not changed for this many milliseconds (at "
-            "once when nothing changed after load), within the operator's settle limit; 0 reads "
-            "it right after load; none: the operator's quiet period (100 ms); js engine only",
+            description="after load, once no request of the page is in flight, a page whose DOM "
+            "changed after load is read when its DOM has not changed for this many "
+            "milliseconds, 500 ms after load at the earliest (a page unchanged since load at "
+            "once, or 50 ms after load when it has scripts; its timers are not watched), within "
+            "the operator's settle limit; 0 reads it right after load; none: the operator's "
+            "quiet period (100 ms); js engine only",
         ),
         Whole,
     ] = None
@@ -229,6 +232,15 @@ class ScrapeRequest(_Strict):
             description='with "formats": ["json"]: {"selectors": <schema>} extracts records '
             'through a tree of CSS or XPath selectors; {"prompt", "schema"} asks the '
             "operator's language model. The result's json holds what it extracted",
+        ),
+    ] = None
+    change_tracking: Annotated[
+        ChangeTrackingOptions | None,
+        Field(
+            description='with "formats": ["change_tracking"]: {"modes": ["git-diff", "json"], '
+            '"tag": "...", "selectors" | "prompt"/"schema"}; the page is compared with this '
+            "account's previous scrape of the same URL and tag, and the result's "
+            "change_tracking says how it changed",
         ),
     ] = None
     # sessions (service.scrape.sessions)
@@ -373,6 +385,7 @@ def checked_scrape(
             raise BadRequest(f"invalid request: 'location.country': {why}")
     if request.json_ is not None:
         request.json_.check(model)
+    check_tracking(request.change_tracking, request.formats, request.json_ is not None, model)
     try:
         compiled = compile_selectors(request.selectors)
         compile_tags("include_tags", request.include_tags)

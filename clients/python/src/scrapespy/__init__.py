@@ -41,8 +41,15 @@ from scrapespy.models import (
     UsagePage,
     UsageRow,
 )
+from scrapespy.monitors import ChecksPage, Monitor, MonitorCheck, MonitorDeleted, MonitorsPage
+from scrapespy.search import SearchImage, SearchItem, SearchResult
 
 __all__ = [
+    "ChecksPage",
+    "Monitor",
+    "MonitorCheck",
+    "MonitorDeleted",
+    "MonitorsPage",
     "__version__",
     "Account",
     "AsyncJobRef",
@@ -64,6 +71,9 @@ __all__ = [
     "ScrapeFailed",
     "ScrapeResult",
     "Scrapespy",
+    "SearchImage",
+    "SearchItem",
+    "SearchResult",
     "ScrapespyError",
     "ServiceUnavailable",
     "Session",

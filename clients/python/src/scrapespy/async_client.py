@@ -27,6 +27,14 @@ from scrapespy.models import (
     SessionsList,
     UsagePage,
 )
+from scrapespy.monitors import (
+    ChecksPage,
+    Monitor,
+    MonitorDeleted,
+    MonitorsPage,
+    monitor_body,
+)
+from scrapespy.search import SearchResult
 
 
 class AsyncScrapespy:
@@ -71,6 +79,10 @@ class AsyncScrapespy:
             call.headers["Idempotency-Key"] = idempotency_key
             call.idempotent = True
         return _base.scrape_result(await self._send(call))
+
+    async def search(self, query: str, **options: Any) -> SearchResult:
+        call = Call("POST", "/search", _base.body({"query": query}, options))
+        return _base.read(await self._send(call), SearchResult)
 
     async def map(self, url: str, **options: Any) -> MapResult:
         call = Call("POST", "/map", _base.body({"url": url}, options))
@@ -170,6 +182,60 @@ class AsyncScrapespy:
     async def end_session(self, session_id: str) -> SessionEnded:
         call = Call("DELETE", f"/sessions/{quote(session_id, safe='')}", idempotent=True)
         return _base.read(await self._send(call), SessionEnded)
+
+    # monitors
+
+    async def create_monitor(
+        self,
+        url: str | None = None,
+        *,
+        schedule: int | str,
+        crawl: dict[str, Any] | None = None,
+        name: str | None = None,
+        webhook: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> Monitor:
+        """``POST /monitors``: ``url`` (or ``crawl``, the fields of ``POST /crawl``) scraped on
+        ``schedule`` (seconds, or a cron expression), each run with ``options`` (``formats``,
+        ``change_tracking``, ``engine`` ...); ``webhook``: ``{"url", "events"}``."""
+        body = monitor_body(url, schedule, crawl, name, webhook, options)
+        return _base.read(await self._send(Call("POST", "/monitors", body)), Monitor)
+
+    async def monitors(self, cursor: str | None = None, limit: int | None = None) -> MonitorsPage:
+        """``GET /monitors``: the account's monitors, newest first, with their last checks."""
+        call = Call(
+            "GET", "/monitors", params=_base.query(cursor=cursor, limit=limit), idempotent=True
+        )
+        return _base.read(await self._send(call), MonitorsPage)
+
+    async def monitor(self, monitor_id: str) -> Monitor:
+        call = Call("GET", f"/monitors/{quote(monitor_id, safe='')}", idempotent=True)
+        return _base.read(await self._send(call), Monitor)
+
+    async def update_monitor(self, monitor_id: str, **changes: Any) -> Monitor:
+        """``PATCH /monitors/{id}``: ``status``, ``schedule``, ``name``, ``webhook``."""
+        call = Call("PATCH", f"/monitors/{quote(monitor_id, safe='')}", changes, idempotent=True)
+        return _base.read(await self._send(call), Monitor)
+
+    async def pause_monitor(self, monitor_id: str) -> Monitor:
+        return await self.update_monitor(monitor_id, status="paused")
+
+    async def resume_monitor(self, monitor_id: str) -> Monitor:
+        """Resumed: its next run is its schedule's next time from now."""
+        return await self.update_monitor(monitor_id, status="active")
+
+    async def delete_monitor(self, monitor_id: str) -> MonitorDeleted:
+        call = Call("DELETE", f"/monitors/{quote(monitor_id, safe='')}", idempotent=True)
+        return _base.read(await self._send(call), MonitorDeleted)
+
+    async def monitor_checks(
+        self, monitor_id: str, cursor: str | None = None, limit: int | None = None
+    ) -> ChecksPage:
+        """``GET /monitors/{id}/checks``: its runs, newest first."""
+        params = _base.query(cursor=cursor, limit=limit)
+        path = f"/monitors/{quote(monitor_id, safe='')}/checks"
+        call = Call("GET", path, params=params, idempotent=True)
+        return _base.read(await self._send(call), ChecksPage)
 
     async def close(self) -> None:
         await self._http.aclose()

@@ -26,6 +26,14 @@ from scrapespy.models import (
     SessionsList,
     UsagePage,
 )
+from scrapespy.monitors import (
+    ChecksPage,
+    Monitor,
+    MonitorDeleted,
+    MonitorsPage,
+    monitor_body,
+)
+from scrapespy.search import SearchResult
 
 
 class Scrapespy:
@@ -82,6 +90,14 @@ class Scrapespy:
             call.headers["Idempotency-Key"] = idempotency_key
             call.idempotent = True
         return _base.scrape_result(self._send(call))
+
+    def search(self, query: str, **options: Any) -> SearchResult:
+        """``POST /search`` on the server's search backend: ``options`` are its fields
+        (``limit``, ``sources``, ``lang``, ``country``, ``tbs``, ``include_domains``,
+        ``exclude_domains``, ``timeout``, and ``scrape``: ``POST /scrape``'s options for every
+        web result, whose result is then each item's ``page``)."""
+        call = Call("POST", "/search", _base.body({"query": query}, options))
+        return _base.read(self._send(call), SearchResult)
 
     def map(self, url: str, **options: Any) -> MapResult:
         """``POST /map``: the site's URLs (``max_urls``, ``include_paths``, ``sitemap`` ...)."""
@@ -200,6 +216,60 @@ class Scrapespy:
         """``DELETE /sessions/{id}``: its cookies, storage and proxy exit are forgotten."""
         call = Call("DELETE", f"/sessions/{quote(session_id, safe='')}", idempotent=True)
         return _base.read(self._send(call), SessionEnded)
+
+    # monitors
+
+    def create_monitor(
+        self,
+        url: str | None = None,
+        *,
+        schedule: int | str,
+        crawl: dict[str, Any] | None = None,
+        name: str | None = None,
+        webhook: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> Monitor:
+        """``POST /monitors``: ``url`` (or ``crawl``, the fields of ``POST /crawl``) scraped on
+        ``schedule`` (seconds, or a cron expression), each run with ``options`` (``formats``,
+        ``change_tracking``, ``engine`` ...); ``webhook``: ``{"url", "events"}``."""
+        body = monitor_body(url, schedule, crawl, name, webhook, options)
+        return _base.read(self._send(Call("POST", "/monitors", body)), Monitor)
+
+    def monitors(self, cursor: str | None = None, limit: int | None = None) -> MonitorsPage:
+        """``GET /monitors``: the account's monitors, newest first, with their last checks."""
+        call = Call(
+            "GET", "/monitors", params=_base.query(cursor=cursor, limit=limit), idempotent=True
+        )
+        return _base.read(self._send(call), MonitorsPage)
+
+    def monitor(self, monitor_id: str) -> Monitor:
+        call = Call("GET", f"/monitors/{quote(monitor_id, safe='')}", idempotent=True)
+        return _base.read(self._send(call), Monitor)
+
+    def update_monitor(self, monitor_id: str, **changes: Any) -> Monitor:
+        """``PATCH /monitors/{id}``: ``status``, ``schedule``, ``name``, ``webhook``."""
+        call = Call("PATCH", f"/monitors/{quote(monitor_id, safe='')}", changes, idempotent=True)
+        return _base.read(self._send(call), Monitor)
+
+    def pause_monitor(self, monitor_id: str) -> Monitor:
+        return self.update_monitor(monitor_id, status="paused")
+
+    def resume_monitor(self, monitor_id: str) -> Monitor:
+        """Resumed: its next run is its schedule's next time from now."""
+        return self.update_monitor(monitor_id, status="active")
+
+    def delete_monitor(self, monitor_id: str) -> MonitorDeleted:
+        call = Call("DELETE", f"/monitors/{quote(monitor_id, safe='')}", idempotent=True)
+        return _base.read(self._send(call), MonitorDeleted)
+
+    def monitor_checks(
+        self, monitor_id: str, cursor: str | None = None, limit: int | None = None
+    ) -> ChecksPage:
+        """``GET /monitors/{id}/checks``: its runs, newest first."""
+        params = _base.query(cursor=cursor, limit=limit)
+        path = f"/monitors/{quote(monitor_id, safe='')}/checks"
+        call = Call("GET", path, params=params, idempotent=True)
+        return _base.read(self._send(call), ChecksPage)
 
     # life cycle
 

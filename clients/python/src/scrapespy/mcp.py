@@ -35,6 +35,8 @@ from scrapespy.mcp_answers import (
     page_text,
     read_prices,
 )
+from scrapespy.mcp_monitors import add_monitor_tools
+from scrapespy.mcp_search import add_search_tool
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 TERMINAL = ("completed", "cancelled", "failed", "insufficient_credits")
@@ -115,13 +117,17 @@ def build_server(client: AsyncScrapespy, prices: Prices, base_url: str) -> MCPSe
         instructions=(
             "Scrape web pages to markdown with scrapespy. Start with `scrape` for one page; use "
             "`map` to list a site's URLs, `batch_scrape` or `crawl` for many pages (then "
-            "`job_status`), and `account` for the credit balance. Every tool but `account` and "
-            "`job_status` spends prepaid credits."
+            "`job_status`), `search` to find pages on the web (and scrape them), "
+            "`create_monitor` to watch a page on a schedule (then `monitor_checks`), and "
+            "`account` for the credit balance. The tools that scrape spend prepaid credits; "
+            "reading, pausing and deleting are free."
         ),
     )
     _add_page_tools(server, client, prices, base_url)
     _add_site_tools(server, client, prices, base_url)
     _add_free_tools(server, client, prices, base_url)
+    add_search_tool(server, client, prices, base_url)
+    add_monitor_tools(server, client, prices, base_url)
     return server
 
 

@@ -45,6 +45,8 @@ class Prices(BaseModel):
     read_from_service: bool = False
     # a service older than map_credits in GET /pricing: the default is said to be one
     map_read_from_service: bool = False
+    # GET /pricing's search: {"credits", "backend"}, or None when the service has no search
+    search: dict[str, Any] | None = None
 
     def table(self) -> str:
         rows = [
@@ -59,6 +61,16 @@ class Prices(BaseModel):
         if not self.map_read_from_service:
             credits += " by default (the operator may set another price)"
         return f"Cost: {credits}, charged only when it found at least one URL."
+
+    def search_cost(self) -> str:
+        if self.search is None:
+            known = "is off on this service" if self.read_from_service else "may be off"
+            return f"Search {known} (no search backend): the call then answers an error."
+        credits = int(self.search.get("credits", 0))
+        return (
+            f"Cost: {credits} credit{'' if credits == 1 else 's'} a search that found anything, "
+            f"plus each scraped page at its price. {self.table()}."
+        )
 
     def page_cost(self) -> str:
         return (
@@ -79,6 +91,7 @@ def read_prices(base_url: str, timeout: float = 5.0) -> Prices:
             for engine, tiers in listed["costs"].items()
         }
         listed_map = listed.get("map_credits")
+        search = listed.get("search")
         map_credits = DEFAULT_MAP_CREDITS if listed_map is None else int(listed_map)
     except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
         return Prices()
@@ -87,6 +100,7 @@ def read_prices(base_url: str, timeout: float = 5.0) -> Prices:
         map_credits=map_credits,
         read_from_service=True,
         map_read_from_service=listed_map is not None,
+        search=search if isinstance(search, dict) else None,
     )
 
 

@@ -47,6 +47,9 @@ class Attempt(Model):
 
     tier: str
     engine: str
+    # what the attempt presented itself as: scrapy or chrome (static), the js engine's
+    # browser identity (chrome-<major>-linux, chrome-<major>-android, honest-...)
+    fingerprint: str | None = None
     status_code: int = 0
     blocked: bool = False
     block_reason: str | None = None
@@ -131,6 +134,9 @@ class ScrapeResult(Model):
     structured_data: dict[str, Any] | None = None
     # with formats ["summary"]: the operator's language model's summary of the page
     summary: str | None = None
+    # with formats ["change_tracking"]: {"previous_scrape_at", "change_status", "visibility",
+    # "diff"?, "json"?}, the page compared with this account's previous scrape of it
+    change_tracking: dict[str, Any] | None = None
     # with json.prompt or summary: the model's tokens and what they cost
     llm_usage: dict[str, int] | None = None
     # the fields cut to their size limit, when any was (docs/api.md, "Size limits of an answer")
