@@ -176,8 +176,10 @@ def test_the_headers_and_the_javascript_tell_one_desktop_chrome(browser_service,
     assert [name for name in echo.names("/page") if name in order] == [
         name for name in order if name in sent
     ]
-    # a sub-resource says the same
+    # the cache as a browser's: nothing asks the target to skip it (an intercepted page does)
     sub = echo.headers("/sub.js")
+    assert not {"pragma", "cache-control"} & (set(sent) | set(sub)), (sent, sub)
+    # a sub-resource says the same
     assert sub["user-agent"] == agent and sub["sec-ch-ua"] == sent["sec-ch-ua"]
     assert sub["accept-language"] == "en-US,en;q=0.9" and sub["sec-fetch-dest"] == "script"
     # no automation flag; a window with a frame around the page, on a real screen size

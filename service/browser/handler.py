@@ -66,7 +66,7 @@ from service.browser.failures import (
     refused_navigation,
 )
 from service.browser.identity import Identity
-from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES, explicit_headers
+from service.browser.launch import IMAGE_TYPES, explicit_headers
 from service.browser.lifecycle import BrowserLifecycle
 from service.browser.read import read_rendered
 from service.browser.render import Navigations, Render, browser_cookies, upstream_of, went_away
@@ -119,11 +119,8 @@ class BrowserDownloadHandler(BrowserLifecycle):
         super().__init__(crawler)
         TimedConnectionPool.install(self)  # times the connections static downloads open
         settings = crawler.settings
-        # what a page's requests may skip: the sub-resources that change nothing in the DOM read
-        # (spares.Spare.intercept aborts them; service.browser.launch says which)
-        self.skipped_resources: frozenset[str] | None = HEAVY_RESOURCE_TYPES
-        if not settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES"):
-            self.skipped_resources = self.abort_request = None
+        if self.skipped_resources is None:  # the lifecycle's: nothing is skipped
+            self.abort_request = None
         self.settle_seconds = settings.getfloat("SCRAPESPY_BROWSER_SETTLE_SECONDS")
         self.quiet_seconds = settings.getfloat("SCRAPESPY_BROWSER_QUIET_SECONDS")
         self.default_timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 20.0)
@@ -269,6 +266,8 @@ class BrowserDownloadHandler(BrowserLifecycle):
                     "the browser refused the cookies (a name, value, domain or path it cannot set)"
                 ) from None
         self._prepare(request, render, spare)
+        if spare.handler is not None:
+            await spare.page.route("**", spare.intercept)
         return spare.page
 
     def _crashed(self, render: Render) -> None:
@@ -301,13 +300,15 @@ class BrowserDownloadHandler(BrowserLifecycle):
         self._identities[spare.page] = spare.identity
         name = request.meta.setdefault(PLAYWRIGHT_CONTEXT, f"request-{id(request)}")
         request.meta[scrape_meta.PRESENTED] = spare.identity.label
+        self.stats.inc_value("playwright/page_count")
         if self.skipped_resources is not None:
             # a screenshot shows the images, and steps may need the layout they give
             seen = wants_screenshot(request.meta) or wants_actions(request.meta)
             spare.skipped = self.skipped_resources | (frozenset() if seen else IMAGE_TYPES)
         # added to the browser's own headers on the page's navigations
         explicit = explicit_headers(request, self.scrapy_agent)
-        spare.plain = not explicit and request.method == "GET" and not request.body
+        if not explicit and request.method == "GET" and not request.body:
+            return  # a plain navigation: the browser's own, unrouted (Spare)
         spare.handler = self._make_request_handler(
             context_name=name,
             method=request.method,
@@ -318,7 +319,6 @@ class BrowserDownloadHandler(BrowserLifecycle):
             spider=self._spider,
             initial_request_done=asyncio.Event(),
         )
-        self.stats.inc_value("playwright/page_count")
 
     @property
     def _spider(self) -> Any:

@@ -25,6 +25,7 @@ from service.browser.failures import BrowserError
 from service.browser.identity import HONEST, Identity, identity_for
 from service.browser.identity import apply as apply_identity
 from service.browser.launch import (
+    HEAVY_RESOURCE_TYPES,
     NATIVE_LANGUAGES,
     browser_process,
     chromium_launch_options,
@@ -74,6 +75,11 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             stats=crawler.stats,
         )
         self._configure_browser(settings)
+        # what a page's requests may skip: the sub-resources that change nothing in the DOM read
+        # (Spare.pause_skippable; service.browser.launch says which)
+        self.skipped_resources: frozenset[str] | None = None
+        if settings.getbool("SCRAPESPY_BLOCK_HEAVY_RESOURCES"):
+            self.skipped_resources = HEAVY_RESOURCE_TYPES
         self.max_resource_bytes = settings.getint("DOWNLOAD_MAXSIZE")
         self.max_page_bytes = settings.getint("SCRAPESPY_BROWSER_MAX_PAGE_BYTES")
         self._launch_options = dict(self.config.launch_options)
@@ -300,7 +306,8 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             meter = DownloadMeter(self.max_resource_bytes, self.max_page_bytes)
             await meter.attach(context, page)
             spare = Spare(browser, route, context, page, meter, world, identity, session)
-            await page.route("**", spare.intercept)
+            if self.skipped_resources:
+                await spare.pause_skippable()
         except BaseException:
             if context is not None:
                 with suppress(Exception):

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 
+from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES
+
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Route
     from playwright.async_api import Request as PlaywrightRequest
@@ -28,6 +30,10 @@ if TYPE_CHECKING:
     from service.browser.identity import Identity
     from service.browser.meter import DownloadMeter
     from service.browser.world import PageWorld
+
+# the resource types a page may be told to skip: heavy ones, and images unless a screenshot or
+# steps need them (Playwright's names are CDP's Network.ResourceType, lower-cased)
+SKIPPABLE = HEAVY_RESOURCE_TYPES | IMAGE_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -50,23 +56,38 @@ class Spare:
     world: PageWorld  # the page's isolated world (service.browser.world)
     identity: Identity  # what the context presents (service.browser.identity)
     session: CDPSession  # the page's, which keeps the identity's overrides in force
-    # Set by the request that takes the spare; the page's interception (``intercept``, routed
-    # at creation) hands the page's navigations to it (the caller's headers, method and body),
-    # aborts the resource types in ``skipped`` and lets the others go as the browser made them.
+    # Set by the request that takes the spare: the resource types its page skips (failed in
+    # the browser, :meth:`pause_skippable`), and, for a navigation the request adds to (a
+    # caller's headers, a method or body of its own), the handler the page's interception
+    # (``intercept``, routed then) hands it to. A plain navigation goes untouched, in Chrome's
+    # own header order, and with no route the page keeps the cache Playwright turns off on
+    # every page it intercepts (``Cache-Control``/``Pragma: no-cache`` on each request).
     handler: Callable[[Route, PlaywrightRequest], Awaitable[Any]] | None = None
     skipped: frozenset[str] = frozenset()
-    # the request adds nothing to the browser's navigation (no header of the caller's, no
-    # method or body of its own): let go untouched, in Chrome's own header order (passing
-    # headers back to the browser sends them in the order given)
-    plain: bool = False
+
+    async def pause_skippable(self) -> None:
+        """Have the browser pause the page's requests of the types a request may skip (on the
+        page's own session, which the page cannot see), and fail those it skips: one message
+        each way for such a request and none for the others, where a route takes every request
+        of the page through the driver."""
+        self.session.on("Fetch.requestPaused", self._paused)
+        patterns = [{"resourceType": kind.capitalize()} for kind in sorted(SKIPPABLE)]
+        await self.session.send("Fetch.enable", {"patterns": patterns})
+
+    async def _paused(self, event: dict[str, Any]) -> None:
+        request = {"requestId": event["requestId"]}
+        try:
+            if str(event.get("resourceType", "")).lower() in self.skipped:
+                await self.session.send("Fetch.failRequest", {**request, "errorReason": "Aborted"})
+            else:
+                await self.session.send("Fetch.continueRequest", request)
+        except PlaywrightError as error:  # a page or context closed meanwhile
+            log.debug("a paused request of a closing page was not let go: %s", error)
 
     async def intercept(self, route: Route, request: PlaywrightRequest) -> None:
+        """The route of a page whose request adds to its navigations."""
         try:
-            if self.handler is None:  # a blank page asks for nothing; nothing leaves before a taker
-                await route.abort()
-            elif request.resource_type in self.skipped:
-                await route.abort()
-            elif request.is_navigation_request() and not self.plain:
+            if request.is_navigation_request() and self.handler is not None:
                 await self.handler(route, request)
             else:
                 await route.continue_()
