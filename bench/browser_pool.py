@@ -50,7 +50,7 @@ from bench.js_contenders import (
     brief,
     chromium_path,
     launch_options,
-    median,
+    measure_rounds,
 )
 from harness.pages import ON_LOAD_TEXT, write_pages
 from harness.procinfo import cpu_seconds
@@ -216,14 +216,6 @@ def measured(one: Contender, c: int, duration: float) -> dict[str, Any]:
     return figures
 
 
-def per_round(turns: dict[str, list[dict[str, Any]]], name: str, figure: str) -> list[float]:
-    return [
-        round(mine[figure] / theirs[figure], 3)
-        for mine, theirs in zip(turns[name], turns[AGAINST], strict=False)
-        if mine.get(figure) and theirs.get(figure)
-    ]
-
-
 def run() -> dict[str, Any]:
     from bench.site import serve, server_name, tear_down
 
@@ -256,32 +248,7 @@ def run() -> dict[str, Any]:
             contenders[name] = one
             results["warm_up"][name] = figures = measured(one, 4, WARM_UP_SECONDS)
             print(f"  {name:<13} warm-up {brief(figures)}", flush=True)
-        rounds = 0
-        for c in CONCURRENCY:
-            turns: dict[str, list[dict[str, Any]]] = {name: [] for name in CONTENDERS}
-            for rep in range(REPS):
-                start = rounds % len(CONTENDERS)
-                rounds += 1
-                for name in CONTENDERS[start:] + CONTENDERS[:start]:
-                    figures = measured(contenders[name], c, DURATION)
-                    turns[name].append(figures)
-                    print(f"  {name:<13} c={c} round {rep + 1}: {brief(figures)}", flush=True)
-            results["turns"][c] = turns
-            for name, runs in turns.items():
-                results["figures"].setdefault(name, {})[c] = {
-                    figure: median([run[figure] for run in runs])
-                    for figure in ("p50_ms", "pages_per_s", "cpu_s_per_100")
-                } | {
-                    "pages": sum(run["pages"] for run in runs),
-                    "failed_checks": sum(run["failed_checks"] for run in runs),
-                    "errors": sum(run["errors"] for run in runs),
-                }
-                if name != AGAINST:
-                    ratios = results["ratios"].setdefault(name, {})
-                    for figure in ("p50_ms", "pages_per_s", "cpu_s_per_100"):
-                        each = per_round(turns, name, figure)
-                        ratios[f"{figure}_c{c}"] = median(each)
-                        ratios[f"{figure}_c{c}_rounds"] = each
+        measure_rounds(contenders, measured, results, REPS, DURATION, AGAINST)
     finally:
         tear_down(cleanups, site, work)
     results["machine"]["load_after"] = [round(x, 2) for x in os.getloadavg()]

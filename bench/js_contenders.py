@@ -427,12 +427,56 @@ def median(values: list[Any]) -> float | None:
     return round(statistics.median(numbers), 3) if numbers else None
 
 
-def per_round(turns: dict[str, list[dict[str, Any]]], name: str, figure: str) -> list[float]:
+def per_round(
+    turns: dict[str, list[dict[str, Any]]], name: str, figure: str, against: str = AGAINST
+) -> list[float]:
     return [
         round(mine[figure] / theirs[figure], 3)
-        for mine, theirs in zip(turns[name], turns[AGAINST], strict=False)
+        for mine, theirs in zip(turns[name], turns[against], strict=False)
         if mine.get(figure) and theirs.get(figure)
     ]
+
+
+FIGURES = ("p50_ms", "pages_per_s", "cpu_s_per_100")
+
+
+def measure_rounds(
+    contenders: dict[str, Any],
+    measure: Any,
+    results: dict[str, Any],
+    reps: int,
+    duration: float,
+    against: str,
+) -> None:
+    """At each concurrency, ``reps`` rounds of one turn a contender (each round starting with
+    the next one): the turns, each contender's median figures and its per-round ratios to
+    ``against``'s, into ``results``."""
+    names = tuple(contenders)
+    rounds = 0
+    for c in CONCURRENCY:
+        turns: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        for rep in range(reps):
+            start = rounds % len(names)
+            rounds += 1
+            for name in names[start:] + names[:start]:
+                figures = measure(contenders[name], c, duration)
+                turns[name].append(figures)
+                print(f"  {name:<18} c={c} round {rep + 1}: {brief(figures)}", flush=True)
+        results["turns"][c] = turns
+        for name, runs in turns.items():
+            results["figures"].setdefault(name, {})[c] = {
+                figure: median([run[figure] for run in runs]) for figure in FIGURES
+            } | {
+                "pages": sum(run["pages"] for run in runs),
+                "failed_checks": sum(run["failed_checks"] for run in runs),
+                "errors": sum(run["errors"] for run in runs),
+            }
+            if name != against:
+                ratios = results["ratios"].setdefault(name, {})
+                for figure in FIGURES:
+                    each = per_round(turns, name, figure, against)
+                    ratios[f"{figure}_c{c}"] = median(each)
+                    ratios[f"{figure}_c{c}_rounds"] = each
 
 
 def run() -> dict[str, Any]:
@@ -474,32 +518,7 @@ def run() -> dict[str, Any]:
             f"{REPS} rounds of {DURATION:g} s turns at c={CONCURRENCY}",
             flush=True,
         )
-        rounds = 0
-        for c in CONCURRENCY:
-            turns: dict[str, list[dict[str, Any]]] = {name: [] for name in CONTENDERS}
-            for rep in range(REPS):
-                start = rounds % len(CONTENDERS)
-                rounds += 1
-                for name in CONTENDERS[start:] + CONTENDERS[:start]:
-                    figures = measured(contenders[name], c, DURATION)
-                    turns[name].append(figures)
-                    print(f"  {name:<18} c={c} round {rep + 1}: {brief(figures)}", flush=True)
-            results["turns"][c] = turns
-            for name, runs in turns.items():
-                results["figures"].setdefault(name, {})[c] = {
-                    figure: median([run[figure] for run in runs])
-                    for figure in ("p50_ms", "pages_per_s", "cpu_s_per_100")
-                } | {
-                    "pages": sum(run["pages"] for run in runs),
-                    "failed_checks": sum(run["failed_checks"] for run in runs),
-                    "errors": sum(run["errors"] for run in runs),
-                }
-                if name != AGAINST:
-                    ratios = results["ratios"].setdefault(name, {})
-                    for figure in ("p50_ms", "pages_per_s", "cpu_s_per_100"):
-                        each = per_round(turns, name, figure)
-                        ratios[f"{figure}_c{c}"] = median(each)
-                        ratios[f"{figure}_c{c}_rounds"] = each
+        measure_rounds(contenders, measured, results, REPS, DURATION, AGAINST)
     finally:
         tear_down(cleanups, site, work)
     results["machine"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
