@@ -2,9 +2,10 @@
 
 Most of a ``js`` request's own time goes into creating its context and page (a new renderer
 process) before navigation starts. :class:`Spares` keeps a few of them ready, each with its own
-egress route and its page's request interception already in place, so a request takes one and
-navigates at once; the request's proxy, if any, is set on the route then, and its request
-handler on the spare, since nothing has gone through either yet. Isolation is the same as creating
+egress route and the pause of its skippable resources already in place, so a request takes one
+and navigates at once; the request's proxy, if any, is set on the route then, and what its page
+skips (and, for a navigation it adds to, its request handler) on the spare, since nothing has
+gone through either yet. Isolation is the same as creating
 the context on demand: a spare has never loaded anything. The pool refills in the background and
 drops spares of a browser that is gone.
 """
