@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -49,15 +48,17 @@ from bench.js_contenders import (
     Service,
     brief,
     chromium_path,
+    failures_of,
     launch_options,
     measure_rounds,
+    published,
+    x,
 )
 from harness.pages import ON_LOAD_TEXT, write_pages
 from harness.procinfo import cpu_seconds
 
 REPS = int(os.environ.get("BENCH_POOL_REPS", "5"))
 DURATION = max(float(os.environ.get("BENCH_POOL_DURATION", "10")), 1.0)
-CONCURRENCY = (1, 4)
 ALL = ("in_process", "server", "server_token", "cdp")
 # BENCH_POOL_CONTENDERS=in_process,server: fewer turns (in_process is always run: the yardstick)
 CONTENDERS = tuple(
@@ -264,9 +265,6 @@ LABELS = {
 
 
 def report(results: dict[str, Any]) -> list[str]:
-    def x(value: float | None) -> str:
-        return f"{value:.2f}x" if value is not None else "-"
-
     lines = [
         "| browser | c=1 p50 | c=4 pages/s | CPU s / 100 pages (c=4) | c=1 p50 x in-process | "
         "c=4 pages/s x in-process |",
@@ -276,12 +274,7 @@ def report(results: dict[str, Any]) -> list[str]:
     for name in CONTENDERS:
         one, four = results["figures"][name][1], results["figures"][name][4]
         ratios = results["ratios"].get(name, {})
-        bad = sum(results["figures"][name][c]["failed_checks"] for c in CONCURRENCY)
-        errors = sum(results["figures"][name][c]["errors"] for c in CONCURRENCY)
-        if bad:
-            failures.append(f"{name}: CHECK FAILED on {bad} pages read without '{ON_LOAD_TEXT}'")
-        if errors:
-            failures.append(f"{name}: FAILED {errors} pages (no answer, or not a 200)")
+        failures += failures_of(results, name)[1]
         lines.append(
             f"| {LABELS[name]} | {one['p50_ms'] or 0:.0f} ms | {four['pages_per_s'] or 0:.2f} | "
             f"{four['cpu_s_per_100'] or 0:.1f} | {x(ratios.get('p50_ms_c1'))} | "
@@ -303,12 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = run()
     lines = report(results)
-    results["report"] = lines
-    print("\n" + "\n".join(lines))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"written: {args.json}")
+    published(results, lines, args.json)
     failed = any("FAILED" in line for line in lines)
     return 1 if failed else 0
 

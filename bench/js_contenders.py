@@ -541,10 +541,37 @@ LABELS = {
 }
 
 
-def report(results: dict[str, Any]) -> list[str]:
-    def x(value: float | None) -> str:
-        return f"{value:.2f}x" if value is not None else "-"
+def x(value: float | None) -> str:
+    """A ratio as the reports print it."""
+    return f"{value:.2f}x" if value is not None else "-"
 
+
+def failures_of(results: dict[str, Any], name: str, warm_up: bool = False) -> tuple[int, list[str]]:
+    """The pages of ``name``'s turns (and warm-up) read without the page's own paragraph, and
+    the report's lines on them and on the pages that failed outright."""
+    figures = results["figures"][name]
+    bad = sum(figures[c]["failed_checks"] for c in CONCURRENCY)
+    bad += results["warm_up"][name]["failed_checks"] if warm_up else 0
+    errors = sum(figures[c]["errors"] for c in CONCURRENCY)
+    lines = []
+    if bad:
+        lines.append(f"{name}: CHECK FAILED on {bad} pages read without '{ON_LOAD_TEXT}'")
+    if errors:
+        lines.append(f"{name}: FAILED {errors} pages (no answer, or not a 200)")
+    return bad, lines
+
+
+def published(results: dict[str, Any], lines: list[str], path: Path | None) -> None:
+    """The report printed, and kept with the results in ``path`` when given."""
+    results["report"] = lines
+    print("\n" + "\n".join(lines))
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"written: {path}")
+
+
+def report(results: dict[str, Any]) -> list[str]:
     lines = [
         "| contender | c=1 p50 | c=4 pages/s | CPU s / 100 pages (c=4) | "
         "c=1 p50 x Playwright | c=4 pages/s x Playwright | CPU x Playwright |",
@@ -554,13 +581,8 @@ def report(results: dict[str, Any]) -> list[str]:
     for name in CONTENDERS:
         one, four = results["figures"][name][1], results["figures"][name][4]
         ratios = results["ratios"].get(name, {})
-        bad = sum(results["figures"][name][c]["failed_checks"] for c in CONCURRENCY)
-        bad += results["warm_up"][name]["failed_checks"]
-        errors = sum(results["figures"][name][c]["errors"] for c in CONCURRENCY)
-        if bad:
-            failures.append(f"{name}: CHECK FAILED on {bad} pages read without '{ON_LOAD_TEXT}'")
-        if errors:
-            failures.append(f"{name}: FAILED {errors} pages (no answer, or not a 200)")
+        bad, found = failures_of(results, name, warm_up=True)
+        failures += found
         mark = " (CHECK FAILED)" if bad else ""
         lines.append(
             f"| {LABELS[name]}{mark} | {one['p50_ms'] or 0:.0f} ms | "
@@ -594,12 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = run()
     lines = report(results)
-    results["report"] = lines
-    print("\n" + "\n".join(lines))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"written: {args.json}")
+    published(results, lines, args.json)
     failed = any(line.startswith(tuple(CONTENDERS)) and "FAILED" in line for line in lines)
     return 1 if failed else 0
 

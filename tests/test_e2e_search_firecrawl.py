@@ -6,7 +6,6 @@ ledger took."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from harness.search_backends import Hit, SearchStandIn
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
 from tests.js_clients import node, run
-from tests.test_e2e_search import assert_ledger_exact, page
+from tests.test_e2e_search import assert_ledger_exact, page, query
 
 SEARCH_PRICE, STATIC = 1, 1
 
@@ -46,10 +45,6 @@ def searching(
     ).start()
     yield proc
     proc.stop()
-
-
-def query() -> str:
-    return f"harbour tides {uuid.uuid4().hex[:8]}"
 
 
 def client(searching: ServiceProcess, key: str) -> Firecrawl:
