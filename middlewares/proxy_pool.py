@@ -145,7 +145,7 @@ def classify(exception: BaseException) -> str | None:
     )
     if isinstance(exception, midway):
         return MIDWAY
-    if type(exception).__module__.startswith("playwright"):
+    if type(exception).__module__.startswith(("playwright", "patchright")):
         message = str(exception)
         if any(marker in message for marker in _BROWSER_CONNECT_FAILURES):
             return CONNECT

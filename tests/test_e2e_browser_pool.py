@@ -352,7 +352,7 @@ def test_a_wrong_token_is_refused_and_never_shown(
             sys.executable,
             "-c",
             "import asyncio, sys\n"
-            "from playwright.async_api import async_playwright\n"
+            "from patchright.async_api import async_playwright\n"
             "async def main():\n"
             "    async with async_playwright() as p:\n"
             "        for headers in (None, {'Authorization': 'Bearer " + WRONG + "'}):\n"

@@ -54,8 +54,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from patchright.async_api import Error as PlaywrightError
+from patchright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from service.browser.failures import BrowserError
 from service.browser.screenshot import ScreenshotLimits, take_screenshot
@@ -63,7 +63,7 @@ from service.browser.targets import FORGET, NotFound, find, quote
 from service.scrape.meta import ACTION_OUTCOMES, ACTION_RESULTS, ACTIONS, WAIT_FOR
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
+    from patchright.async_api import Page
 
     from service.browser.settle import PageWatch
     from service.browser.world import PageWorld

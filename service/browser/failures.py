@@ -26,7 +26,7 @@ from middlewares.redirects import unfollowable_location
 from service.browser.egress import MARKER_HEADER
 
 if TYPE_CHECKING:
-    from playwright.async_api import Error as PlaywrightError
+    from patchright.async_api import Error as PlaywrightError
     from scrapy.http import Response
 
     from service.browser.egress import EgressRoute

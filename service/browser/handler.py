@@ -51,8 +51,8 @@ import weakref
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from patchright.async_api import Error as PlaywrightError
+from patchright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.exceptions import DownloadTimeoutError
 
@@ -87,7 +87,7 @@ from service.scrape.metrics import watch_browser
 from service.scrape.timings import StaticDownload, TimedConnectionPool
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
+    from patchright.async_api import Page
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response

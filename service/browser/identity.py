@@ -31,12 +31,12 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 
 from service.core.places import COUNTRIES
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, CDPSession, Page
+    from patchright.async_api import BrowserContext, CDPSession, Page
 
 BROWSER = "browser"
 HONEST = "honest"

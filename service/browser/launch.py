@@ -18,14 +18,14 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 from scrapy.http.headers import Headers
 
 from service.scrape import meta as scrape_meta
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser
-    from playwright.async_api import Request as PlaywrightRequest
+    from patchright.async_api import Browser
+    from patchright.async_api import Request as PlaywrightRequest
     from scrapy import Request as ScrapyRequest
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,9 @@ def chromium_launch_options(
     args = [
         *headless,
         "--disable-gpu",
+        # no WebGL, as the machine's own Chromium without a GPU has none (rather than
+        # SwiftShader's, which detectors flag): docs/decisions/0046
+        "--disable-webgl",
         "--disable-dev-shm-usage",
         "--disable-quic",
         "--no-first-run",

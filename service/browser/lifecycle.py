@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+from service.browser.driver import PatchrightProvider
 from service.browser.egress import BrowserEgressGuard, parse_test_public_hosts
 from service.browser.failures import BrowserError
 from service.browser.identity import HONEST, Identity, identity_for
@@ -42,7 +43,7 @@ from service.browser.spares import Spare, Spares
 from service.browser.world import PageWorld
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, CDPSession, Page
+    from patchright.async_api import Browser, CDPSession, Page
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
@@ -54,6 +55,9 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
+        # patchright drives the browser, whatever PLAYWRIGHT_BROWSER_PROVIDER says: the engine
+        # catches its errors (service.browser.driver)
+        self.browser_provider_cls = PatchrightProvider
         settings = crawler.settings
         self.egress = BrowserEgressGuard(
             allow_private=settings.getbool("SCRAPESPY_ALLOW_PRIVATE_TARGETS"),

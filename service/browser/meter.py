@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, Page
+    from patchright.async_api import BrowserContext, Page
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from service.browser.failures import BrowserUnavailable
 from service.scrape.metrics import BROWSER_ENDPOINT_RENDERS, BROWSER_ENDPOINT_UP, series
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserType
+    from patchright.async_api import Browser, BrowserType
 
 __all__ = ["BrowserPool", "Endpoint", "endpoint_label", "parse_endpoints"]
 

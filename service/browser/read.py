@@ -30,8 +30,8 @@ import time
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Response as PlaywrightResponse
+from patchright.async_api import Error as PlaywrightError
+from patchright.async_api import Response as PlaywrightResponse
 from scrapy.http import Response as ScrapyResponse
 from scrapy.http.headers import Headers
 from scrapy.responsetypes import responsetypes
@@ -43,8 +43,8 @@ from service.scrape import meta as scrape_meta
 from service.scrape.timings import render_started, rendered
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
-    from playwright.async_api import Request as PlaywrightRequest
+    from patchright.async_api import Page
+    from patchright.async_api import Request as PlaywrightRequest
     from scrapy import Request
     from scrapy.http import Response
     from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler

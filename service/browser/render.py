@@ -8,7 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 
 from service.browser.egress import EgressRoute, Upstream
 from service.browser.failures import BrowserError
@@ -17,8 +17,8 @@ from service.browser.spares import Spare
 from service.scrape import meta as scrape_meta
 
 if TYPE_CHECKING:
-    from playwright._impl._api_structures import SetCookieParam
-    from playwright.async_api import Browser, Page
+    from patchright._impl._api_structures import SetCookieParam
+    from patchright.async_api import Browser, Page
     from scrapy import Request
 
 

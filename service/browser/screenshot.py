@@ -27,14 +27,14 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 
 from service.browser.failures import BrowserError
 from service.core.settings import scrapy_default
 from service.scrape.meta import SCREENSHOT, SCREENSHOT_PNG
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, Page
+    from patchright.async_api import CDPSession, Page
     from scrapy import Request
     from scrapy.http import Response
     from scrapy.settings import BaseSettings

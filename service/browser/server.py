@@ -116,7 +116,7 @@ def exec_server(
     *, host: str, port: int, token: str, chromium_path: str, max_heap_mb: int | None
 ) -> None:
     """Become the Node process of the browser server (does not return)."""
-    from playwright._impl._driver import compute_driver_executable
+    from patchright._impl._driver import compute_driver_executable
 
     node, cli = compute_driver_executable()
     env = dict(os.environ)

@@ -24,11 +24,11 @@ import asyncio
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
-    from playwright.async_api import Request as PlaywrightRequest
+    from patchright.async_api import Page
+    from patchright.async_api import Request as PlaywrightRequest
 
     from service.browser.world import PageWorld
 

@@ -19,13 +19,13 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 
 from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Route
-    from playwright.async_api import Request as PlaywrightRequest
+    from patchright.async_api import Browser, BrowserContext, CDPSession, Page, Route
+    from patchright.async_api import Request as PlaywrightRequest
 
     from service.browser.egress import EgressRoute
     from service.browser.identity import Identity

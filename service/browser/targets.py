@@ -23,10 +23,10 @@ import time
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 
 if TYPE_CHECKING:
-    from playwright.async_api import Page
+    from patchright.async_api import Page
 
     from service.browser.world import PageWorld
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
+from patchright.async_api import Error as PlaywrightError
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, Page
+    from patchright.async_api import CDPSession, Page
 
 # A name the page never sees (isolated worlds are not enumerable from the page).
 WORLD = "scrapespy"
