@@ -46,7 +46,10 @@ from service.browser.dial import (
 from service.browser.wire import (
     PROXY_CHALLENGE,
     Upstream,
+    body_framing,
     closing_head,
+    copy_framed,
+    final_head,
     has_basic_credentials,
     parse_request_head,
     response_status,
@@ -54,7 +57,7 @@ from service.browser.wire import (
 from service.egress.addresses import parse_host_literal
 
 if TYPE_CHECKING:
-    from playwright.async_api import ProxySettings
+    from patchright.async_api import ProxySettings
 
 __all__ = [
     "MARKER_HEADER",
@@ -270,9 +273,7 @@ class BrowserEgressGuard:
             else:
                 assert forward is not None
                 target_writer.write(forward(route.upstream))
-            await self._relay(
-                route, reader, writer, target_reader, target_writer, plain=method != b"CONNECT"
-            )
+            await self._relay(route, reader, writer, target_reader, target_writer, method)
         except Refusal as refusal:
             self._answer(route, writer, host, port, refusal.reason)
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
@@ -334,20 +335,24 @@ class BrowserEgressGuard:
         client_writer: asyncio.StreamWriter,
         target_reader: asyncio.StreamReader,
         target_writer: asyncio.StreamWriter,
-        *,
-        plain: bool,
+        method: bytes,
     ) -> None:
         sending = asyncio.ensure_future(self._copy(client_reader, target_writer))
         receiving: asyncio.Future[None] | None = None
+        framing = None
         try:
-            if plain:
-                head = await self._final_head(target_reader, client_writer)
+            if method != b"CONNECT":
+                head = await final_head(target_reader, client_writer, self.idle_timeout)
                 if route.upstream is not None and response_status(head) == 407:
                     raise Refusal("proxy")
                 # Each proxied plain-http request gets its own connection: say so to the
-                # browser, or it would send its next request, for any host, down this one.
+                # browser, or it would send its next request, for any host, down this one;
+                # the target's is let go once the body it framed is through (wire.py)
                 client_writer.write(closing_head(head))
-            receiving = asyncio.ensure_future(self._copy(target_reader, client_writer, route))
+                framing = body_framing(head, method)
+            receiving = asyncio.ensure_future(
+                self._copy(target_reader, client_writer, route, framing)
+            )
             await asyncio.wait({sending, receiving}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             tasks = [t for t in (sending, receiving) if t is not None]
@@ -355,40 +360,37 @@ class BrowserEgressGuard:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _final_head(
-        self, reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
-    ) -> bytes:
-        """The response head, passing informational (1xx) ones on to the browser."""
-        while True:
-            try:
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
-            except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
-                raise ConnectionError("no response head") from None
-            status = response_status(head)
-            if not 100 <= status < 200 or status == 101:
-                return head
-            client_writer.write(head)
-
     async def _copy(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         receiving: EgressRoute | None = None,
+        framing: int | None = None,
     ) -> None:
+        """``reader`` to ``writer`` until it ends (or, with ``framing``, its one body has
+        passed), counting what ``receiving`` receives against its limit."""
         received = 0
-        while True:
-            data = await asyncio.wait_for(reader.read(CHUNK), self.idle_timeout)
-            if not data:
-                return
+
+        async def put(data: bytes) -> bool:
+            nonlocal received
             if receiving is not None:
                 received += len(data)
                 limit = receiving.receive_limit
                 if limit is not None and received > limit:
                     receiving.over_limit = True
                     writer.transport.abort()
-                    return
+                    return False
             writer.write(data)
             await writer.drain()
+            return True
+
+        if framing is not None:
+            await copy_framed(reader, put, framing, timeout=self.idle_timeout, chunk=CHUNK)
+            return
+        while (data := await asyncio.wait_for(reader.read(CHUNK), self.idle_timeout)) and (
+            await put(data)
+        ):
+            pass
 
     def _inc(self, key: str, count: int = 1) -> None:
         if self.stats is not None:

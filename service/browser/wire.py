@@ -2,14 +2,21 @@
 
 Request heads from the browser (``CONNECT host:port`` or an absolute ``http://`` URL), response
 heads on their way back (every proxied plain-http request gets a connection of its own, and the
-browser is told so), and the operator's upstream proxies a route may chain to.
+browser is told so), response bodies read by their framing, and the operator's upstream proxies
+a route may chain to.
+
+A plain-http request goes on with the browser's own ``Connection`` header where the browser put
+it (its ``Proxy-Connection``, ``keep-alive`` from Chrome), as Chrome sends it to a server
+directly; the guard still uses the connection for that one exchange: it reads the response's
+body by its ``Content-Length`` or chunks, then closes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -90,21 +97,27 @@ def parse_request_head(
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    lines = [
-        line
-        for line in rest[:-4].split(b"\r\n")
-        if line and line.split(b":", 1)[0].strip().lower() not in _HOP_BY_HOP
-    ]
+    lines: list[bytes] = []
+    connection = None  # the browser's Connection (or Proxy-Connection), kept in its place
+    for line in rest[:-4].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if connection is None and name in (b"connection", b"proxy-connection"):
+            connection = b"Connection: " + value.strip()
+            lines.append(connection)
+        elif line and name not in _HOP_BY_HOP:
+            lines.append(line)
+    extra = [] if connection is not None else [b"Connection: close"]
 
     def forward(upstream: Upstream | None) -> bytes:
-        extra = [b"Connection: close"]
+        added = list(extra)
         if upstream is None:
             first = method + b" " + path.encode("ascii") + b" " + version
         else:
             first = request_line
             if upstream.authorization:
-                extra.append(b"Proxy-Authorization: " + upstream.authorization)
-        return b"\r\n".join([first, *lines, *extra]) + b"\r\n\r\n"
+                added.append(b"Proxy-Authorization: " + upstream.authorization)
+        return b"\r\n".join([first, *lines, *added]) + b"\r\n\r\n"
 
     return method, host, port, forward
 
@@ -135,3 +148,88 @@ def closing_head(head: bytes) -> bytes:
         line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _HOP_BY_HOP
     ]
     return b"\r\n".join([*kept, b"Connection: close", b"Proxy-Connection: close"]) + b"\r\n\r\n"
+
+
+async def final_head(
+    reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter, timeout: float
+) -> bytes:
+    """The response head, passing informational (1xx) ones on to the browser."""
+    while True:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+        except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+            raise ConnectionError("no response head") from None
+        status = response_status(head)
+        if not 100 <= status < 200 or status == 101:
+            return head
+        client_writer.write(head)
+
+
+CHUNKED = -1  # body_framing: the body comes in chunks
+
+
+def body_framing(head: bytes, method: bytes) -> int | None:
+    """How the body after a response head ends: its length in bytes, :data:`CHUNKED`, or None
+    (when the server closes the connection)."""
+    status = response_status(head)
+    if method == b"HEAD" or 100 <= status < 200 or status in (204, 304):
+        return 0
+    length: int | None = None
+    for line in head[:-4].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"transfer-encoding":
+            # the last coding says how the message ends: chunked, else the connection's close
+            return CHUNKED if value.split(b",")[-1].strip().lower() == b"chunked" else None
+        if name == b"content-length":
+            text = value.strip()
+            if not text.isdigit() or (length is not None and length != int(text)):
+                return None
+            length = int(text)
+    return length
+
+
+async def copy_framed(
+    reader: asyncio.StreamReader,
+    put: Callable[[bytes], Awaitable[bool]],
+    framing: int,
+    *,
+    timeout: float,
+    chunk: int,
+) -> None:
+    """Reads one body of ``framing`` (:func:`body_framing`, not None) and hands its bytes, as
+    they were sent, to ``put``, which says whether to go on. A server that ends too early or
+    breaks the chunk syntax raises ConnectionError."""
+
+    async def read_line() -> bytes:
+        try:
+            line = await asyncio.wait_for(reader.readuntil(b"\r\n"), timeout)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            raise ConnectionError("a broken chunked body") from None
+        return line
+
+    async def exactly(size: int) -> bool:
+        while size > 0:
+            data = await asyncio.wait_for(reader.read(min(size, chunk)), timeout)
+            if not data:
+                raise ConnectionError("the body ended early")
+            size -= len(data)
+            if not await put(data):
+                return False
+        return True
+
+    if framing != CHUNKED:
+        await exactly(framing)
+        return
+    while True:
+        line = await read_line()
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise ConnectionError("a broken chunked body") from None
+        if not await put(line) or (size and not await exactly(size + 2)):
+            return
+        if size == 0:
+            break
+    while (line := await read_line()) and await put(line) and line != b"\r\n":
+        pass  # the trailer fields, up to the empty line
