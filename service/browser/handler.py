@@ -266,6 +266,7 @@ class BrowserDownloadHandler(BrowserLifecycle):
                     "the browser refused the cookies (a name, value, domain or path it cannot set)"
                 ) from None
         self._prepare(request, render, spare)
+        await spare.block()
         if spare.handler is not None:
             await spare.page.route("**", spare.intercept)
         return spare.page

@@ -24,6 +24,8 @@ from scrapy.http.headers import Headers
 from service.scrape import meta as scrape_meta
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from patchright.async_api import Browser
     from patchright.async_api import Request as PlaywrightRequest
     from scrapy import Request as ScrapyRequest
@@ -35,6 +37,23 @@ log = logging.getLogger(__name__)
 # screenshot or actions are asked
 HEAVY_RESOURCE_TYPES = frozenset({"media", "font"})
 IMAGE_TYPES = frozenset({"image"})
+# The usual file extensions of those types. A page's request for an address whose path ends in
+# one is failed inside the browser (Network.setBlockedURLs: no message to the service and back);
+# the others of those types are paused and failed by type (service.browser.spares)
+EXTENSIONS = {
+    "image": ("avif", "bmp", "gif", "ico", "jpeg", "jpg", "png", "svg", "tif", "tiff", "webp"),
+    "font": ("eot", "otf", "ttf", "woff", "woff2"),
+    "media": ("aac", "flac", "m4a", "m4v", "mov", "mp3", "mp4", "oga", "ogg", "ogv", "wav", "webm"),
+}
+
+
+def blocked_addresses(types: Iterable[str]) -> list[dict[str, Any]]:
+    """Network.setBlockedURLs' URL patterns for the extensions of ``types``: they fail
+    sub-resources only (a navigation, the page's own or a frame's, is never blocked by them)."""
+    extensions = [ext for kind in sorted(types) for ext in EXTENSIONS.get(kind, ())]
+    return [{"urlPattern": f"*://*:*/*.{ext}", "block": True} for ext in extensions]
+
+
 # The full Chromium's languages (the default identity's; the headless shell writes the flag's
 # text as it is, without q-values, so its contexts are given theirs by emulation)
 NATIVE_LANGUAGES = "--accept-lang=en-US,en"

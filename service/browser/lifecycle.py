@@ -27,6 +27,7 @@ from service.browser.identity import HONEST, Identity, identity_for
 from service.browser.identity import apply as apply_identity
 from service.browser.launch import (
     HEAVY_RESOURCE_TYPES,
+    IMAGE_TYPES,
     NATIVE_LANGUAGES,
     browser_process,
     chromium_launch_options,
@@ -311,7 +312,10 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             await meter.attach(context, page)
             spare = Spare(browser, route, context, page, meter, world, identity, session)
             if self.skipped_resources:
+                # what a request skips unless it asks for a screenshot or steps (handler._prepare)
+                spare.skipped = self.skipped_resources | IMAGE_TYPES
                 await spare.pause_skippable()
+                await spare.block()
         except BaseException:
             if context is not None:
                 with suppress(Exception):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from patchright.async_api import BrowserContext, Page
+    from patchright.async_api import BrowserContext, CDPSession, Page
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,8 @@ _ENABLE = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0, "maxPostDataSize
 
 
 class DownloadMeter:
+    session: CDPSession  # the page's, with the network agent on (also where addresses are blocked)
+
     def __init__(self, per_resource: int, per_page: int) -> None:
         self.per_resource = per_resource
         self.per_page = per_page
@@ -39,7 +41,7 @@ class DownloadMeter:
         self.last_location: str | None = None
 
     async def attach(self, context: BrowserContext, page: Page) -> None:
-        session = await context.new_cdp_session(page)
+        self.session = session = await context.new_cdp_session(page)
         session.on("Network.dataReceived", self._received)
         session.on("Network.responseReceivedExtraInfo", self._answered)
         await session.send("Network.enable", _ENABLE)

@@ -16,12 +16,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from patchright.async_api import Error as PlaywrightError
 
-from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES
+from service.browser.launch import HEAVY_RESOURCE_TYPES, IMAGE_TYPES, blocked_addresses
 
 if TYPE_CHECKING:
     from patchright.async_api import Browser, BrowserContext, CDPSession, Page, Route
@@ -65,6 +65,16 @@ class Spare:
     # every page it intercepts (``Cache-Control``/``Pragma: no-cache`` on each request).
     handler: Callable[[Route, PlaywrightRequest], Awaitable[Any]] | None = None
     skipped: frozenset[str] = frozenset()
+    blocked: list[dict[str, Any]] = field(default_factory=list)  # the addresses failed at once
+
+    async def block(self) -> None:
+        """Fail the page's requests for addresses with the extensions of the skipped types in
+        the browser, before they are sent (service.browser.launch.blocked_addresses), on the
+        meter's session, whose network agent is on; sent only when that list changes."""
+        blocked = blocked_addresses(self.skipped)
+        if blocked != self.blocked:
+            await self.meter.session.send("Network.setBlockedURLs", {"urlPatterns": blocked})
+            self.blocked = blocked
 
     async def pause_skippable(self) -> None:
         """Have the browser pause the page's requests of the types a request may skip (on the
