@@ -37,11 +37,9 @@ from harness.detectors.reference import reference_verdict, xvfb
 from harness.detectors.verdicts import (
     VERDICT_SELECTOR,
     beyond,
+    engine_verdicts,
     header_differences,
-    scrape_request,
-    scraped_verdict,
 )
-from harness.service import Accounts, ServiceProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "detectors.json"
@@ -61,22 +59,9 @@ HEADER_TARGETS = {
 
 def scrapespy(site: DetectorSite, chromium: str, run: str) -> Verdicts:
     with tempfile.TemporaryDirectory(prefix="bench-detectors-") as work:
-        database = f"sqlite:///{Path(work) / 'scrapespy.db'}"
-        accounts = Accounts(database)
-        key = accounts.create(credits=10_000)[1]
-        service = ServiceProcess(
-            database, Path(work), env={"SCRAPESPY_CHROMIUM_PATH": chromium}
-        ).start()
-        try:
-            verdicts: Verdicts = {}
-            for name in DETECTORS:
-                request = scrape_request(site.url(name, run))
-                reply = service.scrape(key, request, timeout=180)
-                verdicts[name] = scraped_verdict(reply.json) if reply.status == 200 else None
-            return verdicts
-        finally:
-            service.stop()
-            accounts.close()
+        workdir = Path(work) / run  # the pages' runs are named after it
+        workdir.mkdir()
+        return engine_verdicts(site, chromium, workdir, DETECTORS)
 
 
 def playwright_verdicts(site: DetectorSite, run: str, module: str, **launch: Any) -> Verdicts:

@@ -19,15 +19,13 @@ in this module (harness/detectors/reference.py): a check that fires on every Chr
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.detectors import DetectorSite
 from harness.detectors.reference import reference_verdicts, xvfb_available
-from harness.detectors.verdicts import beyond, failures, scrape_request, scraped_verdict
-from harness.service import Accounts, ServiceProcess
+from harness.detectors.verdicts import beyond, engine_verdicts, failures
 
 pytestmark = pytest.mark.browser
 
@@ -61,31 +59,10 @@ def reference(detector_site: DetectorSite) -> dict[str, dict[str, Any] | None]:
     return verdicts
 
 
-def engine_verdicts(
-    site: DetectorSite, chromium: str, workdir: Path
-) -> dict[str, dict[str, Any] | None]:
-    """Each detector page's verdict, read back through ``POST /scrape`` from a service whose js
-    engine runs ``chromium``."""
-    database = f"sqlite:///{workdir / 'scrapespy.db'}"
-    accounts = Accounts(database)
-    key = accounts.create(credits=10_000)[1]
-    service = ServiceProcess(database, workdir, env={"SCRAPESPY_CHROMIUM_PATH": chromium}).start()
-    try:
-        verdicts: dict[str, dict[str, Any] | None] = {}
-        for name in JUDGED:
-            reply = service.scrape(key, scrape_request(site.url(name, workdir.name)), timeout=180)
-            assert reply.status == 200, (name, reply.status, reply.body[:500])
-            verdicts[name] = scraped_verdict(reply.json)
-        return verdicts
-    finally:
-        service.stop()
-        accounts.close()
-
-
 def test_the_full_chromium_is_flagged_for_nothing_the_unautomated_browser_is_not(
     detector_site, reference, tmp_path_factory
 ):
-    found = engine_verdicts(detector_site, FULL, tmp_path_factory.mktemp("detect-full"))
+    found = engine_verdicts(detector_site, FULL, tmp_path_factory.mktemp("detect-full"), JUDGED)
     problems = [line for name in JUDGED for line in failures(name, found[name], reference[name])]
     assert problems == [], problems
     assert found["botd"] is not None and found["botd"]["bot"] is False
@@ -94,7 +71,7 @@ def test_the_full_chromium_is_flagged_for_nothing_the_unautomated_browser_is_not
 def test_the_headless_shell_is_flagged_only_for_what_it_lacks_natively(
     detector_site, reference, tmp_path_factory
 ):
-    found = engine_verdicts(detector_site, SHELL, tmp_path_factory.mktemp("detect-shell"))
+    found = engine_verdicts(detector_site, SHELL, tmp_path_factory.mktemp("detect-shell"), JUDGED)
     for name in JUDGED:
         assert found[name] is not None, f"{name}: no verdict read back"
         extra = set(beyond(found[name], reference[name])) - SHELL_NATIVE_GAPS.get(name, set())

@@ -9,7 +9,14 @@ automation's); the globals page must list nothing at all beyond the reference's.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.service import Accounts, ServiceProcess
+
+if TYPE_CHECKING:
+    from harness.detectors.site import DetectorSite
 
 # what a scrape sends to read a detector page: wait for the verdict, read it as text
 VERDICT_SELECTOR = "pre#verdict"
@@ -38,6 +45,27 @@ def scraped_verdict(answer: dict[str, Any]) -> dict[str, Any] | None:
     except ValueError:
         return None
     return verdict if isinstance(verdict, dict) else None
+
+
+def engine_verdicts(
+    site: DetectorSite, chromium: str, workdir: Path, names: Iterable[str]
+) -> dict[str, dict[str, Any] | None]:
+    """Each of ``names``' verdicts as ``POST /scrape`` reads it back (``engine: js``) from a
+    service of its own (SQLite in ``workdir``, a funded key) whose browser is ``chromium``; None
+    where the scrape failed or the page gave none. The runs are named after ``workdir``."""
+    database = f"sqlite:///{workdir / 'scrapespy.db'}"
+    accounts = Accounts(database)
+    key = accounts.create(credits=10_000)[1]
+    service = ServiceProcess(database, workdir, env={"SCRAPESPY_CHROMIUM_PATH": chromium}).start()
+    try:
+        verdicts: dict[str, dict[str, Any] | None] = {}
+        for name in names:
+            reply = service.scrape(key, scrape_request(site.url(name, workdir.name)), timeout=180)
+            verdicts[name] = scraped_verdict(reply.json) if reply.status == 200 else None
+        return verdicts
+    finally:
+        service.stop()
+        accounts.close()
 
 
 def flags(verdict: dict[str, Any] | None) -> list[str]:
