@@ -19,6 +19,7 @@ from service.browser.egress import (
     Upstream,
     parse_test_public_hosts,
 )
+from service.browser.wire import CHUNKED, body_framing
 
 ORIGIN_ADDRESS = "127.0.0.2"  # declared public for the names below, and only for them
 
@@ -230,8 +231,7 @@ def test_a_kept_alive_target_is_let_go_once_its_body_is_through(loop, method, an
         reply = ask(
             route.port,
             b"%s http://origin.test:%d/ HTTP/1.1\r\nHost: origin.test:%d\r\n"
-            b"Proxy-Connection: keep-alive\r\n\r\n"
-            % (method.encode(), target.port, target.port),
+            b"Proxy-Connection: keep-alive\r\n\r\n" % (method.encode(), target.port, target.port),
             timeout=3,  # the target holds the connection far longer: only the framing ends it
         )
         assert reply.partition(b"\r\n\r\n")[2] == body
@@ -430,3 +430,26 @@ def test_a_guard_that_authenticates_lets_in_only_its_route_s_credentials(loop, o
 def test_a_guard_on_loopback_asks_for_no_credentials(loop):
     route = open_route(loop, make_guard(loop))
     assert route.secret is None and route.credentials == {"server": route.url}
+
+
+@pytest.mark.parametrize(
+    ("head", "method", "framing"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n", b"GET", 12),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", b"GET", CHUNKED),
+        # chunked wins over a length; a coding other than chunked last ends at the close
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"GET",
+            CHUNKED,
+        ),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", b"GET", None),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", b"GET", None),
+        (b"HTTP/1.1 200 OK\r\n\r\n", b"GET", None),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", b"HEAD", 0),
+        (b"HTTP/1.1 204 No Content\r\n\r\n", b"GET", 0),
+        (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", b"GET", None),
+    ],
+)
+def test_a_response_body_ends_as_its_head_says(head, method, framing):
+    assert body_framing(head, method) == framing

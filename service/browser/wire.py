@@ -172,6 +172,8 @@ def body_framing(head: bytes, method: bytes) -> int | None:
     """How the body after a response head ends: its length in bytes, :data:`CHUNKED`, or None
     (when the server closes the connection)."""
     status = response_status(head)
+    if status == 101:
+        return None  # the connection is the upgraded protocol's from here on
     if method == b"HEAD" or 100 <= status < 200 or status in (204, 304):
         return 0
     length: int | None = None
