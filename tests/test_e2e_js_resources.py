@@ -47,7 +47,9 @@ def pages(site: TargetSite) -> TargetSite:
         for name in ("one.png", "two.png", "three"):
             site.page(f"{prefix}/{name}", PNG, **{"Content-Type": "image/png"})
     # an HTML page at an address an image would have
-    site.page("/res/odd/photo.jpg", "<html><body><p>a page at a picture's address</p></body></html>")
+    site.page(
+        "/res/odd/photo.jpg", "<html><body><p>a page at a picture's address</p></body></html>"
+    )
     return site
 
 

@@ -3,25 +3,19 @@ automation leaks patched in the driver (no ``Runtime.enable`` on the pages it dr
 utility-world source URLs, no ``--enable-automation``), chosen over plain Playwright by the
 detectors' table and the js figures (docs/decisions/0045-patchright-drives-the-browser.md).
 
-Everything of the engine imports the driver's names from here: its errors are patchright's own
-classes, which plain Playwright's ``except`` clauses would not catch. scrapy-playwright starts it
-through its browser-provider hook (``PLAYWRIGHT_BROWSER_PROVIDER``: :class:`PatchrightProvider`);
-``scrapespy browser`` runs the same driver's ``launchServer``
-(:data:`DRIVER_PACKAGE`, :mod:`service.browser.server`).
+scrapy-playwright starts it through its browser-provider hook (:class:`PatchrightProvider`,
+which the js handler always uses). The engine's modules import patchright's names
+(``patchright.async_api``) themselves: its errors are patchright's own classes, which plain
+Playwright's ``except`` clauses would not catch. ``scrapespy browser`` runs the same driver's
+``launchServer`` (:mod:`service.browser.server`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import patchright
-from patchright.async_api import Error, PlaywrightContextManager, TimeoutError
+from patchright.async_api import PlaywrightContextManager
 from scrapy_playwright.provider import PlaywrightBrowserProvider
 
-__all__ = ["DRIVER_PACKAGE", "Error", "PatchrightProvider", "TimeoutError"]
-
-# the Node package (patchright-core with its client) the driver runs, for launchServer
-DRIVER_PACKAGE = str(Path(patchright.__file__).parent / "driver" / "package")
+__all__ = ["PatchrightProvider"]
 
 
 class PatchrightProvider(PlaywrightBrowserProvider):

@@ -66,7 +66,7 @@ from service.browser.failures import (
     refused_navigation,
 )
 from service.browser.identity import Identity
-from service.browser.launch import IMAGE_TYPES, explicit_headers
+from service.browser.launch import explicit_headers
 from service.browser.lifecycle import BrowserLifecycle
 from service.browser.read import read_rendered
 from service.browser.render import Navigations, Render, browser_cookies, upstream_of, went_away
@@ -303,9 +303,8 @@ class BrowserDownloadHandler(BrowserLifecycle):
         request.meta[scrape_meta.PRESENTED] = spare.identity.label
         self.stats.inc_value("playwright/page_count")
         if self.skipped_resources is not None:
-            # a screenshot shows the images, and steps may need the layout they give
             seen = wants_screenshot(request.meta) or wants_actions(request.meta)
-            spare.skipped = self.skipped_resources | (frozenset() if seen else IMAGE_TYPES)
+            spare.skipped = self.skipped_for(images_seen=seen)
         # added to the browser's own headers on the page's navigations
         explicit = explicit_headers(request, self.scrapy_agent)
         if not explicit and request.method == "GET" and not request.body:

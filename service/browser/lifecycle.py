@@ -112,6 +112,12 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
         native = local and not self._shell and NATIVE_LANGUAGES in self._launch_args()
         self._native_languages = ("en-US", "en") if native else ()
 
+    def skipped_for(self, *, images_seen: bool) -> frozenset[str]:
+        """The resource types a page skips: the heavy ones, and images unless they are seen
+        (a screenshot shows them, and steps may need the layout they give)."""
+        heavy = self.skipped_resources or frozenset()
+        return heavy if images_seen else heavy | IMAGE_TYPES
+
     def _configure_browser(self, settings: BaseSettings) -> None:
         """Where the browser comes from, by the ``SCRAPESPY_*`` settings: the remote browser at
         ``SCRAPESPY_BROWSER_URL``, else the Chromium at ``SCRAPESPY_CHROMIUM_PATH``, its heap
@@ -313,7 +319,7 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             spare = Spare(browser, route, context, page, meter, world, identity, session)
             if self.skipped_resources:
                 # what a request skips unless it asks for a screenshot or steps (handler._prepare)
-                spare.skipped = self.skipped_resources | IMAGE_TYPES
+                spare.skipped = self.skipped_for(images_seen=False)
                 await spare.pause_skippable()
                 await spare.block()
         except BaseException:
