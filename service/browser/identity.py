@@ -206,14 +206,16 @@ async def apply(
     *,
     shell: bool = False,
     native: tuple[str, ...] = (),
+    session: CDPSession | None = None,
 ) -> CDPSession:
-    """The page-level layer (the module's docstring); the session must live as long as the page
-    (Chromium drops a session's overrides when it detaches).
+    """The page-level layer (the module's docstring), on ``session`` (else a new session of the
+    page's); the session must live as long as the page (Chromium drops a session's overrides
+    when it detaches).
 
     The headless ``shell`` has no notifications: ``Notification.permission`` is ``denied``
     while ``permissions.query`` says ``prompt``, a contradiction no desktop browser shows; the
     query is told ``denied`` too (the full Chromium says ``default`` and ``prompt``)."""
-    session = await context.new_cdp_session(page)
+    session = session or await context.new_cdp_session(page)
     if shell:
         target = await session.send("Target.getTargetInfo")
         await session.send(

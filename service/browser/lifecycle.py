@@ -307,15 +307,24 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             if self.config.navigation_timeout_ms is not None:
                 context.set_default_navigation_timeout(self.config.navigation_timeout_ms)
             page = await context.new_page()
-            session = await apply_identity(
-                identity, context, page, shell=self._shell, native=self._native_languages
+            # one CDP session of the service's for the page: the identity's overrides, the
+            # isolated world and the meter (one session, not three: fewer driver messages)
+            session = await context.new_cdp_session(page)
+            await apply_identity(
+                identity,
+                context,
+                page,
+                shell=self._shell,
+                native=self._native_languages,
+                session=session,
             )
-            world = await PageWorld.open(page)  # where PageWatch.settle and the steps ask the page
+            # where PageWatch.settle and the steps ask the page
+            world = await PageWorld.open(page, session)
             # Popups and new tabs are closed as they open (their requests still go through
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
             context.on("page", close_popup)
             meter = DownloadMeter(self.max_resource_bytes, self.max_page_bytes)
-            await meter.attach(context, page)
+            await meter.attach(context, page, session)
             spare = Spare(browser, route, context, page, meter, world, identity, session)
             if self.skipped_resources:
                 # what a request skips unless it asks for a screenshot or steps (handler._prepare)

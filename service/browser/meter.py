@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 # The session's network agent keeps no response bodies (the page's own session does, for
 # Playwright): this one only counts.
-_ENABLE = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0, "maxPostDataSize": 0}
+METER_NETWORK = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0, "maxPostDataSize": 0}
 
 
 class DownloadMeter:
@@ -40,11 +40,14 @@ class DownloadMeter:
         # file: or data: itself (net::ERR_UNSAFE_REDIRECT) without saying where it went
         self.last_location: str | None = None
 
-    async def attach(self, context: BrowserContext, page: Page) -> None:
-        self.session = session = await context.new_cdp_session(page)
+    async def attach(
+        self, context: BrowserContext, page: Page, session: CDPSession | None = None
+    ) -> None:
+        """Count the page's bytes on ``session`` (else a new session of the page's)."""
+        self.session = session = session or await context.new_cdp_session(page)
         session.on("Network.dataReceived", self._received)
         session.on("Network.responseReceivedExtraInfo", self._answered)
-        await session.send("Network.enable", _ENABLE)
+        await session.send("Network.enable", METER_NETWORK)
 
     def _received(self, params: dict[str, Any]) -> None:
         size = int(params.get("dataLength") or 0)

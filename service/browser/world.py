@@ -6,18 +6,20 @@ of the page's frames: it shares the DOM with the page, not its JavaScript. Nothi
 the page's ``window``, none of its functions is replaced, and no script of the service carries a
 source URL the page could read in a stack trace.
 
-The world is made per page over a CDP session of its own (``Page.addScriptToEvaluateOnNewDocument``
-with a ``worldName``, which also runs in the current document): in every new document, before
-the page's own scripts, :data:`WORLD_SCRIPT` notes the time of the DOM's last change (a
-``MutationObserver`` there sees the page's changes). An evaluation asks ``Page.createIsolatedWorld``
-for that world's context in the main frame's current document (the same world, found by its
-name) and runs ``Runtime.evaluate`` in it. ``Runtime.enable``, whose side effects a page can
-detect, is never sent on this session. The world creates no timers either: timer ids are the
-window's, so a timer of the service would show as a gap in the page's own.
+The world is made per page over the page's CDP session of the service's
+(``Page.addScriptToEvaluateOnNewDocument`` with a ``worldName``, which also runs in the current
+document): in every new document, before the page's own scripts, :data:`WORLD_SCRIPT` notes the
+time of the DOM's last change (a ``MutationObserver`` there sees the page's changes). An
+evaluation asks ``Page.createIsolatedWorld`` for that world's context in the main frame's
+current document (the same world, found by its name) and runs ``Runtime.evaluate`` in it.
+``Runtime.enable``, whose side effects a page can detect, is never sent on this session. The
+world creates no timers either: timer ids are the window's, so a timer of the service would
+show as a gap in the page's own.
 
-The page's requests are followed at the protocol level: :meth:`PageWorld.count_requests` turns
-on the ``Network`` domain of this session (only when action steps run), whose
-``requestWillBeSent`` the renderer sends as the page makes the request, before its route has it.
+The page's requests are followed at the protocol level: :meth:`PageWorld.count_requests` (only
+when action steps run) hears the ``Network`` domain of this session (on for the download meter,
+which shares it), whose ``requestWillBeSent`` the renderer sends as the page makes the request,
+before its route has it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from patchright.async_api import Error as PlaywrightError
+
+from service.browser.meter import METER_NETWORK
 
 if TYPE_CHECKING:
     from patchright.async_api import CDPSession, Page
@@ -56,8 +60,9 @@ class PageWorld:
         self._context: int | None = None  # the world's context in the current document
 
     @classmethod
-    async def open(cls, page: Page) -> PageWorld:
-        session = await page.context.new_cdp_session(page)
+    async def open(cls, page: Page, session: CDPSession | None = None) -> PageWorld:
+        """The world of ``page``, reached over ``session`` (else a new session of the page's)."""
+        session = session or await page.context.new_cdp_session(page)
         # Page.enable: without it this session's scripts do not run in new documents
         await session.send("Page.enable")
         tree = await session.send("Page.getFrameTree")
@@ -102,7 +107,8 @@ class PageWorld:
             return
         self._counting = True
         self.session.on("Network.requestWillBeSent", self._request)
-        await self.session.send("Network.enable", {"maxTotalBufferSize": 0})
+        # the meter's options (it may share the session): Network.enable again changes nothing
+        await self.session.send("Network.enable", METER_NETWORK)
 
     def _request(self, event: dict[str, Any]) -> None:
         if event.get("type") not in _LONG_LIVED:
