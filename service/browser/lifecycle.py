@@ -100,6 +100,7 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             settings.getint("SCRAPESPY_BROWSER_MAX_RENDERER_MB"),
             renderer_pids=self._renderer_pids,
             busy=lambda: bool(self._watches),
+            browser_pid=self._browser_pid,
         )
         self._processes_session: tuple[Browser, CDPSession] | None = None
         # SCRAPESPY_BROWSER_IDENTITY=honest: the user agent names the service (USER_AGENT)
@@ -226,6 +227,11 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             return self.pool.browsers
         browser = getattr(self, "browser", None)
         return [browser] if browser is not None else []
+
+    def _browser_pid(self) -> int | None:
+        """The main process of the browser, if the service launched it."""
+        browser = getattr(self, "browser", None)
+        return self._processes.get(browser) if browser is not None else None
 
     async def _renderer_pids(self) -> list[int]:
         """The renderer processes of the browser, if the service launched it (its CDP)."""
