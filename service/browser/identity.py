@@ -36,7 +36,7 @@ from patchright.async_api import Error as PlaywrightError
 from service.core.places import COUNTRIES
 
 if TYPE_CHECKING:
-    from patchright.async_api import BrowserContext, CDPSession, Page
+    from patchright.async_api import CDPSession
 
 BROWSER = "browser"
 HONEST = "honest"
@@ -201,21 +201,17 @@ def identity_for(
 
 async def apply(
     identity: Identity,
-    context: BrowserContext,
-    page: Page,
+    session: CDPSession,
     *,
     shell: bool = False,
     native: tuple[str, ...] = (),
-    session: CDPSession | None = None,
-) -> CDPSession:
-    """The page-level layer (the module's docstring), on ``session`` (else a new session of the
-    page's); the session must live as long as the page (Chromium drops a session's overrides
-    when it detaches).
+) -> None:
+    """The page-level layer (the module's docstring), on the page's ``session``, which must
+    live as long as the page (Chromium drops a session's overrides when it detaches).
 
     The headless ``shell`` has no notifications: ``Notification.permission`` is ``denied``
     while ``permissions.query`` says ``prompt``, a contradiction no desktop browser shows; the
     query is told ``denied`` too (the full Chromium says ``default`` and ``prompt``)."""
-    session = session or await context.new_cdp_session(page)
     if shell:
         target = await session.send("Target.getTargetInfo")
         await session.send(
@@ -239,4 +235,3 @@ async def apply(
                     "bounds": {"width": VIEWPORT["width"], "height": height},
                 },
             )
-    return session

@@ -317,12 +317,7 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             # isolated world and the meter (one session, not three: fewer driver messages)
             session = await context.new_cdp_session(page)
             await apply_identity(
-                identity,
-                context,
-                page,
-                shell=self._shell,
-                native=self._native_languages,
-                session=session,
+                identity, session, shell=self._shell, native=self._native_languages
             )
             # where PageWatch.settle and the steps ask the page
             world = await PageWorld.open(page, session)
@@ -330,7 +325,7 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
             context.on("page", close_popup)
             meter = DownloadMeter(self.max_resource_bytes, self.max_page_bytes)
-            await meter.attach(context, page, session)
+            await meter.attach(session)
             spare = Spare(browser, route, context, page, meter, world, identity, session)
             if self.skipped_resources:
                 # what a request skips unless it asks for a screenshot or steps (handler._prepare)

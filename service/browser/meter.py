@@ -2,8 +2,8 @@
 
 A static download stops at ``DOWNLOAD_MAXSIZE``; the browser has no such limit: a compression
 bomb, a 500 MB body or an endless one grew a renderer by about 300 MB a second until the
-timeout. Each page gets a CDP session of its own (made with its spare context, ahead of demand)
-that hears ``Network.dataReceived``: the bytes of every response of the page, main document and
+timeout. The page's CDP session of the service's (made with its spare context, ahead of demand)
+hears ``Network.dataReceived``: the bytes of every response of the page, main document and
 sub-resources, as decoded (a bomb counts what it unpacks to). A resource past ``per_resource``
 bytes, or the page past ``per_page`` in all, calls ``over`` once; the handler then cuts the
 render short and closes the context, which ends the renderer.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from patchright.async_api import BrowserContext, CDPSession, Page
+    from patchright.async_api import CDPSession
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +26,6 @@ METER_NETWORK = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0, "maxPostDa
 
 
 class DownloadMeter:
-    session: CDPSession  # the page's, with the network agent on (also where addresses are blocked)
-
     def __init__(self, per_resource: int, per_page: int) -> None:
         self.per_resource = per_resource
         self.per_page = per_page
@@ -40,11 +38,8 @@ class DownloadMeter:
         # file: or data: itself (net::ERR_UNSAFE_REDIRECT) without saying where it went
         self.last_location: str | None = None
 
-    async def attach(
-        self, context: BrowserContext, page: Page, session: CDPSession | None = None
-    ) -> None:
-        """Count the page's bytes on ``session`` (else a new session of the page's)."""
-        self.session = session = session or await context.new_cdp_session(page)
+    async def attach(self, session: CDPSession) -> None:
+        """Count the page's bytes on the page's ``session``."""
         session.on("Network.dataReceived", self._received)
         session.on("Network.responseReceivedExtraInfo", self._answered)
         await session.send("Network.enable", METER_NETWORK)

@@ -56,7 +56,9 @@ class Spare:
     meter: DownloadMeter
     world: PageWorld  # the page's isolated world (service.browser.world)
     identity: Identity  # what the context presents (service.browser.identity)
-    session: CDPSession  # the page's, which keeps the identity's overrides in force
+    # the page's session of the service's: it keeps the identity's overrides in force, and the
+    # world and the meter use it (its network agent on)
+    session: CDPSession
     # Set by the request that takes the spare: the resource types its page skips (failed in
     # the browser, :meth:`pause_skippable`), and, for a navigation the request adds to (a
     # caller's headers, a method or body of its own), the handler the page's interception
@@ -70,10 +72,11 @@ class Spare:
     async def block(self) -> None:
         """Fail the page's requests for addresses with the extensions of the skipped types in
         the browser, before they are sent (service.browser.launch.blocked_addresses), on the
-        meter's session, whose network agent is on; sent only when that list changes."""
+        page's session, whose network agent the meter turned on; sent only when that list
+        changes."""
         blocked = blocked_addresses(self.skipped)
         if blocked != self.blocked:
-            await self.meter.session.send("Network.setBlockedURLs", {"urlPatterns": blocked})
+            await self.session.send("Network.setBlockedURLs", {"urlPatterns": blocked})
             self.blocked = blocked
 
     async def pause_skippable(self) -> None:

@@ -50,7 +50,7 @@ _LONG_LIVED = frozenset({"EventSource", "WebSocket"})
 
 
 class PageWorld:
-    """The page's isolated world, reached over its own CDP session."""
+    """The page's isolated world, reached over a CDP session of the page's."""
 
     def __init__(self, session: CDPSession, frame_id: str) -> None:
         self.session = session
