@@ -30,10 +30,8 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
-
-import openai
-from openai import AsyncOpenAI
 
 from service.extraction.model_schema import CHARS_PER_TOKEN, most_tokens, violation
 
@@ -111,8 +109,13 @@ class LanguageModel:
     """The operator's model, shared by every scrape of the process."""
 
     def __init__(self, endpoint: ModelEndpoint) -> None:
+        # imported here: the library takes about half a second to import, which a deployment
+        # without a model (and every start of the service) would pay for nothing
+        import openai
+
+        self._openai: ModuleType = openai
         self.endpoint = endpoint
-        self._client = AsyncOpenAI(
+        self._client = openai.AsyncOpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key or "none",  # a local endpoint may want no key
             timeout=endpoint.timeout_seconds,
@@ -203,21 +206,21 @@ class LanguageModel:
                     temperature=0,
                     **extra,
                 )
-        except openai.APITimeoutError:
+        except self._openai.APITimeoutError:
             raise ModelFailed(
                 "llm_timeout",
                 f"the language model did not answer within {timeout:g} s",
                 used,
             ) from None
-        except openai.RateLimitError:
+        except self._openai.RateLimitError:
             raise ModelFailed(
                 "llm_unavailable", "the language model is busy (HTTP 429); retry later", used
             ) from None
-        except openai.APIStatusError as exc:
+        except self._openai.APIStatusError as exc:
             raise ModelFailed(
                 "llm_unavailable", f"the language model answered HTTP {exc.status_code}", used
             ) from None
-        except openai.APIConnectionError:
+        except self._openai.APIConnectionError:
             raise ModelFailed(
                 "llm_unavailable", "could not connect to the language model", used
             ) from None
