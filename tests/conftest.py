@@ -3,7 +3,7 @@
 The suite runs against SQLite by default. With ``SCRAPESPY_TEST_DB=postgresql`` the tests that
 touch the database run against a throwaway database created on the PostgreSQL server of
 ``SCRAPESPY_TEST_POSTGRES_URL`` (default: the local server on 127.0.0.1:5432) and dropped at the
-end; the others are deselected. Under CI an unreachable server fails the run instead of skipping.
+end; the others, and those marked ``engine``, are deselected. Under CI an unreachable server fails the run instead of skipping.
 """
 
 from __future__ import annotations
@@ -44,7 +44,16 @@ def asked_for(config: pytest.Config, marker: str) -> bool:
     )
 
 
+def minutes(item: pytest.Item) -> float:
+    """How long the item's file takes on a busy machine, as its ``long`` marker says."""
+    marker = item.get_closest_marker("long")
+    return float(marker.kwargs.get("minutes", 1)) if marker is not None else 0.0
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The files that take minutes start first, longest first: pytest-xdist hands files out in
+    # this order, and one handed out last would run on alone after the other worker finished.
+    items.sort(key=lambda item: -minutes(item))
     keep, drop = [], []
     if BACKEND != "postgresql":
         # multi-instance and outage tests are about the production database; the fleet's proof,
@@ -57,9 +66,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
         return
+    # The PostgreSQL pass runs what the database can change. What the engines make of a page
+    # (``engine``: the js engine, documents, fingerprints) is the same on either database, and
+    # runs once, in the SQLite pass; its billing goes through the ledger the other tests check.
     for item in items:
         uses_db = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        (keep if uses_db or item.get_closest_marker("postgres") else drop).append(item)
+        engine_only = item.get_closest_marker("engine") is not None
+        postgres = item.get_closest_marker("postgres") is not None
+        (keep if postgres or (uses_db and not engine_only) else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -20,7 +20,7 @@ from tests.test_browser_actions import (
     results,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 JS_PRICE = 5
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -27,6 +27,8 @@ from service.billing import keys
 from service.db.tables import job_pages, jobs, usage
 from tests.conftest import BACKEND, a_database_of_its_own
 
+pytestmark = pytest.mark.long(minutes=1)
+
 COST = 1  # a static scrape without a proxy (the default price list)
 FINISHED = ("completed", "cancelled", "failed", "insufficient_credits")
 SLOW = 0.4  # seconds each /jobs-slow/ page takes to answer

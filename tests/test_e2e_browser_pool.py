@@ -27,7 +27,7 @@ from harness.site import JS_ONLY
 from service.egress.addresses import BLOCKED_MESSAGE
 from tests.test_e2e_js import CANARY_PAGE, PAGE_ADDRESS, Canary, browser_processes
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine, pytest.mark.long(minutes=1)]
 
 JS_PRICE = 5
 

@@ -33,6 +33,8 @@ from tests.dashboard_client import (
     text_of,
 )
 
+pytestmark = pytest.mark.long(minutes=1)
+
 
 @pytest.fixture(scope="module")
 def shop(database_url, tmp_path_factory) -> Iterator[PublicService]:

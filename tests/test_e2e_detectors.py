@@ -27,7 +27,7 @@ from harness.detectors import DetectorSite
 from harness.detectors.reference import reference_verdicts, xvfb_available
 from harness.detectors.verdicts import beyond, engine_verdicts, failures
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine, pytest.mark.long(minutes=1)]
 
 SHELL = "/usr/bin/chromium-headless-shell"
 FULL = "/usr/bin/chromium"

@@ -19,6 +19,8 @@ import pytest
 from harness.service import Accounts, ServiceProcess
 from harness.site import TargetSite
 
+pytestmark = pytest.mark.engine
+
 MEMORY_MB = 400
 SPREADSHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"

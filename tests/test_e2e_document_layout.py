@@ -22,6 +22,8 @@ from harness.service import Accounts, ServiceProcess
 from harness.site import TargetSite
 from tests.test_e2e_documents import CHROMIUM, PRINT
 
+pytestmark = pytest.mark.engine
+
 WORDS = (
     "harbour quay cargo vessel tonnage dredging basin tide pilot berth crane container ledger "
     "income budget audit storm channel buoy lighthouse customs freight manifest schedule"

@@ -76,6 +76,7 @@ pytestmark = [
     pytest.mark.fleet,
     pytest.mark.postgres,
     pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy is not installed"),
+    pytest.mark.long(minutes=3),
 ]
 
 # db 9 of the machine's Redis is the fleet's own; the suite's other Redis tests use db 0

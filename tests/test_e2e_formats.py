@@ -9,6 +9,8 @@ import pytest
 from harness.service import Accounts
 from harness.site import TargetSite
 
+pytestmark = pytest.mark.engine
+
 ARTICLE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Tidal power in the Severn</title>
 <base href="/blog/posts/">

@@ -21,6 +21,8 @@ from harness.site import TargetSite
 from service.core.config import Config
 from tests.conftest import a_database_of_its_own
 
+pytestmark = pytest.mark.long(minutes=1)
+
 FIELD_CHARS = Config.max_field_chars
 TEXT_CHARS = Config.max_text_chars
 

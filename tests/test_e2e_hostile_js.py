@@ -25,7 +25,7 @@ from tests.test_e2e_js import browser_processes
 from tests.test_e2e_observability import samples
 from tests.test_e2e_observability import value as metric
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 MB = 1024 * 1024
 OK_PAGE = b"<!doctype html><html><head><title>Fine</title></head><body><p>fine</p></body></html>"

@@ -28,7 +28,7 @@ from harness.service import Accounts, ServiceProcess
 from harness.site import JS_ONLY, TargetSite
 from service.egress.addresses import BLOCKED_MESSAGE
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 JS_PRICE, STATIC_PRICE = 5, 1
 

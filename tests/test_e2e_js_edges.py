@@ -24,7 +24,7 @@ from harness.procinfo import rss_mb
 from harness.service import Accounts, ServiceProcess
 from tests.test_e2e_documents import CHROMIUM, PRINT, REPORT
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 MB = 1024 * 1024
 OK_PAGE = b"<!doctype html><html><head><title>Arrived</title></head><body><p>here</p></body></html>"

@@ -18,7 +18,7 @@ import pytest
 from harness.service import Accounts
 from harness.site import TargetSite
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 # The page's own script is an IIFE: the page adds no global of its own to confuse the search.
 LOOKOUT = """<!doctype html><html><head><title>Lookout</title></head><body>

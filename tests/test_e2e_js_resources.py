@@ -13,7 +13,7 @@ import pytest
 from harness.service import Accounts
 from harness.site import TargetSite
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -15,7 +15,7 @@ import pytest
 from harness.service import Accounts
 from harness.site import TargetSite
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 # Fills itself 50 ms and 300 ms after load, each from a timer the load listener set.
 LATE_DOM = """<!doctype html><html><head><title>Late DOM</title></head><body>

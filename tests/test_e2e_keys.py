@@ -27,6 +27,8 @@ from tests.dashboard_client import (
     text_of,
 )
 
+pytestmark = pytest.mark.long(minutes=1)
+
 KEY = re.compile(r"^spy_[0-9A-Za-z]{38}$")
 WHEN = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
 

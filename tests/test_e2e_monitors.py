@@ -36,6 +36,8 @@ from tests.dashboard_client import PublicService, member, new_key, text_of
 from tests.test_e2e_dashboard_jobs import cell
 from tests.test_e2e_webhooks import Receiver
 
+pytestmark = pytest.mark.long(minutes=1)
+
 TICK = "0.1"
 
 

@@ -37,7 +37,7 @@ from tests.test_e2e_batch import (
     wait_finished,
 )
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.long(minutes=2)]
 
 COST = 1  # a static scrape without a proxy (the default price list)
 SLOW = 0.4  # seconds each page of the batches takes to answer

@@ -14,7 +14,7 @@ from harness.service import ServiceProcess
 from service.browser import chromium_launch_options
 from tests.test_e2e_js import browser_processes
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 
 @pytest.fixture

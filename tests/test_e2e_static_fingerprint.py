@@ -23,7 +23,7 @@ from harness.service import Accounts, ServiceProcess
 from service.egress.addresses import BLOCKED_MESSAGE
 from tests.proxies import ForwardProxy
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.engine]
 
 CELLS = {"ja4": "#ja4", "http2": "#http2", "ua": "#user-agent", "cookie": "#cookie"}
 FULL_CHROMIUM = CHROMIUMS[-1]  # the desktop browser; the headless shell is compared in 0037

@@ -33,6 +33,8 @@ from service.jobs import webhook_store
 from tests.dashboard_client import member, new_key
 from tests.test_e2e_batch import a_database_of_its_own, add_pages, batch, start, wait_finished
 
+pytestmark = pytest.mark.long(minutes=2)
+
 HOOKS_ENV = {
     "SCRAPESPY_WEBHOOK_RETRY_SECONDS": "0.2",
     "SCRAPESPY_WEBHOOK_MAX_ATTEMPTS": "3",

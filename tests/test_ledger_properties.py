@@ -49,6 +49,8 @@ from service.db import Database, hot
 from service.db import sql as functions
 from service.db.tables import holds, ledger_entries, usage
 
+pytestmark = pytest.mark.long(minutes=2)
+
 BACKEND = os.environ.get("SCRAPESPY_TEST_DB", "sqlite").strip().lower()  # as conftest
 TIERS = ("none", "datacenter", "residential")
 TTL = 60

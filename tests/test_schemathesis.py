@@ -35,6 +35,8 @@ from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
 from tests.llm_standin import ModelStandin
 
+pytestmark = pytest.mark.long(minutes=11)
+
 EXAMPLES = 100
 # Hypothesis may stop a hair short of its target; asking for a tenth more keeps EXAMPLES a floor.
 ASKED = EXAMPLES + EXAMPLES // 10

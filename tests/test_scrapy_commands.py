@@ -8,9 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harness.service import ROOT
 from harness.site import ARTICLE, echo_request
 from tests.test_e2e_hostile_static import SilentHost
+
+pytestmark = pytest.mark.long(minutes=2)
 
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
 
