@@ -985,7 +985,7 @@ SETTINGS: tuple[Setting, ...] = (
         "a page whose DOM changed after `load` counts as settled once no request of it is in "
         "flight and its DOM has not changed for this long, 0.5 s after load at the earliest (a "
         "request's `settle_ms` overrides it; a page unchanged since load is read at once, or "
-        "50 ms after load when it has scripts)",
+        "66 ms after load when it has scripts)",
     ),
     _scrapy(
         "SCRAPESPY_PROXY_MAX_STRIKES",

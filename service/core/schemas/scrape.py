@@ -166,7 +166,7 @@ class ScrapeRequest(_Strict):
             description="after load, once no request of the page is in flight, a page whose DOM "
             "changed after load is read when its DOM has not changed for this many "
             "milliseconds, 500 ms after load at the earliest (a page unchanged since load at "
-            "once, or 50 ms after load when it has scripts; its timers are not watched), within "
+            "once, or 66 ms after load when it has scripts; its timers are not watched), within "
             "the operator's settle limit; 0 reads it right after load; none: the operator's "
             "quiet period (100 ms); js engine only",
         ),
