@@ -4,14 +4,19 @@ data only, the key shown once) and its pages' behaviour, against the real servic
 from __future__ import annotations
 
 import html
+import os
 import re
+import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
 
-from harness.service import ServiceProcess, call, paused
+from harness.service import ServiceProcess, call
 from harness.site import echo_request
 from service.billing import accounts as accounts_module
 from service.billing.passwords import hash_password
@@ -420,6 +425,49 @@ def test_behind_an_https_proxy_cookies_are_secure_and_log_ins_are_limited_per_ad
         process.stop()
 
 
+@contextmanager
+def paused_between_writes(pid: int, database_url: str) -> Iterator[None]:
+    """``pid`` stopped (SIGSTOP) for the block at a moment it holds no write of the database: a
+    process stopped inside a write (its sessions', its sweeper's) would keep the other from the
+    database, which then answers 503 as in an outage. Stopped, then let go again until the
+    database takes a write from here at once (at most 100 tries)."""
+    engine = create_engine(database_url, connect_args=_no_wait(database_url))
+    try:
+        for _ in range(100):
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                with engine.connect() as conn:
+                    if conn.dialect.name == "sqlite":
+                        conn.exec_driver_sql("BEGIN IMMEDIATE")
+                    else:  # a statement of the stopped process still open holds its locks
+                        busy = conn.execute(
+                            text(
+                                "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                "current_database() AND pid <> pg_backend_pid() AND state "
+                                "IN ('active', 'idle in transaction')"
+                            )
+                        ).scalar_one()
+                        if busy:
+                            raise OperationalError("busy", None, Exception("busy"))
+                    conn.rollback()
+                break
+            except OperationalError:
+                os.kill(pid, signal.SIGCONT)
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the service never stopped writing to its database")
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        engine.dispose()
+
+
+def _no_wait(database_url: str) -> dict[str, Any]:
+    return {"timeout": 0.2} if database_url.startswith("sqlite") else {}
+
+
 def test_a_new_key_reaches_its_page_whichever_worker_serves_it(
     database_url, tmp_path_factory, accounts
 ):
@@ -455,7 +503,7 @@ def test_a_new_key_reaches_its_page_whichever_worker_serves_it(
         for round_ in range(2):
             press_create_key(client)
             maker = next_entry("POST", "/dashboard/key", round_)["pid"]
-            with paused(maker):
+            with paused_between_writes(maker, database_url):
                 page = client.get("/dashboard/key/new")
             assert page.status == 200
             assert key_prefix(accounts, account_id) == shown_key(page)[:12]
