@@ -3,7 +3,8 @@
 The suite runs against SQLite by default. With ``SCRAPESPY_TEST_DB=postgresql`` the tests that
 touch the database run against a throwaway database created on the PostgreSQL server of
 ``SCRAPESPY_TEST_POSTGRES_URL`` (default: the local server on 127.0.0.1:5432) and dropped at the
-end; the others, and those marked ``engine``, are deselected. Under CI an unreachable server fails the run instead of skipping.
+end; the others, and those marked ``engine``, are deselected. Under CI an unreachable server
+fails the run instead of skipping.
 """
 
 from __future__ import annotations
