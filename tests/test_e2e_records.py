@@ -204,6 +204,10 @@ def deep(levels: int) -> dict[str, Any]:
             {"baseSelector": "a", "fields": [{"name": "x", "type": "text", "transform": "rot13"}]},
             "'json.selectors.fields[0].transform': must be one of strip, number",
         ),
+        (  # a list in the list of transforms (schemathesis found it a 500)
+            {"baseSelector": "a", "fields": [{"name": "x", "type": "text", "transform": [[{}]]}]},
+            "'json.selectors.fields[0].transform[0]': must be one of strip, number",
+        ),
         (
             {"baseSelector": "a", "fields": [{"name": "x", "type": "list", "selector": "p"}]},
             "'json.selectors.fields[0].fields': must be a list",

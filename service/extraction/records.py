@@ -248,7 +248,7 @@ def _transforms(transform: Any, path: str) -> tuple[str, ...]:
     if not isinstance(names, list) or not names:
         raise InvalidSchema(path, "must be a transform or a list of them")
     for index, name in enumerate(names):
-        if name not in TRANSFORMS:
+        if not isinstance(name, str) or name not in TRANSFORMS:
             where = path if isinstance(transform, str) else f"{path}[{index}]"
             raise InvalidSchema(where, "must be one of " + ", ".join(TRANSFORMS))
     return tuple(names)
