@@ -48,6 +48,7 @@ from service.core.config import DEFAULT_COSTS
 from service.db import Database, hot
 from service.db import sql as functions
 from service.db.tables import holds, ledger_entries, usage
+from tests.conftest import a_database_of_its_own
 
 pytestmark = pytest.mark.long(minutes=2)
 
@@ -57,11 +58,16 @@ TTL = 60
 
 
 @pytest.fixture(scope="module")
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url, threads=1)
+def db(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    # a database of its own: a service's sweeper on the shared one could take a hold this
+    # module expires (FOR UPDATE SKIP LOCKED) and free it only after the check reads it
+    made = a_database_of_its_own(database_url, tmp_path_factory.mktemp("ledger"))
+    url, _ = next(made)
+    database = Database(url, threads=1)
     database.upgrade()
     yield database
     database.stop()
+    next(made, None)
 
 
 def paths() -> list[str]:
