@@ -101,3 +101,20 @@ def test_each_printed_line_is_measured_a_bullet_from_its_text() -> None:
     assert 0 < first.first_word < first.right - first.left  # "Wireless", not the whole line
     assert first.top - item.top == pytest.approx(16.0, abs=0.5)
     assert {line.size for line in lines} == {12.0}
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean_text"),
+    [
+        ("two lines\nand a\ttab", "two lines\nand a\ttab"),  # kept as it is
+        ("a\x00b\x1fc\x7fd\n", "abcd\n"),  # C0 controls and DEL, in ASCII text
+        ("caf\u00e9\x85 au lait\n\x9f", "caf\u00e9 au lait\n"),  # C1 controls, in Latin-1
+        ("Zwei-Faktor\ufffeAuthentifizierung\n", "Zwei-Faktor-Authentifizierung\n"),
+        ("\u0101\ufdd0\x01b\n", "\u0101b\n"),  # past Latin-1: the pattern's pass
+        ("\U0001f600\U0001fffe\n", "\U0001f600\n"),  # the other planes' noncharacters
+    ],
+)
+def test_no_control_or_noncharacter_is_left_in_text(raw: str, clean_text: str) -> None:
+    from service.extraction.pdflines import clean
+
+    assert clean(raw) == clean_text
