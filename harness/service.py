@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
+
 from service.billing import accounts, keys, ledger
 from service.db import Database
 
@@ -70,14 +73,49 @@ def call(
 
 
 @contextmanager
-def paused(pid: int) -> Iterator[None]:
-    """The process stopped (SIGSTOP) for the block: of processes sharing a listening socket,
-    the others accept every connection made meanwhile."""
-    os.kill(pid, signal.SIGSTOP)
+def paused_between_writes(pid: int, database_url: str) -> Iterator[None]:
+    """``pid`` stopped (SIGSTOP) for the block, at a moment it holds no write of the database: of
+    processes sharing a listening socket, the others accept every connection made meanwhile. A
+    process stopped inside a write (its sessions', its sweeper's) would keep the other from the
+    database, which then answers 503 as in an outage. Stopped, then let go again until the
+    database is free (at most 100 tries)."""
+    sqlite = database_url.startswith("sqlite")
+    engine = create_engine(database_url, connect_args={"timeout": 0.2} if sqlite else {})
     try:
-        yield
+        for _ in range(100):
+            os.kill(pid, signal.SIGSTOP)
+            if _free(engine):
+                break
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the service never stopped writing to its database")
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
     finally:
-        os.kill(pid, signal.SIGCONT)
+        engine.dispose()
+
+
+def _free(engine: Any) -> bool:
+    """Whether no other connection holds a write: SQLite takes one from here at once; on
+    PostgreSQL no other connection has a statement or a transaction open."""
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                conn.rollback()
+                return True
+            busy = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+                )
+            ).scalar_one()
+            return busy == 0
+    except OperationalError:
+        return False
 
 
 @dataclass

@@ -4,19 +4,14 @@ data only, the key shown once) and its pages' behaviour, against the real servic
 from __future__ import annotations
 
 import html
-import os
 import re
-import signal
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
 
-from harness.service import ServiceProcess, call
+from harness.service import ServiceProcess, call, paused_between_writes
 from harness.site import echo_request
 from service.billing import accounts as accounts_module
 from service.billing.passwords import hash_password
@@ -423,51 +418,6 @@ def test_behind_an_https_proxy_cookies_are_secure_and_log_ins_are_limited_per_ad
         assert client.request("POST", "/dashboard/login", fields, elsewhere).status == 303
     finally:
         process.stop()
-
-
-@contextmanager
-def paused_between_writes(pid: int, database_url: str) -> Iterator[None]:
-    """``pid`` stopped (SIGSTOP) for the block at a moment it holds no write of the database: a
-    process stopped inside a write (its sessions', its sweeper's) would keep the other from the
-    database, which then answers 503 as in an outage. Stopped, then let go again until the
-    database is free (at most 100 tries)."""
-    sqlite = database_url.startswith("sqlite")
-    engine = create_engine(database_url, connect_args={"timeout": 0.2} if sqlite else {})
-    try:
-        for _ in range(100):
-            os.kill(pid, signal.SIGSTOP)
-            if _free(engine):
-                break
-            os.kill(pid, signal.SIGCONT)
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the service never stopped writing to its database")
-        try:
-            yield
-        finally:
-            os.kill(pid, signal.SIGCONT)
-    finally:
-        engine.dispose()
-
-
-def _free(engine: Any) -> bool:
-    """Whether no other connection holds a write: SQLite takes one from here at once; on
-    PostgreSQL no other connection has a statement or a transaction open."""
-    try:
-        with engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-                conn.rollback()
-                return True
-            busy = conn.execute(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
-                )
-            ).scalar_one()
-            return busy == 0
-    except OperationalError:
-        return False
 
 
 def test_a_new_key_reaches_its_page_whichever_worker_serves_it(
