@@ -69,7 +69,7 @@ def clean(text: str) -> str:
     try:
         # a whole document's text has line feeds, which are not printable: within the first
         # 256 code points (most Latin text) one byte pass finds the unwanted, a fifth of the
-        # pattern's search (2 % of a PDF's conversion, docs/documents.md)
+        # pattern's search (2 % of a PDF's conversion, docs/decisions/0001)
         latin = text.encode("latin-1")
     except UnicodeEncodeError:
         pass
