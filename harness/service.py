@@ -73,10 +73,20 @@ def call(
 
 
 @contextmanager
+def paused(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP) for the block: of processes sharing a listening socket,
+    the others accept every connection made meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@contextmanager
 def paused_between_writes(pid: int, database_url: str) -> Iterator[None]:
-    """``pid`` stopped (SIGSTOP) for the block, at a moment it holds no write of the database: of
-    processes sharing a listening socket, the others accept every connection made meanwhile. A
-    process stopped inside a write (its sessions', its sweeper's) would keep the other from the
+    """:func:`paused`, at a moment ``pid`` holds no write of the database. A process stopped
+    inside a write (its sessions', its sweeper's) would keep the other from the
     database, which then answers 503 as in an outage. Stopped, then let go again until the
     database is free (at most 100 tries)."""
     sqlite = database_url.startswith("sqlite")
