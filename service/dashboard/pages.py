@@ -11,7 +11,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import (
+    BytecodeCache,
+    Environment,
+    FileSystemBytecodeCache,
+    FileSystemLoader,
+    StrictUndefined,
+)
 from twisted.web.server import Request
 
 from service.billing.pricing import CREDITS_PER_EURO
@@ -40,6 +46,16 @@ def plural_text(count: int, word: str) -> str:
     return f"{credits_text(count)} {word}{'' if count == 1 else 's'}"
 
 
+def compiled_templates() -> BytecodeCache | None:
+    """Jinja's cache of compiled templates in the user's own temporary directory, checked
+    against each template's source: a start compiles the templates only when they changed (a
+    tenth of a start's CPU otherwise). None when no such directory can be made."""
+    try:
+        return FileSystemBytecodeCache()
+    except (OSError, RuntimeError):
+        return None
+
+
 def when_text(moment: datetime | None) -> str:
     return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
@@ -52,6 +68,7 @@ class Pages:
             autoescape=True,
             undefined=StrictUndefined,
             auto_reload=False,
+            bytecode_cache=compiled_templates(),
             trim_blocks=True,
             lstrip_blocks=True,
         )

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy.settings import default_settings
+
 from service.core.config import Config
 from service.core.places import split_tag
 from service.core.settings import SETTINGS, scrapy_value
@@ -114,7 +116,19 @@ SPIDER_MIDDLEWARES = {
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
 }
 # CoreStats counts every response and item through signal handlers; the service counts its own.
-EXTENSIONS = {"scrapy.extensions.corestats.CoreStats": None}
+# The two control channels, off above, are left out of the base list itself: Scrapy imports every
+# extension it is given (a None entry too) before it can say it is off, and RemoteControl's
+# module brings in aiohttp's client and server, a quarter of a second of every start.
+EXTENSIONS_BASE = {
+    path: order
+    for path, order in default_settings.EXTENSIONS_BASE.items()
+    if path
+    not in (
+        "scrapy.extensions.corestats.CoreStats",
+        "scrapy.extensions.telnet.TelnetConsole",
+        "scrapy.extensions.remote_control.RemoteControl",
+    )
+}
 
 # The settlement goes out as soon as the outcome is known and travels while the page is parsed.
 ITEM_PIPELINES = {
