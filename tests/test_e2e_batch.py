@@ -59,9 +59,15 @@ class InFlight:
 
 
 def add_pages(
-    site: TargetSite, prefix: str, count: int, delay: float = 0.0, in_flight: InFlight | None = None
+    site: TargetSite,
+    prefix: str,
+    count: int,
+    delay: float = 0.0,
+    in_flight: InFlight | None = None,
+    gate: threading.Event | None = None,
 ) -> list[str]:
-    """``count`` pages of their own under ``prefix``, each taking ``delay`` seconds."""
+    """``count`` pages of their own under ``prefix``, each taking ``delay`` seconds (or, with
+    ``gate``, answering once it is set, a minute at most)."""
     urls = []
     served = in_flight or InFlight()
     for n in range(count):
@@ -73,6 +79,8 @@ def add_pages(
 
         def route(_h: Any, body: bytes = body) -> tuple[int, dict[str, str], bytes]:
             with served:
+                if gate is not None:
+                    gate.wait(60)
                 time.sleep(delay)
             return 200, {"Content-Type": "text/html; charset=utf-8"}, body
 
@@ -245,6 +253,34 @@ def test_cancel_stops_the_job_and_releases_every_hold(
     summary = accounts.summary(account_id)
     assert summary["held"] == 0
     assert found["credits_charged"] == counts["done"] * COST == 100 - summary["balance"]
+
+
+def test_a_page_waiting_for_a_slot_when_its_job_is_cancelled_is_skipped_unbilled(
+    jobs_service: ServiceProcess, accounts: Accounts, site: TargetSite
+) -> None:
+    # The job's first pages hold every slot (SCRAPESPY_JOB_PAGES_IN_FLIGHT), their answers
+    # held by the site; the pages claimed after them wait for a slot, held, not started.
+    account_id, key = accounts.create(credits=100)
+    slots = int(JOBS_ENV["SCRAPESPY_JOB_PAGES_IN_FLIGHT"])
+    in_flight, gate = InFlight(), threading.Event()
+    urls = add_pages(site, "/jobs-waiting", 40, in_flight=in_flight, gate=gate)
+    job_id = batch(jobs_service, key, {"urls": urls}).json["id"]
+    try:
+        deadline = time.monotonic() + 60
+        while in_flight.now < slots:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        cancelled = call("DELETE", jobs_service.url(f"/jobs/{job_id}"), key=key)
+        assert cancelled.status == 200 and cancelled.json["status"] == "cancelled"
+    finally:
+        gate.set()
+    found = wait_finished(jobs_service, key, job_id)
+    time.sleep(1)  # a page that would still be fetched has had the time to be
+    assert (found["counts"]["done"], found["counts"]["skipped"]) == (slots, 40 - slots)
+    assert sum(site.count(f"/jobs-waiting/{n}") for n in range(40)) == slots
+    summary = accounts.summary(account_id)
+    assert summary["held"] == 0
+    assert found["credits_charged"] == slots * COST == 100 - summary["balance"]
 
 
 def test_a_job_that_runs_out_of_credits_stops_at_zero(

@@ -52,6 +52,12 @@ def tell_page(conn: Connection, job_seq: int, page_id: int) -> None:
     webhook_store.record(conn, job_seq, account_id, url, "page", data)
 
 
+def job_cancelled(conn: Connection, seq: int) -> bool:
+    """Whether the job ``seq`` was cancelled (or is gone)."""
+    status = conn.execute(select(jobs.c.status).where(jobs.c.seq == seq)).scalar_one_or_none()
+    return status in (None, "cancelled")
+
+
 def job_seq_of(conn: Connection, account_id: int, public_id: str) -> int | None:
     """The job's row, only when it is the account's: another account's job does not exist."""
     seq = conn.execute(

@@ -26,7 +26,7 @@ from service.core.schemas import ScrapeRequest, checked_scrape
 from service.db import Database
 from service.db.grouped import Grouped
 from service.db.hot import HotConnection
-from service.jobs import batch_hot, batch_store, crawl_store, page_claims
+from service.jobs import batch_hot, batch_store, crawl_store, job_reads, page_claims
 from service.jobs.instances import JobCache, instance_name
 from service.jobs.page_results import page_status, stored_result
 from service.scrape.engine import SHUTTING_DOWN, EngineBridge
@@ -109,7 +109,11 @@ class PageRuns:
         if name is not None:  # each page starts from the session as stored when it starts
             idle = claim.options.get("session_idle_seconds")
             job.session = await self.scraper.open_session(claim.key_hash, name, idle, bounded=False)
-        result = await self._scraping.run(self.bridge.submit, job)
+        waits = self._scraping.tokens == 0  # every slot taken: this page waits for one
+        result = await self._scraping.run(self._scrape, claim.job_seq, job, waits)
+        if result is None:  # its job was cancelled while it waited: not scraped, not billed
+            await self._give_back(page_id, claim, job)
+            return
         if job.session is not None:
             await self.scraper.save_session(job.session)
         if result.error == SHUTTING_DOWN:
@@ -131,6 +135,22 @@ class PageRuns:
             await self._finish_hot(finish, claim.job_seq, job, result)
         else:
             await self._finishes(finish)
+
+    async def _scrape(self, job_seq: int, job: ScrapeOrder, waited: bool) -> ScrapeResult | None:
+        """The page's scrape, once it has a slot; None, fetching nothing, when it waited for
+        the slot and its job was cancelled meanwhile: a cancel skips the pages not started,
+        and a page claimed and held but waiting for a slot has not started. (A job stopped
+        for want of credits scrapes the pages it could hold: they were paid for.)"""
+        if waited and await self.database.run(job_reads.job_cancelled, job_seq):
+            return None
+        return await self.bridge.submit(job)
+
+    async def _give_back(self, page_id: int, claim: page_claims.Claim, job: ScrapeOrder) -> None:
+        """A page whose job was cancelled before its scrape: its hold released, no usage row
+        (nothing was fetched), the page skipped as the job's other pages not started."""
+        if job.hold_id is not None:
+            await self.database.run_hot(ledger.release, job.hold_id)
+        await self.database.run(batch_store.release_page, page_id, claim.attempt)
 
     async def _terms_of(self, job_seq: int) -> page_claims.JobTerms | None:
         terms = self._terms.get(job_seq)
