@@ -28,6 +28,7 @@ from tests.test_e2e_batch import (
     InFlight,
     a_database_of_its_own,
     all_results,
+    job,
     page_rows,
     start,
     wait_finished,
@@ -380,6 +381,40 @@ def test_a_crawl_that_runs_out_of_credits_stops_at_zero(
     assert (summary["balance"], summary["held"]) == (3 - found["credits_charged"], 0)
     # the ledger's entries add up to that balance (0 when all three succeeded)
     assert accounts.entries_sum(account_id) == summary["balance"]
+
+
+def test_a_page_in_its_crawl_delay_when_the_crawl_is_cancelled_is_never_fetched(
+    crawl_site: TargetSite, database_url: str, tmp_path: Path
+) -> None:
+    # each page of a crawl waits SCRAPESPY_CRAWL_DELAY_SECONDS, claimed and held, before its
+    # fetch: the start page is waiting when the crawl is cancelled. A database of its own: on
+    # PostgreSQL the module's service, without the delay, would take the page from the queue.
+    delay = 8.0
+    databases = a_database_of_its_own(database_url, tmp_path / "db")
+    url, accounts = next(databases)
+    proc = start(url, tmp_path / "delayed", SCRAPESPY_CRAWL_DELAY_SECONDS=str(delay))
+    try:
+        account_id, key = accounts.create(credits=10)
+        posted = time.monotonic()
+        body = {"url": crawl_site.url("/"), "sitemap": "skip", "max_pages": 5}
+        job_id = post(proc, "/crawl", key, body).json["id"]
+        deadline = time.monotonic() + 60
+        while job(proc, key, job_id).json["status"] != "running":  # its page is claimed
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        cancelled = call("DELETE", proc.url(f"/jobs/{job_id}"), key=key)
+        assert cancelled.status == 200 and cancelled.json["status"] == "cancelled"
+        assert time.monotonic() < posted + delay  # the page was still in its delay
+        # once its delay is over the page reads its job, gives its hold back and is skipped
+        while (counts := job(proc, key, job_id).json["counts"])["pending"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert (counts["done"], counts["skipped"], crawl_site.count("/")) == (0, 1, 0)
+        summary = accounts.summary(account_id)
+        assert (summary["balance"], summary["held"]) == (10, 0)
+    finally:
+        proc.stop()
+        databases.close()
 
 
 def test_a_crawl_is_idempotent_and_a_sitemap_only_crawl_of_no_sitemap_is_empty(

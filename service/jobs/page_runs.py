@@ -100,7 +100,8 @@ class PageRuns:
             await self.database.run(batch_store.release_page, page_id, claim.attempt)
             return
         crawling = "crawl" in claim.options  # a crawl's rules (service.jobs.crawls)
-        if crawling and self.config.crawl_delay_seconds:
+        delayed = crawling and self.config.crawl_delay_seconds > 0
+        if delayed:
             await deferLater(running(), self.config.crawl_delay_seconds)
         # the scrape is what a job's pages in flight count: their claims, holds and results,
         # round trips to the database, overlap the other pages' scrapes
@@ -109,7 +110,8 @@ class PageRuns:
         if name is not None:  # each page starts from the session as stored when it starts
             idle = claim.options.get("session_idle_seconds")
             job.session = await self.scraper.open_session(claim.key_hash, name, idle, bounded=False)
-        waits = self._scraping.tokens == 0  # every slot taken: this page waits for one
+        # a page that waited (its crawl delay, or for a slot: every one taken) reads its job
+        waits = delayed or self._scraping.tokens == 0
         result = await self._scraping.run(self._scrape, claim.job_seq, job, waits)
         if result is None:  # its job was cancelled while it waited: not scraped, not billed
             await self._give_back(page_id, claim, job)
@@ -137,10 +139,10 @@ class PageRuns:
             await self._finishes(finish)
 
     async def _scrape(self, job_seq: int, job: ScrapeOrder, waited: bool) -> ScrapeResult | None:
-        """The page's scrape, once it has a slot; None, fetching nothing, when it waited for
-        the slot and its job was cancelled meanwhile: a cancel skips the pages not started,
-        and a page claimed and held but waiting for a slot has not started. (A job stopped
-        for want of credits scrapes the pages it could hold: they were paid for.)"""
+        """The page's scrape, once it has a slot; None, fetching nothing, when it waited (for
+        the slot, or its crawl delay) and its job was cancelled meanwhile: a cancel skips the
+        pages not started, and a page claimed and held but waiting has not started. (A job
+        stopped for want of credits scrapes the pages it could hold: they were paid for.)"""
         if waited and await self.database.run(job_reads.job_cancelled, job_seq):
             return None
         return await self.bridge.submit(job)
