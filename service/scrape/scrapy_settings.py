@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy.settings import default_settings
+from scrapy.settings import default_settings as scrapy_defaults
 
 from service.core.config import Config
 from service.core.places import split_tag
@@ -121,7 +121,7 @@ SPIDER_MIDDLEWARES = {
 # module brings in aiohttp's client and server, a quarter of a second of every start.
 EXTENSIONS_BASE = {
     path: order
-    for path, order in default_settings.EXTENSIONS_BASE.items()
+    for path, order in scrapy_defaults.EXTENSIONS_BASE.items()
     if path
     not in (
         "scrapy.extensions.corestats.CoreStats",
