@@ -408,7 +408,12 @@ def test_a_delivery_waiting_for_its_retry_survives_a_kill(
         first.stop(signal.SIGKILL)
     second = start(database_url, tmp_path / "second", **env)
     try:
-        got = receiver.wait("/fail-1/restart", 2)
+        # The retry's task is due 3 s after the failure. A busy machine may have killed the first
+        # instance after it had taken that task (the stalled-worker recovery gives it back, past
+        # SCRAPESPY_JOB_STALLED_SECONDS, 30), or between recording the failure and queueing the
+        # retry (the delivery's lease, twice the webhook timeout + 30 s, runs out first): the
+        # retry comes within a minute either way.
+        got = receiver.wait("/fail-1/restart", 2, timeout=90)
         [row] = settled(accounts, job_id)
         assert (row.status, row.attempts) == ("delivered", 2)
         assert got[0][0]["webhook-id"] == got[1][0]["webhook-id"] == row.message_id
