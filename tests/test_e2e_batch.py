@@ -274,8 +274,7 @@ def test_a_page_waiting_for_a_slot_when_its_job_is_cancelled_is_skipped_unbilled
         assert cancelled.status == 200 and cancelled.json["status"] == "cancelled"
     finally:
         gate.set()
-    found = wait_finished(jobs_service, key, job_id)
-    time.sleep(1)  # a page that would still be fetched has had the time to be
+    found = wait_finished(jobs_service, key, job_id)  # no page of it in flight any more
     assert (found["counts"]["done"], found["counts"]["skipped"]) == (slots, 40 - slots)
     assert sum(site.count(f"/jobs-waiting/{n}") for n in range(40)) == slots
     summary = accounts.summary(account_id)

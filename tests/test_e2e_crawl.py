@@ -406,9 +406,7 @@ def test_a_page_in_its_crawl_delay_when_the_crawl_is_cancelled_is_never_fetched(
         assert cancelled.status == 200 and cancelled.json["status"] == "cancelled"
         assert time.monotonic() < posted + delay  # the page was still in its delay
         # once its delay is over the page reads its job, gives its hold back and is skipped
-        while (counts := job(proc, key, job_id).json["counts"])["pending"]:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        counts = wait_finished(proc, key, job_id)["counts"]
         assert (counts["done"], counts["skipped"], crawl_site.count("/")) == (0, 1, 0)
         summary = accounts.summary(account_id)
         assert (summary["balance"], summary["held"]) == (10, 0)

@@ -4,20 +4,14 @@
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.balancer import free_port
 from harness.service import Accounts, ServiceProcess, call
 from harness.site import TargetSite
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
