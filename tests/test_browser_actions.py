@@ -261,15 +261,19 @@ class LateWatch(PageWatch):
     """Hears of the requests the steps make 0.3 s late, as a busy machine may: the browser
     reports a routed request when its route has it, which can be after the page went on."""
 
-    @staticmethod
-    def _late(request: Any) -> float:
-        return 0.3 if "/act/more-items" in request.url or "/act/results" in request.url else 0.0
+    late: set[str] = set()  # the ids of the requests heard late
 
-    def _began(self, request: Any) -> None:
-        asyncio.get_running_loop().call_later(self._late(request), super()._began, request)
+    def _delay(self, event: dict[str, Any]) -> float:
+        url = (event.get("request") or {}).get("url", "")
+        if "/act/more-items" in url or "/act/results" in url:
+            self.late.add(event["requestId"])
+        return 0.3 if event["requestId"] in self.late else 0.0
 
-    def _ended(self, request: Any) -> None:
-        asyncio.get_running_loop().call_later(self._late(request), super()._ended, request)
+    def _began(self, event: dict[str, Any]) -> None:
+        asyncio.get_running_loop().call_later(self._delay(event), super()._began, event)
+
+    def _ended(self, event: dict[str, Any]) -> None:
+        asyncio.get_running_loop().call_later(self._delay(event), super()._ended, event)
 
 
 async def scrape_heard_late(monkeypatch: Any, url: str, steps: list[dict[str, Any]]) -> Any:

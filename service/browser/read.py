@@ -109,7 +109,7 @@ _TRUNCATED = frozenset({"net::ERR_CONTENT_LENGTH_MISMATCH", "net::ERR_INCOMPLETE
 
 
 async def navigate(
-    page: Page, request: Request, max_redirects: int = 10
+    page: Page, request: Request, max_redirects: int = 10, world: PageWorld | None = None
 ) -> tuple[PlaywrightResponse | None, bool]:
     """``page.goto`` the request's URL, failing at once where Chromium gives up on it or
     follows a redirect the static engine does not; with whether the navigation is a download.
@@ -137,6 +137,21 @@ async def navigate(
             if main and reason in _TRUNCATED:
                 stop(exception_for("closed", failure.url))
 
+    # With the page's world, its main-frame documents are followed on the world's CDP session
+    # (which hears the page's network anyway) rather than on Playwright's request events, which
+    # cost the driver messages for every request of the page (docs/decisions/0049).
+    documents: dict[str, str] = {}  # request id -> address, of the main frame's documents
+
+    def document_sent(event: dict[str, Any]) -> None:
+        if event.get("type") == "Document" and world is not None:
+            if event.get("frameId") == world.frame_id:
+                documents[str(event.get("requestId"))] = str(event["request"]["url"])
+
+    def document_failed(event: dict[str, Any]) -> None:
+        url = documents.get(str(event.get("requestId")))
+        if url is not None and event.get("errorText") in _TRUNCATED:
+            stop(exception_for("closed", url))
+
     def responded(response: PlaywrightResponse) -> None:
         nonlocal hops
         with suppress(PlaywrightError):
@@ -154,7 +169,11 @@ async def navigate(
                 if refused is not None:
                     stop(RedirectFailed(refused))
 
-    page.on("requestfailed", failed)
+    if world is None:
+        page.on("requestfailed", failed)
+    else:
+        world.session.on("Network.requestWillBeSent", document_sent)
+        world.session.on("Network.loadingFailed", document_failed)
     page.on("response", responded)
     going = asyncio.ensure_future(page.goto(url=request.url, **goto_kwargs))
     try:
@@ -180,7 +199,11 @@ async def navigate(
             ) from None
         raise
     finally:
-        page.remove_listener("requestfailed", failed)
+        if world is None:
+            page.remove_listener("requestfailed", failed)
+        else:
+            world.session.remove_listener("Network.requestWillBeSent", document_sent)
+            world.session.remove_listener("Network.loadingFailed", document_failed)
         page.remove_listener("response", responded)
         if not going.done():
             going.cancel()
@@ -268,9 +291,11 @@ async def read_rendered(
     the response."""
     started = time.time()
     navigated = render_started(request.meta)  # timings: the end of queue
+    world_of = getattr(handler, "world_of", None)  # service.browser.handler's
+    world = world_of(page) if world_of is not None else None
     with navigating if navigating is not None else nullcontext():
         max_redirects: int = getattr(handler, "max_redirects", 10)
-        response, downloaded = await navigate(page, request, max_redirects)
+        response, downloaded = await navigate(page, request, max_redirects, world)
     scrape_meta.set_loaded_at(request, asyncio.get_running_loop().time())
     headers_read: asyncio.Future[dict[str, str]] | None = None
     if response is not None and (downloaded or _is_document(response)):
@@ -281,8 +306,6 @@ async def read_rendered(
     try:
         await handler._apply_page_methods(page, request, spider)  # settling, in our handler
         settled_html = scrape_meta.take_settled_html(request)
-        world_of = getattr(handler, "world_of", None)  # service.browser.handler's
-        world = world_of(page) if world_of is not None else None
         body_text = settled_html or await page_html(page, request, spider, world)
         rendered(request.meta, navigated)  # timings: render
         headers = Headers(await headers_read) if headers_read is not None else Headers()

@@ -2,8 +2,10 @@
 
 ``load`` fires before a client-side app has fetched its data and drawn it. The page's isolated
 world (:mod:`service.browser.world`, which the page cannot see) notes the time of the DOM's last
-change, and a :class:`PageWatch` follows all of the page's requests (scripts, frames, fetches)
-at the protocol level from the moment it is created. The page's timers are not watched: that
+change, and a :class:`PageWatch` follows the page's requests (its documents, scripts, fetches and
+in-process frames) on the page's CDP session of the service's from the moment it is created;
+requests of its workers and of its cross-site frames (other processes, whose documents a scrape
+does not read) are not heard there. The page's timers are not watched: that
 needs the page's own functions replaced, which the page can see. Instead a page that can run
 scripts is given a short grace period after load (:data:`GRACE_MS`: a timer or animation frame
 set on load, a request it starts), and one whose DOM changed after load is watched for
@@ -22,13 +24,12 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from patchright.async_api import Error as PlaywrightError
 
 if TYPE_CHECKING:
     from patchright.async_api import Page
-    from patchright.async_api import Request as PlaywrightRequest
 
     from service.browser.world import PageWorld
 
@@ -78,27 +79,32 @@ class PageWatch:
     def __init__(self, page: Page, world: PageWorld) -> None:
         self.page = page
         self.world = world
-        self.in_flight: set[PlaywrightRequest] = set()
+        self.in_flight: set[str] = set()  # CDP request ids
         self.changed = asyncio.Event()
         self.last_change = 0.0  # the loop's time of the last request that began or ended
         self.last_navigation: str | None = None
         self.last_navigated = 0.0  # the loop's time of the last main-frame navigation request
-        page.on("request", self._began)
-        page.on("requestfinished", self._ended)
-        page.on("requestfailed", self._ended)
+        # The page's requests as its CDP session of the service's hears them (its Network
+        # agent is on for the download meter): Playwright's request events would cost the
+        # driver five messages a request more, most of them for the images the engine fails
+        # (docs/decisions/0049).
+        session = world.session
+        session.on("Network.requestWillBeSent", self._began)
+        session.on("Network.loadingFinished", self._ended)
+        session.on("Network.loadingFailed", self._ended)
 
-    def _began(self, request: PlaywrightRequest) -> None:
-        if request.resource_type in _LONG_LIVED:
+    def _began(self, event: dict[str, Any]) -> None:
+        kind = str(event.get("type") or "").lower()
+        if kind in _LONG_LIVED:
             return
-        self.in_flight.add(request)
+        self.in_flight.add(str(event.get("requestId")))  # a redirect keeps its id
         self._change()
-        with suppress(PlaywrightError):
-            if request.is_navigation_request() and request.frame == self.page.main_frame:
-                self.last_navigation = request.url
-                self.last_navigated = self.last_change
+        if kind == "document" and event.get("frameId") == self.world.frame_id:
+            self.last_navigation = str((event.get("request") or {}).get("url"))
+            self.last_navigated = self.last_change
 
-    def _ended(self, request: PlaywrightRequest) -> None:
-        self.in_flight.discard(request)
+    def _ended(self, event: dict[str, Any]) -> None:
+        self.in_flight.discard(str(event.get("requestId")))
         self._change()
 
     def _change(self) -> None:
