@@ -205,6 +205,7 @@ async def apply(
     *,
     shell: bool = False,
     native: tuple[str, ...] = (),
+    target: dict[str, Any] | None = None,
 ) -> None:
     """The page-level layer (the module's docstring), on the page's ``session``, which must
     live as long as the page (Chromium drops a session's overrides when it detaches).
@@ -213,13 +214,14 @@ async def apply(
     while ``permissions.query`` says ``prompt``, a contradiction no desktop browser shows; the
     query is told ``denied`` too (the full Chromium says ``default`` and ``prompt``)."""
     if shell:
-        target = await session.send("Target.getTargetInfo")
+        if target is None:
+            target = (await session.send("Target.getTargetInfo"))["targetInfo"]
         await session.send(
             "Browser.setPermission",
             {
                 "permission": {"name": "notifications"},
                 "setting": "denied",
-                "browserContextId": target["targetInfo"]["browserContextId"],
+                "browserContextId": target["browserContextId"],
             },
         )
     await session.send("Emulation.setUserAgentOverride", identity.override(native))

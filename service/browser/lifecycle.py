@@ -316,11 +316,13 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             # one CDP session of the service's for the page: the identity's overrides, the
             # isolated world and the meter (one session, not three: fewer driver messages)
             session = await context.new_cdp_session(page)
+            # the page's context (the shell's permission) and main frame (the world's)
+            target = (await session.send("Target.getTargetInfo"))["targetInfo"]
             await apply_identity(
-                identity, session, shell=self._shell, native=self._native_languages
+                identity, session, shell=self._shell, native=self._native_languages, target=target
             )
             # where PageWatch.settle and the steps ask the page
-            world = await PageWorld.open(page, session)
+            world = await PageWorld.open(page, session, target)
             # Popups and new tabs are closed as they open (their requests still go through
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
             context.on("page", close_popup)

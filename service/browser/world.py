@@ -60,13 +60,18 @@ class PageWorld:
         self._context: int | None = None  # the world's context in the current document
 
     @classmethod
-    async def open(cls, page: Page, session: CDPSession | None = None) -> PageWorld:
-        """The world of ``page``, reached over ``session`` (else a new session of the page's)."""
+    async def open(
+        cls, page: Page, session: CDPSession | None = None, target: dict[str, Any] | None = None
+    ) -> PageWorld:
+        """The world of ``page``, reached over ``session`` (else a new session of the page's);
+        ``target``: the page's ``Target.getTargetInfo`` when the caller has it (a page target's
+        id is its main frame's)."""
         session = session or await page.context.new_cdp_session(page)
         # Page.enable: without it this session's scripts do not run in new documents
         await session.send("Page.enable")
-        tree = await session.send("Page.getFrameTree")
-        world = cls(session, str(tree["frameTree"]["frame"]["id"]))
+        if target is None:
+            target = (await session.send("Target.getTargetInfo"))["targetInfo"]
+        world = cls(session, str(target["targetId"]))
         await session.send(
             "Page.addScriptToEvaluateOnNewDocument",
             {"source": WORLD_SCRIPT, "worldName": WORLD, "runImmediately": True},
