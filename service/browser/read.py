@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,48 @@ async def page_html(
 _TRUNCATED = frozenset({"net::ERR_CONTENT_LENGTH_MISMATCH", "net::ERR_INCOMPLETE_CHUNKED_ENCODING"})
 
 
+class _CutShort:
+    """Stops a navigation (``stop``) whose main-frame document is cut short (:data:`_TRUNCATED`).
+
+    With the page's ``world``, the main frame's documents are followed on the world's CDP
+    session, which hears the page's network anyway, rather than on Playwright's request events,
+    which cost the driver messages for every request of the page (docs/decisions/0049)."""
+
+    def __init__(
+        self, page: Page, world: PageWorld | None, stop: Callable[[Exception], None]
+    ) -> None:
+        self.page, self.world, self.stop = page, world, stop
+        self.documents: dict[str, str] = {}  # request id -> address, of the main frame's
+        if world is None:
+            page.on("requestfailed", self._request_failed)
+        else:
+            world.session.on("Network.requestWillBeSent", self._sent)
+            world.session.on("Network.loadingFailed", self._failed)
+
+    def _request_failed(self, failure: PlaywrightRequest) -> None:
+        with suppress(PlaywrightError):
+            main = failure.is_navigation_request() and failure.frame == self.page.main_frame
+            if main and (failure.failure or "") in _TRUNCATED:
+                self.stop(exception_for("closed", failure.url))
+
+    def _sent(self, event: dict[str, Any]) -> None:
+        world = self.world
+        if event.get("type") == "Document" and world and event.get("frameId") == world.frame_id:
+            self.documents[str(event.get("requestId"))] = str(event["request"]["url"])
+
+    def _failed(self, event: dict[str, Any]) -> None:
+        url = self.documents.get(str(event.get("requestId")))
+        if url is not None and event.get("errorText") in _TRUNCATED:
+            self.stop(exception_for("closed", url))
+
+    def close(self) -> None:
+        if self.world is None:
+            self.page.remove_listener("requestfailed", self._request_failed)
+        else:
+            self.world.session.remove_listener("Network.requestWillBeSent", self._sent)
+            self.world.session.remove_listener("Network.loadingFailed", self._failed)
+
+
 async def navigate(
     page: Page, request: Request, max_redirects: int = 10, world: PageWorld | None = None
 ) -> tuple[PlaywrightResponse | None, bool]:
@@ -130,28 +173,6 @@ async def navigate(
         if not cut.done():
             cut.set_result(error)
 
-    def failed(failure: PlaywrightRequest) -> None:
-        with suppress(PlaywrightError):
-            reason = failure.failure or ""
-            main = failure.is_navigation_request() and failure.frame == page.main_frame
-            if main and reason in _TRUNCATED:
-                stop(exception_for("closed", failure.url))
-
-    # With the page's world, its main-frame documents are followed on the world's CDP session
-    # (which hears the page's network anyway) rather than on Playwright's request events, which
-    # cost the driver messages for every request of the page (docs/decisions/0049).
-    documents: dict[str, str] = {}  # request id -> address, of the main frame's documents
-
-    def document_sent(event: dict[str, Any]) -> None:
-        if event.get("type") == "Document" and world is not None:
-            if event.get("frameId") == world.frame_id:
-                documents[str(event.get("requestId"))] = str(event["request"]["url"])
-
-    def document_failed(event: dict[str, Any]) -> None:
-        url = documents.get(str(event.get("requestId")))
-        if url is not None and event.get("errorText") in _TRUNCATED:
-            stop(exception_for("closed", url))
-
     def responded(response: PlaywrightResponse) -> None:
         nonlocal hops
         with suppress(PlaywrightError):
@@ -169,11 +190,7 @@ async def navigate(
                 if refused is not None:
                     stop(RedirectFailed(refused))
 
-    if world is None:
-        page.on("requestfailed", failed)
-    else:
-        world.session.on("Network.requestWillBeSent", document_sent)
-        world.session.on("Network.loadingFailed", document_failed)
+    cut_short = _CutShort(page, world, stop)
     page.on("response", responded)
     going = asyncio.ensure_future(page.goto(url=request.url, **goto_kwargs))
     try:
@@ -199,11 +216,7 @@ async def navigate(
             ) from None
         raise
     finally:
-        if world is None:
-            page.remove_listener("requestfailed", failed)
-        else:
-            world.session.remove_listener("Network.requestWillBeSent", document_sent)
-            world.session.remove_listener("Network.loadingFailed", document_failed)
+        cut_short.close()
         page.remove_listener("response", responded)
         if not going.done():
             going.cancel()
