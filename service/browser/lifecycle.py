@@ -44,6 +44,8 @@ from service.browser.spares import Spare, Spares
 from service.browser.world import PageWorld
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from patchright.async_api import Browser, CDPSession, Page
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
@@ -318,22 +320,30 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             session = await context.new_cdp_session(page)
             # the page's context (the shell's permission) and main frame (the world's)
             target = (await session.send("Target.getTargetInfo"))["targetInfo"]
-            await apply_identity(
-                identity, session, shell=self._shell, native=self._native_languages, target=target
-            )
-            # where PageWatch.settle and the steps ask the page
-            world = await PageWorld.open(page, session, target)
             # Popups and new tabs are closed as they open (their requests still go through
             # the route). Dialogs need nothing: without a listener Playwright dismisses them.
             context.on("page", close_popup)
             meter = DownloadMeter(self.max_resource_bytes, self.max_page_bytes)
-            await meter.attach(session)
+            # The session's commands are sent together, not one round trip at a time: the
+            # browser runs a session's commands in the order sent (the meter's Network.enable
+            # before the blocked addresses), and a context made on demand (no spares) waits
+            # for them all before its navigation (docs/decisions/0049).
+            world, _, _ = await _together(
+                PageWorld.open(page, session, target),  # where settle and the steps ask the page
+                apply_identity(
+                    identity,
+                    session,
+                    shell=self._shell,
+                    native=self._native_languages,
+                    target=target,
+                ),
+                meter.attach(session),
+            )
             spare = Spare(browser, route, context, page, meter, world, identity, session)
             if self.skipped_resources:
                 # what a request skips unless it asks for a screenshot or steps (handler._prepare)
                 spare.skipped = self.skipped_for(images_seen=False)
-                await spare.pause_skippable()
-                await spare.block()
+                await _together(spare.pause_skippable(), spare.block())
         except BaseException:
             if context is not None:
                 with suppress(Exception):
@@ -341,3 +351,13 @@ class BrowserLifecycle(ScrapyPlaywrightDownloadHandler):
             route.close()
             raise
         return spare
+
+
+async def _together(*calls: Awaitable[Any]) -> list[Any]:
+    """The results of ``calls``, run at once; the first failure raised once all have ended (none
+    is left running, nor its failure unread)."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
