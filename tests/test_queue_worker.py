@@ -87,9 +87,14 @@ def on_loop(coroutine: Any) -> Deferred[Any]:
 
 async def working(worker: QueueWorker, starts: int, timeout: float = 5) -> None:
     """Until the ``starts``-th worker runs."""
+    await until(lambda: worker.app.started >= starts and worker.trouble is None, timeout)
+
+
+async def until(condition: Any, timeout: float = 5) -> None:
+    """Until ``condition()`` holds (a TimeoutError after ``timeout`` s)."""
 
     async def wait() -> None:
-        while worker.app.started < starts or worker.trouble is not None:
+        while not condition():
             await asyncio.sleep(0.005)
 
     await asyncio.wait_for(wait(), timeout)
@@ -104,6 +109,9 @@ async def test_a_worker_that_loses_the_database_is_started_again(
     with caplog.at_level(logging.WARNING, logger="service.jobs.queue_worker"):
         worker.start()
         await on_loop(working(worker, 4))
+        # the supervisor unregisters the first worker once it has seen the fourth register,
+        # which may be after the test saw it run (a busy machine)
+        await on_loop(until(lambda: app.job_manager.unregistered))
         await worker.stop()
     assert app.started == 4
     # the first worker could not unregister itself: the supervisor did once the fourth was up
