@@ -261,7 +261,9 @@ class LateWatch(PageWatch):
     """Hears of the requests the steps make 0.3 s late, as a busy machine may: the browser
     reports a routed request when its route has it, which can be after the page went on."""
 
-    late: set[str] = set()  # the ids of the requests heard late
+    def __init__(self, *args: Any) -> None:
+        self.late: set[str] = set()  # the ids of the requests heard late
+        super().__init__(*args)
 
     def _delay(self, event: dict[str, Any]) -> float:
         url = (event.get("request") or {}).get("url", "")

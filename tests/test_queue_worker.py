@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -90,7 +91,7 @@ async def working(worker: QueueWorker, starts: int, timeout: float = 5) -> None:
     await until(lambda: worker.app.started >= starts and worker.trouble is None, timeout)
 
 
-async def until(condition: Any, timeout: float = 5) -> None:
+async def until(condition: Callable[[], object], timeout: float = 5) -> None:
     """Until ``condition()`` holds (a TimeoutError after ``timeout`` s)."""
 
     async def wait() -> None:

@@ -205,17 +205,16 @@ async def apply(
     *,
     shell: bool = False,
     native: tuple[str, ...] = (),
-    target: dict[str, Any] | None = None,
+    target: dict[str, Any],
 ) -> None:
     """The page-level layer (the module's docstring), on the page's ``session``, which must
-    live as long as the page (Chromium drops a session's overrides when it detaches).
+    live as long as the page (Chromium drops a session's overrides when it detaches);
+    ``target`` is the page's ``Target.getTargetInfo`` (its browser context).
 
     The headless ``shell`` has no notifications: ``Notification.permission`` is ``denied``
     while ``permissions.query`` says ``prompt``, a contradiction no desktop browser shows; the
     query is told ``denied`` too (the full Chromium says ``default`` and ``prompt``)."""
     if shell:
-        if target is None:
-            target = (await session.send("Target.getTargetInfo"))["targetInfo"]
         await session.send(
             "Browser.setPermission",
             {

@@ -134,8 +134,7 @@ class _CutShort:
                 self.stop(exception_for("closed", failure.url))
 
     def _sent(self, event: dict[str, Any]) -> None:
-        world = self.world
-        if event.get("type") == "Document" and world and event.get("frameId") == world.frame_id:
+        if self.world is not None and self.world.main_document(event):
             self.documents[str(event.get("requestId"))] = str(event["request"]["url"])
 
     def _failed(self, event: dict[str, Any]) -> None:

@@ -86,8 +86,8 @@ class PageWatch:
         self.last_navigated = 0.0  # the loop's time of the last main-frame navigation request
         # The page's requests as its CDP session of the service's hears them (its Network
         # agent is on for the download meter): Playwright's request events would cost the
-        # driver five messages a request more, most of them for the images the engine fails
-        # (docs/decisions/0049).
+        # driver a Request object and its events a request, most of them for the images the
+        # engine fails (docs/decisions/0049).
         session = world.session
         session.on("Network.requestWillBeSent", self._began)
         session.on("Network.loadingFinished", self._ended)
@@ -99,7 +99,7 @@ class PageWatch:
             return
         self.in_flight.add(str(event.get("requestId")))  # a redirect keeps its id
         self._change()
-        if kind == "document" and event.get("frameId") == self.world.frame_id:
+        if self.world.main_document(event):
             self.last_navigation = str((event.get("request") or {}).get("url"))
             self.last_navigated = self.last_change
 

@@ -59,6 +59,11 @@ class PageWorld:
         self._counting = False
         self._context: int | None = None  # the world's context in the current document
 
+    def main_document(self, event: dict[str, Any]) -> bool:
+        """Whether a ``Network.requestWillBeSent`` of the page's session is a navigation of the
+        page's main frame (a document request of its frame)."""
+        return event.get("type") == "Document" and event.get("frameId") == self.frame_id
+
     @classmethod
     async def open(
         cls, page: Page, session: CDPSession | None = None, target: dict[str, Any] | None = None
