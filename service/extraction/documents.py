@@ -3,18 +3,23 @@ into a page's fields and outputs, in the extraction workers.
 
 A target may answer a document instead of HTML. It is recognised by its bytes
 (:func:`document_type`), not by its ``Content-Type``, which servers get wrong both ways, and
-converted here with pdfium (``pypdfium2``, Apache-2.0/BSD-3-Clause; docs/documents.md has the
-measurements that chose it): ``text`` and ``markdown`` in pdfium's reading order, its printed
-lines joined into paragraphs (service.extraction.pdflines), one set in a larger font than the
-body becoming a markdown heading, and ``document`` what the file declares. A document past
+converted here. pdfium (``pypdfium2``, Apache-2.0/BSD-3-Clause) opens a PDF: its pages, what it
+declares, a password, a page it cannot reach; pdf_oxide's text spans give its printed lines
+(service.extraction.pdfspans), at less than half pdfium's CPU, and pdfium's text pages where
+pdf_oxide cannot read the file (docs/documents.md has the measurements that chose them). The
+lines are joined into paragraphs (service.extraction.pdflines), one set in a larger font than
+the body becoming a markdown heading; ``document`` is what the file declares. A document past
 ``max_pages``, encrypted with a password, without a text layer (a scan) or that pdfium cannot
 read is a :class:`DocumentRefused` with its error code: the scrape fails, unbilled.
 """
 
 from __future__ import annotations
 
+import ctypes
+import logging
 from typing import Any, Final
 
+import pdf_oxide
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
@@ -31,6 +36,9 @@ from service.extraction.pdflines import (
     line_steps,
     page_lines,
 )
+from service.extraction.pdfspans import span_lines, undecoded
+
+log = logging.getLogger(__name__)
 
 PDF: Final = "pdf"
 # A PDF's header may follow up to 1024 bytes of anything (ISO 32000-1, 7.5.2)
@@ -94,11 +102,8 @@ def pdf_part(body: bytes, part: int, parts: int, max_pages: int) -> dict[str, An
         pages = len(pdf)
         if pages > max_pages:
             raise _too_many(pages, max_pages)
-        lines = [
-            _wire(line)
-            for index in range(pages * part // parts, pages * (part + 1) // parts)
-            for line in _page_lines(pdf, index)
-        ]
+        first, end = pages * part // parts, pages * (part + 1) // parts
+        lines = [_wire(line) for line in _lines(body, pdf, first, end)]
         declared = pdf.get_metadata_dict(skip_empty=True) if part == 0 else {}
     except pdfium.PdfiumError:
         raise _unloadable() from None
@@ -191,7 +196,7 @@ def _pdf(body: bytes, max_pages: int) -> Converted:
         pages = len(pdf)
         if pages > max_pages:
             raise _too_many(pages, max_pages)
-        lines = [line for index in range(pages) for line in _page_lines(pdf, index)]
+        lines = _lines(body, pdf, 0, pages)
         declared = pdf.get_metadata_dict(skip_empty=True)
     except pdfium.PdfiumError:
         raise _unloadable() from None
@@ -257,6 +262,31 @@ def _open(body: bytes) -> pdfium.PdfDocument:
                 "the document is encrypted with a password; it cannot be read"
             ) from None
         raise DocumentRefused("the document could not be read (damaged or not a PDF)") from None
+
+
+def _lines(body: bytes, pdf: pdfium.PdfDocument, first: int, end: int) -> list[Line]:
+    """The measured lines of pages ``first`` to ``end`` (excluded): pdf_oxide's, or pdfium's
+    where pdf_oxide cannot read the file, finds no text or reads a character no text has (in
+    one reader for the whole run: their font sizes differ for a scaled font)."""
+    size = pdfium_c.FS_SIZEF()
+    for index in range(first, end):  # a page pdfium cannot reach (a tree nested past its bound)
+        if not pdfium_c.FPDF_GetPageSizeByIndexF(pdf.raw, index, ctypes.byref(size)):
+            raise _unloadable()
+    try:
+        spans = pdf_oxide.PdfDocument.from_bytes(body)
+        lines = [
+            line
+            for index in range(first, end)
+            for line in span_lines(spans.extract_spans(index), index)
+        ]
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a file pdf_oxide does not read; pdfium may
+        log.info("pdf_oxide could not read a PDF (%s); pdfium reads it", type(exc).__name__)
+        lines = []
+    if not lines or undecoded(lines):
+        lines = [line for index in range(first, end) for line in _page_lines(pdf, index)]
+    return lines
 
 
 def _page_lines(pdf: pdfium.PdfDocument, index: int) -> list[Line]:

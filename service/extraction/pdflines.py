@@ -228,7 +228,11 @@ def continues(
 
 
 def join(text: str, more: str) -> str:
-    """Two lines of one paragraph as one: a soft hyphen's break joins the word without it."""
-    if text.endswith(ADDED_HYPHENS) and len(text) > 1 and text[-2].isalpha() and more[:1].isalpha():
-        return text[:-1] + more
+    """Two lines of one paragraph as one: a soft hyphen's break joins the word without it, the
+    source's own hyphen at a line end (pdf_oxide's lines; pdfium joins those itself) with it."""
+    if len(text) > 1 and text[-2].isalpha() and more[:1].isalpha():
+        if text.endswith(ADDED_HYPHENS):
+            return text[:-1] + more
+        if text.endswith("-"):
+            return text + more
     return f"{text} {more}"
