@@ -4,8 +4,9 @@ Run with ``python -m bench.documents`` (``make bench`` does, after installing po
 Chromium (``page.pdf()``, the system Chromium through Playwright) prints generated pages of
 known text to PDFs: reports of several pages with headings, paragraphs, lists and a table.
 Each converter reads the same PDFs, one after the other on one core: the service's own
-(service.extraction.documents, pdfium), ``pdftotext`` (a process per file, as a service calling
-it would run it) and pypdf (pure Python, the other permissive candidate installed). F1 is over
+(service.extraction.documents: pdf_oxide's spans), its fallback alone (pdfium's text pages,
+through the same paragraphs), ``pdftotext`` (a process per file, as a service calling it would
+run it) and pypdf (pure Python, the other permissive candidate installed). F1 is over
 words: the words of each PDF's source text against the converter's, as multisets.
 
 Writes ``bench/results/documents.json``; the targets (docs/documents.md) are pages per second
@@ -26,7 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 CHROMIUM = "/usr/bin/chromium"
 RESULTS = Path(__file__).parent / "results" / "documents.json"
@@ -92,11 +93,26 @@ def f1(expected: str, got: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def pdfium_text(path: Path) -> str:
+def service_text(path: Path) -> str:
     from service.extraction.documents import PDF, convert
 
     fields = convert(path.read_bytes(), PDF, None, frozenset({"markdown"}), 10_000)
     return str(fields["text"])
+
+
+def pdfium_text(path: Path) -> str:
+    """The service's fallback reader alone: pdfium's text pages, joined into paragraphs."""
+    import pypdfium2 as pdfium
+
+    from service.extraction import documents
+
+    pdf = pdfium.PdfDocument(path.read_bytes())
+    pages = len(pdf)
+    try:
+        lines = [line for index in range(pages) for line in documents._page_lines(pdf, index)]
+    finally:
+        pdf.close()
+    return "\n".join(documents._paragraphs(lines, pages, {}).lines)
 
 
 def poppler_text(path: Path) -> str:
@@ -111,8 +127,10 @@ def pypdf_text(path: Path) -> str:
     return "\n".join(page.extract_text() or "" for page in reader.pages)
 
 
+SERVICE: Final = "pdf_oxide spans (service.extraction.documents)"
 CONVERTERS: dict[str, Callable[[Path], str]] = {
-    "pdfium (pypdfium2, service.extraction.documents)": pdfium_text,
+    SERVICE: service_text,
+    "pdfium (pypdfium2), the service's fallback": pdfium_text,
     "poppler pdftotext": poppler_text,
     "pypdf": pypdf_text,
 }
@@ -152,7 +170,7 @@ def main() -> int:
 
         pages = sum(len(PdfReader(path).pages) for path, _ in pdfs)
         results = measure(pdfs, pages)
-    ours = results["pdfium (pypdfium2, service.extraction.documents)"]
+    ours = results[SERVICE]
     poppler = results["poppler pdftotext"]
     summary: dict[str, Any] = {
         "documents": DOCUMENTS,

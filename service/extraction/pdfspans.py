@@ -3,9 +3,10 @@
 pdf_oxide (MIT or Apache-2.0, in Rust) hands over a page's text as spans: runs of characters set
 in one font, with their box, font size and each character's advance. Reading them costs less
 than half the CPU of pdfium's text page (docs/documents.md), the larger part of converting a
-PDF. The spans are taken in the order the page draws them (as pdfium's text is); consecutive spans on one baseline are one
-printed line, put in order from left to right (a marker drawn after the word it precedes), with
-a space where the gap between two is a word's. Each line is measured as
+PDF. The spans are taken in the order the page draws them, as pdfium's text is (pdf_oxide
+sorts them top to bottom, mixing columns); consecutive spans on one baseline are one printed
+line, put in order from left to right (a letter drawn after its line set in the gap left for
+it), with a space where the gap between two is a word's. Each line is measured as
 service.extraction.pdflines measures pdfium's: its first character's left edge and baseline, its
 last character's right edge and baseline, its first word's width and its bullet.
 
