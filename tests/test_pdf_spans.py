@@ -96,3 +96,15 @@ def test_a_file_pdf_oxide_cannot_open_is_read_by_pdfium(monkeypatch: pytest.Monk
     monkeypatch.setattr(documents, "pdf_oxide", reader)
     result = convert(body, "pdf", None, MARKDOWN, 500)
     assert result["markdown"] == "A file only pdfium reads"
+
+
+def test_pdf_oxides_warnings_about_a_file_stay_out_of_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A cross-reference table pointing nowhere: pdf_oxide rebuilds it, and would warn."""
+    body = placed([("A damaged but readable file", 50, 800)])
+    broken = body[: body.rindex(b"startxref")] + b"startxref\n999999\n%%EOF\n"
+    with caplog.at_level("DEBUG"):
+        result = convert(broken, "pdf", None, MARKDOWN, 500)
+    assert result["markdown"] == "A damaged but readable file"
+    assert not [record for record in caplog.records if record.name.startswith("pdf_oxide")]

@@ -39,6 +39,9 @@ from service.extraction.pdflines import (
 from service.extraction.pdfspans import span_lines, undecoded
 
 log = logging.getLogger(__name__)
+# pdf_oxide warns of every oddity of a file (a caller's, not the operator's concern) through
+# Python's logging; what it cannot read, pdfium reads
+pdf_oxide.set_log_level("error")
 
 PDF: Final = "pdf"
 # A PDF's header may follow up to 1024 bytes of anything (ISO 32000-1, 7.5.2)
