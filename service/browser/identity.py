@@ -12,14 +12,17 @@ that Chromium really is, its real version in the reduced form Chrome sends
 It is applied in two layers (:func:`apply`), because no single one reaches everything:
 
 * the context's options (:meth:`Identity.context_options`): Playwright sets the user agent on
-  every target of the context (each frame, worker, service worker), and the time zone, screen and
-  device metrics;
+  every target of the context (each frame, worker, service worker), and the time zone (and a
+  phone's screen and device metrics);
 * ``Emulation.setUserAgentOverride`` on the page's own target, through a CDP session kept for the
   page's life, with the full ``userAgentMetadata`` (brands, full version list, platform), the
   languages and ``navigator.platform``: Playwright's own override carries no brands (Chromium then
   reports its own, ``HeadlessChrome`` in the shell) and takes one locale only, which it also adds
-  to every sub-resource as an extra header, out of Chrome's order. Then the window is made taller
-  than the page, as a desktop window with its tabs and toolbar is.
+  to every sub-resource as an extra header, out of Chrome's order. A desktop's page is given its
+  size and screen there too: the browser starts its windows taller than the page, as a desktop
+  window with its tabs and toolbar is (:data:`WINDOW_SIZE`), and Playwright's own viewport would
+  resize each window to the page's size, and the service then back (a GPU surface made twice a
+  page, about 2 ms of CPU: docs/stealth.md).
 
 ``SCRAPESPY_BROWSER_IDENTITY=honest`` keeps all of it but the user agent, which names the service
 (``USER_AGENT``, as the static engine sends it): the polite way, for operators who want one.
@@ -27,11 +30,8 @@ It is applied in two layers (:func:`apply`), because no single one reaches every
 
 from __future__ import annotations
 
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from patchright.async_api import Error as PlaywrightError
 
 from service.core.places import COUNTRIES
 
@@ -52,6 +52,18 @@ DEFAULT_COUNTRY = "us"
 SCREEN = {"width": 1366, "height": 768}
 VIEWPORT = {"width": 1366, "height": 654}
 WINDOW_FRAME = 87  # CSS pixels of tabs and toolbar: outerHeight - innerHeight
+# the size the browser gives every window it opens (service.browser.launch)
+WINDOW_SIZE = f"{VIEWPORT['width']},{VIEWPORT['height'] + WINDOW_FRAME}"
+# the page and screen of a desktop, as Playwright's viewport and screen options would set them
+DESKTOP_METRICS = {
+    "width": VIEWPORT["width"],
+    "height": VIEWPORT["height"],
+    "screenWidth": SCREEN["width"],
+    "screenHeight": SCREEN["height"],
+    "deviceScaleFactor": 1,
+    "mobile": False,
+    "screenOrientation": {"angle": 0, "type": "landscapePrimary"},
+}
 # A phone: Chrome on a Pixel 7, as Playwright's descriptor measures it
 PHONE_MODEL = "Pixel 7"
 PHONE_ANDROID = "14"
@@ -119,7 +131,7 @@ class Identity:
                 has_touch=True,
             )
         else:
-            options.update(viewport=dict(VIEWPORT), screen=dict(SCREEN))
+            options.update(no_viewport=True)  # sized by apply, in the window it starts in
         return options
 
     def metadata(self) -> dict[str, Any]:
@@ -226,13 +238,4 @@ async def apply(
     await session.send("Emulation.setUserAgentOverride", identity.override(native))
     await session.send("Emulation.setLocaleOverride", {"locale": identity.languages[0]})
     if not identity.mobile:
-        with suppress(PlaywrightError):  # a remote browser may not have windows to size
-            window = await session.send("Browser.getWindowForTarget")
-            height = VIEWPORT["height"] + WINDOW_FRAME
-            await session.send(
-                "Browser.setWindowBounds",
-                {
-                    "windowId": window["windowId"],
-                    "bounds": {"width": VIEWPORT["width"], "height": height},
-                },
-            )
+        await session.send("Emulation.setDeviceMetricsOverride", DESKTOP_METRICS)

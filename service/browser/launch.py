@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from patchright.async_api import Error as PlaywrightError
 from scrapy.http.headers import Headers
 
+from service.browser.identity import WINDOW_SIZE
 from service.scrape import meta as scrape_meta
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ def chromium_launch_options(
     args = [
         *headless,
         "--disable-gpu",
+        # a desktop window, taller than its page (service.browser.identity)
+        f"--window-size={WINDOW_SIZE}",
         # no WebGL, as the machine's own Chromium without a GPU has none (rather than
         # SwiftShader's, which detectors flag): docs/decisions/0046
         "--disable-webgl",

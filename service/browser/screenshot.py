@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from patchright.async_api import Error as PlaywrightError
 
 from service.browser.failures import BrowserError
+from service.browser.identity import VIEWPORT
 from service.core.settings import scrapy_default
 from service.scrape.meta import SCREENSHOT, SCREENSHOT_PNG
 
@@ -126,7 +127,8 @@ async def _full_page(page: Page, limits: ScreenshotLimits, timeout: float) -> by
         "scale": "css",
         "timeout": max(timeout * 1000, 1.0),  # 0 would mean no timeout at all
     }
-    width = page.viewport_size["width"] if page.viewport_size else limits.max_height
+    # a desktop's page is sized by the identity, not by Playwright (service.browser.identity)
+    width = page.viewport_size["width"] if page.viewport_size else VIEWPORT["width"]
     # Playwright trims the clip to the document: a shorter page keeps its own height.
     options["full_page"] = True
     options["clip"] = {"x": 0, "y": 0, "width": width, "height": limits.max_height}
