@@ -19,10 +19,9 @@ It is applied in two layers (:func:`apply`), because no single one reaches every
   languages and ``navigator.platform``: Playwright's own override carries no brands (Chromium then
   reports its own, ``HeadlessChrome`` in the shell) and takes one locale only, which it also adds
   to every sub-resource as an extra header, out of Chrome's order. A desktop's page is given its
-  size and screen there too: the browser starts its windows taller than the page, as a desktop
-  window with its tabs and toolbar is (:data:`WINDOW_SIZE`), and Playwright's own viewport would
-  resize each window to the page's size, and the service then back (a GPU surface made twice a
-  page, about 2 ms of CPU: docs/stealth.md).
+  size and screen there too, in a window the browser starts taller than the page, as a desktop
+  window with its tabs and toolbar is (:data:`WINDOW_SIZE`): no window is resized
+  (docs/decisions/0051).
 
 ``SCRAPESPY_BROWSER_IDENTITY=honest`` keeps all of it but the user agent, which names the service
 (``USER_AGENT``, as the static engine sends it): the polite way, for operators who want one.
